@@ -1,0 +1,1 @@
+# Dataset graph, node types, readers and file formats.

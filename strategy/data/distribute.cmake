@@ -1,0 +1,1 @@
+# Rebatch, auto-shard, distributed dataset/iterator, InputContext.

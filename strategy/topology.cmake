@@ -1,0 +1,1 @@
+# Topology, DeviceAssignment, TPUClusterResolver, ConfigProto.

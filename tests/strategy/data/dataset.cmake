@@ -1,0 +1,1 @@
+# Tests of the dataset graph, nodes, readers and formats.

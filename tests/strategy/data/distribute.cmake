@@ -1,0 +1,1 @@
+# Tests of rebatch, auto-shard and distribution.

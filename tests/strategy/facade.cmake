@@ -1,0 +1,1 @@
+# Tests of values, ReplicaContext, TPUStrategy, reduce, variables.

@@ -1,0 +1,1 @@
+# Tests of Topology, DeviceAssignment, TPUClusterResolver, ConfigProto.
