@@ -1,0 +1,1 @@
+# Slice layout: slice names -> chips, hosts, devices, coordinates.
