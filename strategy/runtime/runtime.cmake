@@ -1,0 +1,1 @@
+# Program, ops, host kernels, Backend interface, HostBackend, Profile.

@@ -1,0 +1,1 @@
+# Tests of Program, ops, kernels, Backend, HostBackend.
