@@ -1,7 +1,7 @@
 // strategy/values.h
 //
-// Distributed values, as in tf.distribute: PerReplica<T> holds one component per replica, in
-// replica order (component i belongs to replica i).
+// Distributed values, as in tf.distribute: PerReplica<T> holds one component
+// per replica, in replica order (component i belongs to replica i).
 //
 //   PerReplica<Tensor> ids = PerReplica<Tensor>::FromFn(
 //       8, [](int replica) { return Tensor::Scalar<float>(replica); });

@@ -1,0 +1,20 @@
+// tools/subcommands.h
+//
+// The composition root of the CLI: every subcommand tpusim offers, in help
+// order.
+
+#ifndef TPUSIM_TOOLS_SUBCOMMANDS_H_
+#define TPUSIM_TOOLS_SUBCOMMANDS_H_
+
+#include <vector>
+
+#include "tools/cli.h"
+#include "tools/presets_command.h"
+
+namespace tpusim::tools {
+
+inline std::vector<Subcommand> AllSubcommands() { return {PresetsCommand()}; }
+
+}  // namespace tpusim::tools
+
+#endif  // TPUSIM_TOOLS_SUBCOMMANDS_H_
