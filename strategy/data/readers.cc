@@ -1,0 +1,182 @@
+// Reader nodes (TFRecordDataset, TextLineDataset, FixedLengthRecordDataset) and
+// list_files.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "strategy/data/dataset.h"
+#include "strategy/data/dataset_nodes.h"
+
+namespace tpusim::data {
+
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::TensorSpec;
+
+namespace {
+
+absl::Status CheckFilenamesSpec(absl::string_view op,
+                                const TensorRef& filenames) {
+  const TensorSpec& s = filenames.spec();
+  if (s.dtype != DType::kBytes || !s.shape.rank_known() || s.shape.rank() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": `filenames` must be a string scalar or vector, got ",
+        s.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNoInputs(absl::string_view op,
+                           const std::vector<NodePtr>& inputs) {
+  if (!inputs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": WithInputs got ", inputs.size(), " inputs, the node has 0"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsReaderOp(absl::string_view op) {
+  return op == TFRecordReaderNode::kOp || op == TextLineReaderNode::kOp ||
+         op == FixedLengthRecordReaderNode::kOp;
+}
+
+ReaderNode::ReaderNode(TensorRef filenames)
+    : DatasetNode({}, ElementSpec(TensorSpec{DType::kBytes, Shape()})),
+      filenames_(std::move(filenames)) {}
+
+absl::StatusOr<std::vector<std::string>> ReaderNode::ResolveFilenames(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(Tensor t, filenames_.Resolve(ctx));
+  if (t.dtype() != DType::kBytes || t.rank() > 1 || !t.has_data()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op(),
+        ": `filenames` must be a string scalar or vector with values, got ",
+        t.spec().ToString()));
+  }
+  auto v = t.values<std::string>();
+  return std::vector<std::string>(v.begin(), v.end());
+}
+
+// ---- TFRecord ----
+
+TFRecordReaderNode::TFRecordReaderNode(TensorRef filenames,
+                                       std::string compression_type)
+    : ReaderNode(std::move(filenames)),
+      compression_type_(std::move(compression_type)) {}
+
+absl::StatusOr<NodePtr> TFRecordReaderNode::Make(TensorRef filenames,
+                                                 std::string compression_type) {
+  TPUSIM_RETURN_IF_ERROR(CheckFilenamesSpec(kOp, filenames));
+  if (!compression_type.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat("TFRecordDataset: compression_type \"", compression_type,
+                     "\" is not supported; only \"\" (uncompressed)"));
+  }
+  return NodePtr(std::make_shared<TFRecordReaderNode>(
+      std::move(filenames), std::move(compression_type)));
+}
+
+std::vector<NodeAttr> TFRecordReaderNode::attrs() const {
+  return {{"filenames", filenames().DebugString()},
+          {"compression_type", absl::StrCat("\"", compression_type_, "\"")}};
+}
+
+absl::StatusOr<IteratorPtr> TFRecordReaderNode::MakeIterator(
+    const IteratorContext&) const {
+  return absl::UnimplementedError("TFRecordDataset: not implemented yet");
+}
+
+absl::StatusOr<NodePtr> TFRecordReaderNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckNoInputs(kOp, inputs));
+  return Make(filenames(), compression_type_);
+}
+
+// ---- TextLine ----
+
+TextLineReaderNode::TextLineReaderNode(TensorRef filenames)
+    : ReaderNode(std::move(filenames)) {}
+
+absl::StatusOr<NodePtr> TextLineReaderNode::Make(TensorRef filenames) {
+  TPUSIM_RETURN_IF_ERROR(CheckFilenamesSpec(kOp, filenames));
+  return NodePtr(std::make_shared<TextLineReaderNode>(std::move(filenames)));
+}
+
+absl::StatusOr<IteratorPtr> TextLineReaderNode::MakeIterator(
+    const IteratorContext&) const {
+  return absl::UnimplementedError("TextLineDataset: not implemented yet");
+}
+
+absl::StatusOr<NodePtr> TextLineReaderNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckNoInputs(kOp, inputs));
+  return Make(filenames());
+}
+
+// ---- FixedLengthRecord ----
+
+FixedLengthRecordReaderNode::FixedLengthRecordReaderNode(TensorRef filenames,
+                                                         int64_t record_bytes,
+                                                         int64_t header_bytes,
+                                                         int64_t footer_bytes)
+    : ReaderNode(std::move(filenames)),
+      record_bytes_(record_bytes),
+      header_bytes_(header_bytes),
+      footer_bytes_(footer_bytes) {}
+
+absl::StatusOr<NodePtr> FixedLengthRecordReaderNode::Make(
+    TensorRef filenames, int64_t record_bytes, int64_t header_bytes,
+    int64_t footer_bytes) {
+  TPUSIM_RETURN_IF_ERROR(CheckFilenamesSpec(kOp, filenames));
+  if (record_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FixedLengthRecordDataset: record_bytes must be > 0, got ",
+                     record_bytes));
+  }
+  if (header_bytes < 0 || footer_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FixedLengthRecordDataset: header_bytes and footer_bytes "
+                     "must be >= 0, got ",
+                     header_bytes, " and ", footer_bytes));
+  }
+  return NodePtr(std::make_shared<FixedLengthRecordReaderNode>(
+      std::move(filenames), record_bytes, header_bytes, footer_bytes));
+}
+
+std::vector<NodeAttr> FixedLengthRecordReaderNode::attrs() const {
+  return {{"filenames", filenames().DebugString()},
+          {"record_bytes", absl::StrCat(record_bytes_)},
+          {"header_bytes", absl::StrCat(header_bytes_)},
+          {"footer_bytes", absl::StrCat(footer_bytes_)}};
+}
+
+absl::StatusOr<IteratorPtr> FixedLengthRecordReaderNode::MakeIterator(
+    const IteratorContext&) const {
+  return absl::UnimplementedError(
+      "FixedLengthRecordDataset: not implemented yet");
+}
+
+absl::StatusOr<NodePtr> FixedLengthRecordReaderNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckNoInputs(kOp, inputs));
+  return Make(filenames(), record_bytes_, header_bytes_, footer_bytes_);
+}
+
+// ---- list_files ----
+
+Dataset Dataset::ListFiles(std::vector<std::string> patterns, bool shuffle,
+                           std::optional<uint64_t> seed) {
+  (void)shuffle;
+  (void)seed;
+  return FromError(absl::UnimplementedError(absl::StrCat(
+      "list_files: not implemented yet (", patterns.size(), " patterns)")));
+}
+
+}  // namespace tpusim::data
