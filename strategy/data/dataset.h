@@ -298,6 +298,10 @@ struct MapFunction {
   // if a probe fails, the Dataset carries InvalidArgument asking for an
   // explicit output_spec.
   std::optional<ElementSpec> output_spec;
+  // Alternatively a shape function: the output spec from the input spec (used
+  // when output_spec is absent; e.g. parse_example keeps the input's batch
+  // dimension).
+  std::function<absl::StatusOr<ElementSpec>(const ElementSpec& input)> spec_fn;
   // Declared host CPU cost per element (for the host timing model).
   common::Picoseconds cost = common::Picoseconds(0);
   // Shown in DebugString; optional.
@@ -349,9 +353,9 @@ class Dataset {
   // Slices along dimension 0 (TensorSliceDataset). Every component needs rank
   // >= 1 and the same dimension 0 (known); else InvalidArgument.
   static Dataset FromTensorSlices(TensorRefNest components);
-  // tf.data.Dataset.list_files: the files matching any pattern (each pattern's
-  // matches in bytewise order, patterns in order), then, if shuffle, shuffled
-  // with tpusim's PRNG and `seed` (buffer = all files, reshuffled each
+  // tf.data.Dataset.list_files: the files matching any pattern (all matches
+  // sorted bytewise together, as TF's MatchingFiles), then, if shuffle,
+  // shuffled with tpusim's PRNG and `seed` (buffer = all files, reshuffled each
   // iteration as in TF). No match → InvalidArgument "No files matched pattern:
   // <patterns>".
   static Dataset ListFiles(std::vector<std::string> patterns,

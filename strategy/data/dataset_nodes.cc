@@ -564,6 +564,8 @@ absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
   ElementSpec spec;
   if (fn.output_spec.has_value()) {
     spec = *fn.output_spec;
+  } else if (fn.spec_fn) {
+    TPUSIM_ASSIGN_OR_RETURN(spec, fn.spec_fn(input->element_spec()));
   } else {
     TPUSIM_ASSIGN_OR_RETURN(
         spec, InferMapSpec(input->element_spec(), fn.fn, fn.name));

@@ -1,15 +1,23 @@
 // Reader nodes (TFRecordDataset, TextLineDataset, FixedLengthRecordDataset) and
 // list_files.
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "strategy/data/dataset.h"
 #include "strategy/data/dataset_nodes.h"
+#include "strategy/data/glob.h"
+#include "strategy/data/tfrecord.h"
 
 namespace tpusim::data {
 
@@ -39,6 +47,124 @@ absl::Status CheckNoInputs(absl::string_view op,
   }
   return absl::OkStatus();
 }
+
+// Records of one file.
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  virtual absl::StatusOr<std::optional<std::string>> ReadNext() = 0;
+};
+using SourceFactory =
+    std::function<absl::StatusOr<std::unique_ptr<RecordSource>>(
+        const std::string& path)>;
+
+// Reads the files in order, one record (a string scalar) per element.
+class FileRecordIterator final : public DatasetIterator {
+ public:
+  FileRecordIterator(std::vector<std::string> files, SourceFactory open)
+      : files_(std::move(files)), open_(std::move(open)) {}
+  absl::StatusOr<std::optional<Element>> GetNext() override {
+    while (true) {
+      if (source_ == nullptr) {
+        if (next_file_ >= files_.size()) return std::optional<Element>();
+        TPUSIM_ASSIGN_OR_RETURN(source_, open_(files_[next_file_++]));
+      }
+      TPUSIM_ASSIGN_OR_RETURN(std::optional<std::string> record,
+                              source_->ReadNext());
+      if (record.has_value()) {
+        return std::optional<Element>(
+            Element(Tensor::Scalar<std::string>(*std::move(record))));
+      }
+      source_.reset();
+    }
+  }
+
+ private:
+  std::vector<std::string> files_;
+  SourceFactory open_;
+  size_t next_file_ = 0;
+  std::unique_ptr<RecordSource> source_;
+};
+
+class TFRecordSource final : public RecordSource {
+ public:
+  explicit TFRecordSource(std::unique_ptr<TFRecordFileReader> r)
+      : r_(std::move(r)) {}
+  absl::StatusOr<std::optional<std::string>> ReadNext() override {
+    return r_->ReadNext();
+  }
+
+ private:
+  std::unique_ptr<TFRecordFileReader> r_;
+};
+
+// A FILE* owned by a source.
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f != nullptr) std::fclose(f);
+  }
+};
+using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
+
+// tpusim follows TF's line reader: a record ends at "\n"; a "\r" right before
+// the "\n" is removed too; a last line without "\n" is still a record (a file
+// ending in "\n" has no empty last record).
+class TextLineSource final : public RecordSource {
+ public:
+  TextLineSource(std::string path, FilePtr f)
+      : path_(std::move(path)), f_(std::move(f)) {}
+  absl::StatusOr<std::optional<std::string>> ReadNext() override {
+    std::string line;
+    bool any = false;
+    while (true) {
+      const int c = std::getc(f_.get());
+      if (c == EOF) {
+        if (std::ferror(f_.get()))
+          return FileError("cannot read text file", path_, errno);
+        break;
+      }
+      any = true;
+      if (c == '\n') {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        return std::optional<std::string>(std::move(line));
+      }
+      line.push_back(static_cast<char>(c));
+    }
+    if (!any) return std::optional<std::string>();
+    return std::optional<std::string>(std::move(line));
+  }
+
+ private:
+  std::string path_;
+  FilePtr f_;
+};
+
+class FixedLengthSource final : public RecordSource {
+ public:
+  FixedLengthSource(std::string path, FilePtr f, int64_t record_bytes,
+                    int64_t count)
+      : path_(std::move(path)),
+        f_(std::move(f)),
+        record_bytes_(record_bytes),
+        left_(count) {}
+  absl::StatusOr<std::optional<std::string>> ReadNext() override {
+    if (left_ <= 0) return std::optional<std::string>();
+    std::string record(static_cast<size_t>(record_bytes_), '\0');
+    if (std::fread(&record[0], 1, record.size(), f_.get()) != record.size()) {
+      return absl::DataLossError(
+          absl::StrCat("FixedLengthRecordDataset: file \"", path_,
+                       "\" ended inside a record"));
+    }
+    --left_;
+    return std::optional<std::string>(std::move(record));
+  }
+
+ private:
+  std::string path_;
+  FilePtr f_;
+  int64_t record_bytes_;
+  int64_t left_;
+};
 
 }  // namespace
 
