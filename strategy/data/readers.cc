@@ -215,8 +215,18 @@ std::vector<NodeAttr> TFRecordReaderNode::attrs() const {
 }
 
 absl::StatusOr<IteratorPtr> TFRecordReaderNode::MakeIterator(
-    const IteratorContext&) const {
-  return absl::UnimplementedError("TFRecordDataset: not implemented yet");
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                          ResolveFilenames(ctx));
+  return IteratorPtr(std::make_unique<FileRecordIterator>(
+      std::move(files),
+      [](const std::string& path)
+          -> absl::StatusOr<std::unique_ptr<RecordSource>> {
+        TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordFileReader> r,
+                                TFRecordFileReader::Open(path));
+        return std::unique_ptr<RecordSource>(
+            std::make_unique<TFRecordSource>(std::move(r)));
+      }));
 }
 
 absl::StatusOr<NodePtr> TFRecordReaderNode::WithInputs(
@@ -236,8 +246,19 @@ absl::StatusOr<NodePtr> TextLineReaderNode::Make(TensorRef filenames) {
 }
 
 absl::StatusOr<IteratorPtr> TextLineReaderNode::MakeIterator(
-    const IteratorContext&) const {
-  return absl::UnimplementedError("TextLineDataset: not implemented yet");
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                          ResolveFilenames(ctx));
+  return IteratorPtr(std::make_unique<FileRecordIterator>(
+      std::move(files),
+      [](const std::string& path)
+          -> absl::StatusOr<std::unique_ptr<RecordSource>> {
+        FilePtr f(std::fopen(path.c_str(), "rb"));
+        if (f == nullptr)
+          return FileError("TextLineDataset: cannot open", path, errno);
+        return std::unique_ptr<RecordSource>(
+            std::make_unique<TextLineSource>(path, std::move(f)));
+      }));
 }
 
 absl::StatusOr<NodePtr> TextLineReaderNode::WithInputs(
@@ -284,9 +305,41 @@ std::vector<NodeAttr> FixedLengthRecordReaderNode::attrs() const {
 }
 
 absl::StatusOr<IteratorPtr> FixedLengthRecordReaderNode::MakeIterator(
-    const IteratorContext&) const {
-  return absl::UnimplementedError(
-      "FixedLengthRecordDataset: not implemented yet");
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                          ResolveFilenames(ctx));
+  const int64_t record = record_bytes_, header = header_bytes_,
+                footer = footer_bytes_;
+  return IteratorPtr(std::make_unique<FileRecordIterator>(
+      std::move(files),
+      [=](const std::string& path)
+          -> absl::StatusOr<std::unique_ptr<RecordSource>> {
+        FilePtr f(std::fopen(path.c_str(), "rb"));
+        if (f == nullptr)
+          return FileError("FixedLengthRecordDataset: cannot open", path,
+                           errno);
+        if (std::fseek(f.get(), 0, SEEK_END) != 0) {
+          return FileError("FixedLengthRecordDataset: cannot seek in", path,
+                           errno);
+        }
+        const int64_t size = std::ftell(f.get());
+        const int64_t body = size - header - footer;
+        // As TF (fixed_length_record_dataset_op.cc): a body that is not a whole
+        // number of records is an InvalidArgument when the file is opened,
+        // before any of its records. (tpusim also rejects a file shorter than
+        // header + footer the same way.)
+        if (body < 0 || body % record != 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "Excluding the header (", header, " bytes) and footer (", footer,
+              " bytes), input file \"", path, "\" has body length ", body,
+              " bytes, which is not an exact multiple of the record length (",
+              record, " bytes)."));
+        }
+        std::fseek(f.get(), header, SEEK_SET);
+        return std::unique_ptr<RecordSource>(
+            std::make_unique<FixedLengthSource>(path, std::move(f), record,
+                                                body / record));
+      }));
 }
 
 absl::StatusOr<NodePtr> FixedLengthRecordReaderNode::WithInputs(
@@ -299,10 +352,26 @@ absl::StatusOr<NodePtr> FixedLengthRecordReaderNode::WithInputs(
 
 Dataset Dataset::ListFiles(std::vector<std::string> patterns, bool shuffle,
                            std::optional<uint64_t> seed) {
-  (void)shuffle;
-  (void)seed;
-  return FromError(absl::UnimplementedError(absl::StrCat(
-      "list_files: not implemented yet (", patterns.size(), " patterns)")));
+  if (patterns.empty()) {
+    return FromError(absl::InvalidArgumentError(
+        "list_files: at least one pattern is required"));
+  }
+  absl::StatusOr<std::vector<std::string>> files = MatchingFiles(patterns);
+  if (!files.ok()) return FromError(files.status());
+  if (files->empty()) {
+    // TF (dataset_ops.py list_files): an Assert with this message →
+    // InvalidArgumentError.
+    return FromError(absl::InvalidArgumentError(absl::StrCat(
+        "No files matched pattern: ", absl::StrJoin(patterns, ", "))));
+  }
+  const int64_t n = static_cast<int64_t>(files->size());
+  Dataset ds = FromTensorSlices(
+      TensorRefNest(Tensor::Vector<std::string>(*std::move(files))));
+  // TF: shuffle(buffer_size=max(#files, 1), seed=seed), reshuffled each
+  // iteration. tpusim choice: seed absent means seed 0 (deterministic), and the
+  // order is tpusim's PRNG's.
+  if (shuffle) ds = ds.Shuffle(std::max<int64_t>(n, 1), seed.value_or(0), true);
+  return ds;
 }
 
 }  // namespace tpusim::data
