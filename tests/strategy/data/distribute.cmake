@@ -6,3 +6,5 @@ tpusim_cc_test(NAME auto_shard_test SRCS auto_shard_test.cc
                DEPS tpusim::strategy::data::distribute tpusim::strategy::data::tfrecord)
 tpusim_cc_test(NAME distribute_test SRCS distribute_test.cc
                DEPS tpusim::strategy::data::distribute)
+tpusim_cc_test(NAME distribute_property_test SRCS distribute_property_test.cc
+               DEPS tpusim::strategy::data::distribute tpusim::strategy::data::tfrecord)
