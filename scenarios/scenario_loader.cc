@@ -1,5 +1,6 @@
 #include "scenarios/scenario_loader.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <set>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -40,6 +42,46 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
                   const std::string&) override {}
 
   bool has_error() const { return has_error_; }
+
+  // protobuf reports an unknown enum value at the token AFTER the value (often
+  // the next line); move the position back to the value itself so that the
+  // error names its line. The same holds for an unknown field name, reported
+  // after the name.
+  void LocateOffendingToken(absl::string_view text) {
+    std::string value;
+    for (absl::string_view prefix :
+         {absl::string_view("Unknown enumeration value of \""),
+          absl::string_view("has no field named \"")}) {
+      const size_t start = message_.find(std::string(prefix));
+      if (start == std::string::npos) continue;
+      const size_t begin = start + prefix.size();
+      const size_t end = message_.find('"', begin);
+      if (end != std::string::npos) value = message_.substr(begin, end - begin);
+      break;
+    }
+    if (value.empty()) return;
+    // Offset of (line_, column_) in the text (columns count tabs as 8 in
+    // protobuf's tokenizer; scenario files use spaces, and a tab only makes the
+    // search start a little later).
+    size_t offset = 0;
+    for (int l = 0; l < line_ && offset < text.size(); ++l) {
+      const size_t nl = text.find('\n', offset);
+      if (nl == absl::string_view::npos) break;
+      offset = nl + 1;
+    }
+    offset = std::min(text.size(), offset + static_cast<size_t>(column_));
+    const size_t at = text.substr(0, offset).rfind(value);
+    if (at == absl::string_view::npos) return;
+    line_ = 0;
+    size_t line_start = 0;
+    for (size_t i = 0; i < at; ++i) {
+      if (text[i] == '\n') {
+        ++line_;
+        line_start = i + 1;
+      }
+    }
+    column_ = static_cast<int>(at - line_start);
+  }
   // "file:LINE:COL: message", 1-based like compilers print.
   std::string Describe(absl::string_view source) const {
     return absl::StrCat(source, ":", line_ + 1, ":", column_ + 1, ": ",
@@ -785,6 +827,7 @@ absl::StatusOr<LoadedScenario> ParseScenario(absl::string_view text,
                                                static_cast<int>(text.size()));
   if (!parser.Parse(&input, &out.proto)) {
     if (errors.has_error()) {
+      errors.LocateOffendingToken(text);
       return absl::InvalidArgumentError(errors.Describe(source_name));
     }
     return absl::InvalidArgumentError(

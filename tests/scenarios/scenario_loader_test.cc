@@ -1,0 +1,469 @@
+#include "scenarios/scenario_loader.h"
+
+#include <string>
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tpusim::scenarios {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using ::tpusim::testing::IsOk;
+using ::tpusim::testing::StatusIs;
+
+constexpr char kCluster[] = "cluster { workers: 2 replicas_per_worker: 2 }\n";
+
+absl::StatusOr<LoadedScenario> Parse(const std::string& text) {
+  return ParseScenario(text, "s.textproto", "/base");
+}
+
+absl::Status ErrorOf(const std::string& text) { return Parse(text).status(); }
+
+TEST(ScenarioLoaderTest, ParsesAValidScenarioWithDefaults) {
+  absl::StatusOr<LoadedScenario> s =
+      Parse(std::string(kCluster) +
+            "pipeline { range { stop: 16 } }\n"
+            "pipeline { batch { batch_size: 8 } }\n");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->base_dir, "/base");
+  EXPECT_EQ(s->proto.pipeline_size(), 2);
+  EXPECT_EQ(SemanticsOf(s->proto), "2.2");
+  EXPECT_EQ(ShardPolicyName(s->proto.shard_policy()), "AUTO");
+  absl::StatusOr<ClusterLayout> cluster = ResolveCluster(*s);
+  ASSERT_THAT(cluster, IsOk());
+  EXPECT_EQ(cluster->workers, 2);
+  EXPECT_EQ(cluster->replicas_per_worker, 2);
+  EXPECT_EQ(cluster->num_replicas(), 4);
+}
+
+TEST(ScenarioLoaderTest, UnknownFieldNamesLineColumnAndField) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { stp: 16 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:2:20: Message type \"tpusim.scenarios.RangeStage\" "
+               "has no "
+               "field named \"stp\"."));
+}
+
+TEST(ScenarioLoaderTest, UnknownEnumValueNamesItsOwnLine) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "shard_policy: FOO\n"
+                                      "pipeline { range { stop: 16 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2:15: Unknown enumeration value of \"FOO\" for field "
+          "\"shard_policy\"."));
+}
+
+TEST(ScenarioLoaderTest, TwoKindsInOneStageIsASyntaxError) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 16 } batch { batch_size: 2 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          AllOf(StartsWith("s.textproto:2:"),
+                HasSubstr("Field \"batch\" is specified along with field "
+                          "\"range\", another member of oneof \"kind\""))));
+}
+
+TEST(ScenarioLoaderTest, BatchSizeZeroNamesLineAndFieldPath) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { stop: 16 } }\n"
+                                      "pipeline {\n"
+                                      "  batch { batch_size: 0 }\n"
+                                      "}\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:4: pipeline[1].batch.batch_size=0: must be >= 1"));
+}
+
+TEST(ScenarioLoaderTest, NestedSubPipelineErrorsNameTheFullPath) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { zip {\n"
+              "  input { pipeline { range { stop: 4 } } }\n"
+              "  input { pipeline { range { stop: 4 } }\n"
+              "          pipeline { batch { batch_size: -1 } } }\n"
+              "} }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:5: "
+               "pipeline[0].zip.input[1].pipeline[1].batch.batch_size=-1: must "
+               "be >= 1"));
+}
+
+TEST(ScenarioLoaderTest, MissingClusterIsAnError) {
+  EXPECT_THAT(
+      ErrorOf("pipeline { range { stop: 16 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("s.textproto: cluster: missing; set cluster { slice:")));
+}
+
+TEST(ScenarioLoaderTest, SliceAndWorkersContradict) {
+  EXPECT_THAT(
+      ErrorOf("cluster { slice: \"v3-32\" workers: 2 }\n"
+              "pipeline { range { stop: 16 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:1: cluster.workers=2: contradicts "
+               "cluster.slice=\"v3-32\"; "
+               "give a slice or workers and replicas_per_worker, not both"));
+}
+
+TEST(ScenarioLoaderTest, WorkersWithoutReplicasPerWorkerIsMissingAField) {
+  EXPECT_THAT(
+      ErrorOf("cluster { workers: 2 }\npipeline { range { stop: 16 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:1: cluster.replicas_per_worker: missing; must be >= 1"));
+}
+
+TEST(ScenarioLoaderTest, ZeroWorkersIsRejected) {
+  EXPECT_THAT(
+      ErrorOf("cluster { workers: 0 replicas_per_worker: 2 }\n"
+              "pipeline { range { stop: 16 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:1: cluster.workers=0: must be in [1, 4096]"));
+}
+
+TEST(ScenarioLoaderTest, BadSliceNameNamesTheField) {
+  EXPECT_THAT(
+      ErrorOf("cluster { slice: \"v3-7\" }\npipeline { range { stop: 4 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("s.textproto:1: cluster.slice=\"v3-7\": slice \"v3-7\": 7 "
+                    "TensorCores is not a whole number of v3 chips")));
+}
+
+TEST(ScenarioLoaderTest, EmptyPipelineIsAnError) {
+  EXPECT_THAT(ErrorOf(kCluster),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("s.textproto: pipeline: missing; at least "
+                                 "one stage is required")));
+}
+
+TEST(ScenarioLoaderTest, PipelineMustStartWithASource) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { batch { batch_size: 2 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("s.textproto:2: pipeline[0]: stage 0 is \"batch\" but a "
+                    "pipeline must start with a source")));
+}
+
+TEST(ScenarioLoaderTest, ASourceAfterStageZeroIsRejected) {
+  EXPECT_THAT(
+      ErrorOf(
+          std::string(kCluster) +
+          "pipeline { range { stop: 4 } }\npipeline { range { stop: 4 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:3: pipeline[1]: \"range\" is a source and can only be "
+          "stage 0"));
+}
+
+TEST(ScenarioLoaderTest, EmptyStageIsRejected) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\npipeline { }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr(
+              "s.textproto:3: pipeline[1]: empty stage; set exactly one of "
+              "range, from_tensor_slices")));
+}
+
+TEST(ScenarioLoaderTest, RangeNeedsStopAndANonZeroStep) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { start: 1 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:2: pipeline[0].range.stop: missing"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 step: 0 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:2: pipeline[0].range.step=0: must not be 0"));
+}
+
+TEST(ScenarioLoaderTest, UnknownMapFunctionListsTheKnownOnes) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { stop: 4 } "
+                                      "}\npipeline { map { fn: \"cube\" } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].map.fn=\"cube\": unknown; one of "
+               "identity, "
+               "square, negate, add_one, parse_example"));
+}
+
+TEST(ScenarioLoaderTest, FeaturesOnlyForParseExample) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { map { fn: \"square\" feature { name: \"x\" } } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr(
+              "pipeline[1].map.feature: only parse_example takes features")));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { map { fn: \"parse_example\" } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("pipeline[1].map.feature: missing; parse_example needs")));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { map { fn: \"parse_example\"\n"
+              "  feature { name: \"x\" dtype: \"int8\" } } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:4: pipeline[1].map.feature[0].dtype=\"int8\": must be "
+          "int64, float32 or string"));
+}
+
+TEST(ScenarioLoaderTest, UnknownFilterPredicate) {
+  EXPECT_THAT(ErrorOf(std::string(kCluster) +
+                      "pipeline { range { stop: 4 } }\n"
+                      "pipeline { filter { predicate: \"prime\" } }\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:3: pipeline[1].filter.predicate=\"prime\": "
+                       "unknown; one of "
+                       "even, odd, positive"));
+}
+
+TEST(ScenarioLoaderTest, ShardIndexMustBeBelowNumShards) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { shard { num_shards: 2 index: 2 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].shard.index=2: must be in [0, 1]"));
+}
+
+TEST(ScenarioLoaderTest, ShardByInputContextNeedsTheFromFunctionApi) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { shard { by_input_context: true } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr(
+              "s.textproto:3: pipeline[1].shard.by_input_context=true: needs "
+              "api: DISTRIBUTE_DATASETS_FROM_FUNCTION")));
+}
+
+TEST(ScenarioLoaderTest, UseGlobalBatchNeedsGlobalBatchSize) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { batch { use_global_batch: true } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:3: pipeline[1].batch.use_global_batch=true: needs the "
+          "scenario's global_batch_size, which is not set"));
+}
+
+TEST(ScenarioLoaderTest, BatchSizeAndUseGlobalBatchContradict) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "global_batch_size: 8\n"
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { batch { batch_size: 8 use_global_batch: true } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:4: pipeline[1].batch.use_global_batch=true: contradicts "
+          "batch_size=8; set only one"));
+}
+
+TEST(ScenarioLoaderTest, GlobalBatchSizeMustMatchTheLastBatchStage) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "global_batch_size: 16\n"
+                                      "pipeline { range { stop: 64 } }\n"
+                                      "pipeline { batch { batch_size: 8 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr(
+                   "s.textproto:4: pipeline[1].batch.batch_size=8: contradicts "
+                   "global_batch_size=16")));
+}
+
+TEST(ScenarioLoaderTest, UnknownSemanticsVersion) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "semantics: \"2.3\"\n"
+                                      "pipeline { range { stop: 4 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:2: semantics=\"2.3\": must be \"2.2\" or \"2.4\""));
+}
+
+TEST(ScenarioLoaderTest, UnknownFileSetIsRejected) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "file_set { name: \"train\" num_files: 2 records_per_file: 2 }\n"
+              "pipeline { tfrecord { file_set: \"eval\" } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[0].tfrecord.file_set=\"eval\": no "
+               "file_set with "
+               "this name; defined: train"));
+}
+
+TEST(ScenarioLoaderTest, FileSetNeedsAtLeastOneFile) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "file_set { name: \"train\" num_files: 0 records_per_file: 2 }\n"
+              "pipeline { tfrecord { file_set: \"train\" } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2: file_set[0].num_files=0: must be in [1, 10000]"));
+}
+
+TEST(ScenarioLoaderTest, ReaderAtStageZeroNeedsExactlyOneFileSource) {
+  EXPECT_THAT(ErrorOf(std::string(kCluster) + "pipeline { tfrecord { } }\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:2: pipeline[0].tfrecord: missing the "
+                       "files; set file, glob "
+                       "or file_set"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { tfrecord { file: \"a\" glob: \"*.tfrecord\" } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2: pipeline[0].tfrecord: set only one of file, glob and "
+          "file_set"));
+}
+
+TEST(ScenarioLoaderTest, ReaderAfterStageZeroMustNotNameFiles) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { list_files { pattern: \"*.txt\" } }\n"
+              "pipeline { text_line { file: \"a.txt\" } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("s.textproto:3: pipeline[1].text_line.file: a reader after "
+                    "stage 0 reads the file names its input yields")));
+}
+
+TEST(ScenarioLoaderTest, FixedLengthNeedsRecordBytesAndOthersRejectThem) {
+  EXPECT_THAT(ErrorOf(std::string(kCluster) +
+                      "pipeline { fixed_length { file: \"a\" } }\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:2: pipeline[0].fixed_length.record_bytes: "
+                       "missing; must be "
+                       ">= 1"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { tfrecord { file: \"a\" record_bytes: 4 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2: pipeline[0].tfrecord.record_bytes: only fixed_length "
+          "readers take record sizes"));
+}
+
+TEST(ScenarioLoaderTest, InterleaveChecksReaderAndLengths) {
+  const std::string head =
+      std::string(kCluster) + "pipeline { list_files { pattern: \"*\" } }\n";
+  EXPECT_THAT(ErrorOf(head + "pipeline { interleave { reader: \"csv\" } }\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:3: pipeline[1].interleave.reader=\"csv\": "
+                       "unknown; one of "
+                       "tfrecord, text_line, fixed_length"));
+  EXPECT_THAT(
+      ErrorOf(
+          head +
+          "pipeline { interleave { reader: \"tfrecord\" cycle_length: 0 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].interleave.cycle_length=0: must be "
+               ">= 1 or "
+               "-1 (AUTOTUNE)"));
+  EXPECT_THAT(
+      ErrorOf(
+          head +
+          "pipeline { flat_map { reader: \"tfrecord\" cycle_length: 2 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("pipeline[1].flat_map.cycle_length: flat_map takes no "
+                         "cycle_length")));
+}
+
+TEST(ScenarioLoaderTest, TensorLiteralValuesMustMatchDtypeAndShape) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { from_tensor_slices { component { dtype: \"float32\" "
+              "int_values: [1, 2] } } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:2: "
+               "pipeline[0].from_tensor_slices.component[0].int_values: "
+               "do not match dtype \"float32\"; use float_values"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { from_tensor_slices { component { shape: [2, 2] "
+              "int_values: [1, 2, 3] } } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:2: "
+               "pipeline[0].from_tensor_slices.component[0].int_values: "
+               "has 3 value(s) but the shape needs 4"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { from_tensors { component { dtype: \"int4\" } } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("pipeline[0].from_tensors.component[0].dtype=\"int4\": ")));
+}
+
+TEST(ScenarioLoaderTest, ComponentKeysAreAllOrNone) {
+  EXPECT_THAT(ErrorOf(std::string(kCluster) +
+                      "pipeline { from_tensor_slices {\n"
+                      "  component { key: \"a\" int_values: [1] }\n"
+                      "  component { int_values: [2] } } }\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:3: "
+                       "pipeline[0].from_tensor_slices.component: either every "
+                       "component has a key (a dict element) or none does"));
+}
+
+TEST(ScenarioLoaderTest, TakeNeedsACount) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { stop: 4 } }\n"
+                                      "pipeline { take { } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].take.count: missing; -1 means all"));
+}
+
+TEST(ScenarioLoaderTest, ShuffleNeedsAPositiveBuffer) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 4 } }\n"
+              "pipeline { shuffle { buffer_size: 0 } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:3: pipeline[1].shuffle.buffer_size=0: must be >= 1"));
+}
+
+TEST(ScenarioLoaderTest, ResolvesSliceNamesToWorkersAndReplicas) {
+  absl::StatusOr<LoadedScenario> s =
+      Parse("cluster { slice: \"v3-32\" }\npipeline { range { stop: 4 } }\n");
+  ASSERT_THAT(s, IsOk());
+  absl::StatusOr<ClusterLayout> cluster = ResolveCluster(*s);
+  ASSERT_THAT(cluster, IsOk());
+  EXPECT_EQ(cluster->workers, 4);
+  EXPECT_EQ(cluster->replicas_per_worker, 8);
+  EXPECT_EQ(cluster->slice, "v3-32");
+}
+
+TEST(ScenarioLoaderTest, LoadScenarioFileUsesTheFilesDirectory) {
+  const std::string dir = std::getenv("TPUSIM_SOURCE_DIR");
+  absl::StatusOr<LoadedScenario> s =
+      LoadScenarioFile(dir + "/scenarios/default.textproto");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->base_dir, dir + "/scenarios");
+  EXPECT_EQ(s->proto.name(), "default");
+}
+
+TEST(ScenarioLoaderTest, MissingFileIsNotFound) {
+  EXPECT_THAT(
+      LoadScenarioFile("/nonexistent/x.textproto"),
+      StatusIs(absl::StatusCode::kNotFound,
+               "cannot read scenario file \"/nonexistent/x.textproto\""));
+}
+
+}  // namespace
+}  // namespace tpusim::scenarios
