@@ -245,6 +245,8 @@ absl::StatusOr<IteratorPtr> TensorSliceNode::MakeIterator(
         : structure_(std::move(structure)), leaves_(std::move(leaves)), n_(n) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (i_ >= n_) return std::optional<Element>();
+      if (structure_.is_leaf())
+        return std::optional<Element>(Element(leaves_[0].Row(i_++)));
       std::vector<Tensor> rows;
       rows.reserve(leaves_.size());
       for (const Tensor& t : leaves_)
@@ -299,40 +301,62 @@ std::vector<NodeAttr> BatchNode::attrs() const {
           {"drop_remainder", B(drop_remainder_)}};
 }
 
+namespace {
+
+// Stacks one component of a batch: a zero-copy view when the parts are
+// consecutive views of one storage (e.g. from_tensor_slices rows), else one
+// copy.
+absl::StatusOr<Tensor> StackColumn(const std::vector<Tensor>& col, int k) {
+  for (size_t i = 1; i < col.size(); ++i) {
+    if (col[i].shape() != col[0].shape() || col[i].dtype() != col[0].dtype()) {
+      // TF: "Cannot batch tensors with different shapes in component 0. First
+      // element had shape [2] and element 1 had shape [3]."
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Cannot batch tensors with different shapes in component ", k,
+          ". First element had shape ", col[0].spec().ToString(),
+          " and element ", i, " had shape ", col[i].spec().ToString(), "."));
+    }
+  }
+  if (std::optional<Tensor> view = Tensor::StackViews(col))
+    return *std::move(view);
+  return Tensor::Stack(col);
+}
+
+absl::Status StructureError(const Element& e, size_t i, const Element& first) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("batch: element ", i, " has structure ", e.StructureString(),
+                   ", element 0 has ", first.StructureString()));
+}
+
+}  // namespace
+
 absl::StatusOr<Element> StackElements(const std::vector<Element>& elements) {
-  TPUSIM_CHECK(!elements.empty());
+  if (elements.empty())
+    return absl::InvalidArgumentError("batch: no elements to stack");
   const Element& first = elements[0];
+  if (first.is_leaf()) {  // the common case, without per-leaf bookkeeping
+    std::vector<Tensor> col;
+    col.reserve(elements.size());
+    for (size_t i = 0; i < elements.size(); ++i) {
+      if (!elements[i].is_leaf()) return StructureError(elements[i], i, first);
+      col.push_back(elements[i].leaf());
+    }
+    TPUSIM_ASSIGN_OR_RETURN(Tensor t, StackColumn(col, 0));
+    return Element(std::move(t));
+  }
   const int n_leaves = first.num_leaves();
   std::vector<std::vector<Tensor>> columns(n_leaves);
   for (auto& c : columns) c.reserve(elements.size());
   for (size_t i = 0; i < elements.size(); ++i) {
-    if (!elements[i].SameStructure(first)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch: element ", i, " has structure ",
-                       elements[i].StructureString(), ", element 0 has ",
-                       first.StructureString()));
-    }
+    if (!elements[i].SameStructure(first))
+      return StructureError(elements[i], i, first);
     int k = 0;
-    elements[i].ForEach([&](const std::string&, const Tensor& t) {
-      columns[k++].push_back(t);
-    });
+    for (const Tensor* t : elements[i].Flatten()) columns[k++].push_back(*t);
   }
   std::vector<Tensor> stacked;
   stacked.reserve(n_leaves);
   for (int k = 0; k < n_leaves; ++k) {
-    const std::vector<Tensor>& col = columns[k];
-    for (size_t i = 1; i < col.size(); ++i) {
-      if (col[i].shape() != col[0].shape() ||
-          col[i].dtype() != col[0].dtype()) {
-        // TF: "Cannot batch tensors with different shapes in component 0. First
-        // element had shape [2] and element 1 had shape [3]."
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Cannot batch tensors with different shapes in component ", k,
-            ". First element had shape ", col[0].spec().ToString(),
-            " and element ", i, " had shape ", col[i].spec().ToString(), "."));
-      }
-    }
-    TPUSIM_ASSIGN_OR_RETURN(Tensor t, Tensor::Stack(col));
+    TPUSIM_ASSIGN_OR_RETURN(Tensor t, StackColumn(columns[k], k));
     stacked.push_back(std::move(t));
   }
   return first.Unflatten(std::move(stacked));

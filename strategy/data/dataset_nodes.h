@@ -182,6 +182,13 @@ bool IsReaderOp(absl::string_view op);
 
 // ---- unary transformations ----
 
+// What batch does to a list of elements of one structure: stacks each component
+// along a new dimension 0. Zero-copy when a component's parts are consecutive
+// views of one storage (e.g. rows of from_tensor_slices), otherwise one copy.
+// InvalidArgument (TF's "Cannot batch tensors with different shapes in
+// component k ...") on differing shapes or structures, or on an empty list.
+absl::StatusOr<Element> StackElements(const std::vector<Element>& elements);
+
 // batch: TF op "BatchDatasetV2". Components are stacked along a new dimension
 // 0.
 class BatchNode final : public DatasetNode {

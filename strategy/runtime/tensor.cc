@@ -367,6 +367,20 @@ absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
   return Concat(rows);
 }
 
+std::optional<Tensor> Tensor::StackViews(absl::Span<const Tensor> parts) {
+  if (parts.empty() || parts[0].storage_ == nullptr) return std::nullopt;
+  const Tensor& first = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const Tensor& p = parts[i];
+    if (p.storage_ != first.storage_ || p.dtype_ != first.dtype_ || p.shape_ != first.shape_ ||
+        p.offset_ != first.offset_ + static_cast<int64_t>(i) * first.num_elements_) {
+      return std::nullopt;
+    }
+  }
+  return Tensor(first.dtype_, first.shape_.Prepend(static_cast<int64_t>(parts.size())),
+                first.storage_, first.offset_);
+}
+
 absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
   if (parts.empty())
     return absl::InvalidArgumentError("Concat of zero tensors");

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -212,6 +213,11 @@ class Tensor {
   // Stacks equal-shaped tensors along a new dimension 0 (tf.stack; what batch()
   // does). InvalidArgument on an empty list or on differing dtypes or shapes.
   static absl::StatusOr<Tensor> Stack(absl::Span<const Tensor> parts);
+  // Stack without a copy, when possible: if every part has the same dtype and shape and the
+  // parts are consecutive views of one storage (part i + 1 starts where part i ends, e.g.
+  // consecutive Row()s of one tensor), the stacked tensor as a view sharing that storage;
+  // otherwise nullopt (use Stack). Lets batch() re-batch slices without copying.
+  static std::optional<Tensor> StackViews(absl::Span<const Tensor> parts);
   // Concatenates along dimension 0 (tf.concat axis 0). Parts must agree in
   // dtype, rank and every dimension but the first.
   static absl::StatusOr<Tensor> Concat(absl::Span<const Tensor> parts);

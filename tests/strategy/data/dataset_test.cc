@@ -163,6 +163,34 @@ TEST(DatasetTest, BatchStacksComponentsOfTuples) {
   EXPECT_THAT((*all)[1].children()[0].leaf().values<int64_t>(), ElementsAre(9));
 }
 
+TEST(DatasetTest, BatchOfConsecutiveSlicesIsAZeroCopyView) {
+  Tensor m = Tensor::FromVector<float>(Shape({4, 3}),
+                                       {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  Dataset ds = Dataset::FromTensorSlices(TensorRefNest(m)).Batch(2);
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 2u);
+  const Tensor& second = (*all)[1].leaf();
+  EXPECT_EQ(second.shape(), Shape({2, 3}));
+  EXPECT_THAT(second.values<float>(), ElementsAre(6, 7, 8, 9, 10, 11));
+  EXPECT_EQ(second.values<float>().data(), m.values<float>().data() + 6);
+}
+
+TEST(DatasetTest, StackElementsCopiesNonAdjacentParts) {
+  Tensor m = Tensor::FromVector<int64_t>(Shape({3}), {5, 6, 7});
+  absl::StatusOr<Element> s =
+      StackElements({Element(m.Row(2)), Element(m.Row(0))});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_THAT(s->leaf().values<int64_t>(), ElementsAre(7, 5));
+  EXPECT_THAT(
+      StackElements({}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no elements")));
+  EXPECT_THAT(
+      StackElements({Element(m), Element::Tuple({Element(m)})}).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("element 1 has structure (*,)")));
+}
+
 TEST(DatasetTest, BatchRejectsNonPositiveBatchSize) {
   EXPECT_THAT(
       Dataset::Range(3).Batch(0).status(),
