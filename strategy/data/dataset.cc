@@ -279,6 +279,15 @@ Dataset Dataset::Range(int64_t start, int64_t stop, int64_t step) {
 Dataset Dataset::FromTensors(TensorRefNest components) {
   return Wrap(TensorNode::Make(std::move(components)));
 }
+TensorRefNest Constants(const Element& element) {
+  return element.Map([](const Tensor& t) { return TensorRef(t); });
+}
+Dataset Dataset::FromTensors(const Element& components) {
+  return FromTensors(Constants(components));
+}
+Dataset Dataset::FromTensorSlices(const Element& components) {
+  return FromTensorSlices(Constants(components));
+}
 Dataset Dataset::FromTensorSlices(TensorRefNest components) {
   return Wrap(TensorSliceNode::Make(std::move(components)));
 }

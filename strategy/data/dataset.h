@@ -159,6 +159,8 @@ class TensorRef {
   runtime::TensorSpec spec_;
 };
 using TensorRefNest = runtime::Nest<TensorRef>;
+// Constant references to every tensor of `element` (same structure).
+TensorRefNest Constants(const Element& element);
 
 // The symbolic argument of a traced function (flat_map, interleave).
 class FunctionArg {
@@ -350,9 +352,11 @@ class Dataset {
   static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
   // One element (TensorDataset).
   static Dataset FromTensors(TensorRefNest components);
+  static Dataset FromTensors(const Element& components);  // constants
   // Slices along dimension 0 (TensorSliceDataset). Every component needs rank
   // >= 1 and the same dimension 0 (known); else InvalidArgument.
   static Dataset FromTensorSlices(TensorRefNest components);
+  static Dataset FromTensorSlices(const Element& components);  // constants
   // tf.data.Dataset.list_files: the files matching any pattern (all matches
   // sorted bytewise together, as TF's MatchingFiles), then, if shuffle,
   // shuffled with tpusim's PRNG and `seed` (buffer = all files, reshuffled each

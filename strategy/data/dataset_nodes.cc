@@ -1,6 +1,7 @@
 #include "strategy/data/dataset_nodes.h"
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -891,7 +892,11 @@ absl::StatusOr<NodePtr> PrefetchNode::WithInputs(
 // ---------------------------------------------------------------------------------------------
 // CacheNode
 
+// Shared by every iterator of one CacheNode; a mutex guards it because
+// iterators of one graph may run on different threads (each iterator itself is
+// single-threaded).
 struct CacheNode::State {
+  std::mutex mu;
   bool complete = false;
   std::vector<Element> elements;
 };
@@ -906,8 +911,12 @@ absl::StatusOr<NodePtr> CacheNode::Make(NodePtr input) {
 
 absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
     const IteratorContext& ctx) const {
-  if (state_->complete)
-    return IteratorPtr(std::make_unique<VectorIterator>(state_->elements));
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->complete) {
+      return IteratorPtr(std::make_unique<VectorIterator>(state_->elements));
+    }
+  }
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:
@@ -918,6 +927,7 @@ absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
       TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (!e.has_value()) {
         input_.reset();
+        std::lock_guard<std::mutex> lock(state_->mu);
         if (!state_->complete) {
           state_->complete = true;
           state_->elements = std::move(seen_);

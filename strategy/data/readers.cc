@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -114,29 +115,35 @@ class TextLineSource final : public RecordSource {
   TextLineSource(std::string path, FilePtr f)
       : path_(std::move(path)), f_(std::move(f)) {}
   absl::StatusOr<std::optional<std::string>> ReadNext() override {
-    std::string line;
-    bool any = false;
-    while (true) {
-      const int c = std::getc(f_.get());
-      if (c == EOF) {
-        if (std::ferror(f_.get()))
-          return FileError("cannot read text file", path_, errno);
-        break;
+    char* buf = buf_.get();
+    size_t cap = cap_;
+    errno = 0;
+    const ssize_t n = ::getline(&buf, &cap, f_.get());
+    buf_.release();
+    buf_.reset(buf);
+    cap_ = cap;
+    if (n < 0) {
+      if (std::ferror(f_.get())) {
+        return FileError("cannot read text file", path_, errno);
       }
-      any = true;
-      if (c == '\n') {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        return std::optional<std::string>(std::move(line));
-      }
-      line.push_back(static_cast<char>(c));
+      return std::optional<std::string>();  // end of file
     }
-    if (!any) return std::optional<std::string>();
-    return std::optional<std::string>(std::move(line));
+    size_t len = static_cast<size_t>(n);
+    if (len > 0 && buf[len - 1] == '\n') {
+      --len;
+      if (len > 0 && buf[len - 1] == '\r') --len;
+    }
+    return std::optional<std::string>(std::string(buf, len));
   }
 
  private:
+  struct FreeDeleter {
+    void operator()(char* p) const { std::free(p); }
+  };
   std::string path_;
   FilePtr f_;
+  std::unique_ptr<char, FreeDeleter> buf_;  // getline's buffer
+  size_t cap_ = 0;
 };
 
 class FixedLengthSource final : public RecordSource {

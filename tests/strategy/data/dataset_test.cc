@@ -130,6 +130,37 @@ TEST(DatasetTest, FromTensorSlicesRejectsScalars) {
                HasSubstr("is a scalar; every component needs rank >= 1")));
 }
 
+TEST(DatasetTest, NumpyDocExampleOnesGivesTenFloatScalars) {
+  // Spec (g): experimental_make_numpy_dataset(ones([10])) is
+  // from_tensor_slices: 10 scalar float32 elements.
+  Dataset ds = Dataset::FromTensorSlices(Element(
+      Tensor::FromVector<float>(Shape({10}), std::vector<float>(10, 1.0f))));
+  EXPECT_EQ(Spec(ds), "float32[]");
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 10u);
+  for (const Element& e : *all) EXPECT_EQ(e.leaf().scalar<float>(), 1.0f);
+}
+
+TEST(DatasetTest, FromTensorsOfAnElementTakesConstants) {
+  Dataset ds = Dataset::FromTensors(Element::Tuple(
+      {Element(I64({1})), Element(Tensor::Scalar<std::string>("s"))}));
+  EXPECT_EQ(Spec(ds), "(int64[1], string[])");
+  EXPECT_EQ(ds.Collect()->size(), 1u);
+}
+
+TEST(DatasetTest, NestedFunctionsSeeTheirOwnArgument) {
+  Dataset ds = Dataset::Range(2).FlatMap([](const FunctionArg& outer) {
+    return Dataset::FromTensors(outer.nest())
+        .Repeat(2)
+        .Batch(2)
+        .FlatMap([](const FunctionArg& inner) {
+          return Dataset::FromTensorSlices(inner.nest());
+        });
+  });
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 0, 1, 1));
+}
+
 // ---- batch ----
 
 TEST(DatasetTest, BatchKeepsPartialLastBatchAndHasUnknownBatchDim) {
