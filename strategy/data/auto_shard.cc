@@ -14,9 +14,6 @@
 namespace tpusim::data {
 namespace {
 
-using runtime::Shape;
-using runtime::Tensor;
-
 class RequireNonEmptyShardIterator final : public DatasetIterator {
  public:
   RequireNonEmptyShardIterator(IteratorPtr input, int64_t num_shards,
@@ -68,81 +65,57 @@ bool IsFilePassThrough(absl::string_view op) {
          op == RebatchV2Node::kOp || op == LegacyRebatchNode::kOp;
 }
 
+// TF's ReaderOpInFunction: the body holds a reader whose file names are the
+// function's argument, or a nested flat_map/interleave whose body does.
 bool BodyHasReader(const FunctionNode& fn) {
   for (const NodePtr& n : TopologicalOrder(fn.body())) {
-    if (IsReaderOp(n->op())) return true;
+    if (IsReaderOp(n->op())) {
+      const auto* reader = dynamic_cast<const ReaderNode*>(n.get());
+      if (reader != nullptr && reader->filenames().is_argument()) return true;
+    }
+    if (const auto* nested = dynamic_cast<const FunctionNode*>(n.get())) {
+      if (BodyHasReader(*nested)) return true;
+    }
   }
   return false;
 }
 
-// Inserts the shard as the function node's input, moving shuffles of the
-// file-name chain after it.
-absl::StatusOr<NodePtr> ShardFunctionInput(const FunctionNode& fn, int64_t w,
-                                           int64_t i) {
-  const NodePtr& input = fn.inputs()[0];
-  std::vector<NodePtr> chain;  // top (nearest the function) first
-  NodePtr base = input;
-  while (base->inputs().size() == 1 && IsFilePassThrough(base->op())) {
-    chain.push_back(base);
-    base = base->inputs()[0];
+// Removes every shuffle upstream of `node` (not inside function bodies),
+// remembering the last one in pre-order depth-first order, as TF's
+// RemoveShuffleDataset does.
+absl::StatusOr<NodePtr> StripShuffles(const NodePtr& node,
+                                      NodePtr& last_shuffle) {
+  if (node->op() == ShuffleNode::kOp) {
+    last_shuffle = node;
+    return StripShuffles(node->inputs()[0], last_shuffle);
   }
-  std::vector<NodePtr> shuffles;  // source side first
-  NodePtr rebuilt = base;
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    if ((*it)->op() == ShuffleNode::kOp) {
-      shuffles.push_back(*it);
-    } else {
-      TPUSIM_ASSIGN_OR_RETURN(rebuilt, (*it)->WithInputs({rebuilt}));
-    }
+  std::vector<NodePtr> inputs;
+  bool changed = false;
+  for (const NodePtr& input : node->inputs()) {
+    TPUSIM_ASSIGN_OR_RETURN(NodePtr out, StripShuffles(input, last_shuffle));
+    changed = changed || out != input;
+    inputs.push_back(std::move(out));
   }
-  if (shuffles.empty()) rebuilt = input;
-  TPUSIM_ASSIGN_OR_RETURN(NodePtr sharded,
-                          RequireNonEmptyShardNode::Make(rebuilt, w, i));
-  for (const NodePtr& shuffle : shuffles) {
-    TPUSIM_ASSIGN_OR_RETURN(sharded, shuffle->WithInputs({sharded}));
-  }
-  return fn.WithInputs({sharded});
+  if (!changed) return node;
+  return node->WithInputs(std::move(inputs));
 }
 
-// A top-level reader op with a constant file list becomes
-// from_tensor_slices(files).shard(W, i).flat_map(reader(file)).
-absl::StatusOr<NodePtr> ShardReader(const NodePtr& node, int64_t w, int64_t i) {
-  const auto* reader = dynamic_cast<const ReaderNode*>(node.get());
-  if (reader == nullptr || reader->filenames().is_argument()) {
-    return absl::NotFoundError(
-        absl::StrCat("auto-shard FILE: reader ", node->op(),
-                     " has no file-name input to shard"));
-  }
-  Tensor files = reader->filenames().constant();
-  if (files.rank() == 0) {
-    TPUSIM_ASSIGN_OR_RETURN(files, files.Reshape(Shape({1})));
-  }
-  TPUSIM_ASSIGN_OR_RETURN(
-      NodePtr slices, TensorSliceNode::Make(TensorRefNest(TensorRef(files))));
+// TF's ProcessDatasetSourceNode for a flat_map/interleave holding a reader: a
+// require-non-empty shard becomes the function's input, every shuffle upstream
+// is removed, and one shuffle (with the parameters of the last one removed) is
+// re-inserted between the shard and the function. Files are thus assigned by
+// their unshuffled position, and each worker then shuffles its own subset.
+absl::StatusOr<NodePtr> ShardFunctionInput(const FunctionNode& fn, int64_t w,
+                                           int64_t i) {
+  NodePtr last_shuffle;
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr input,
+                          StripShuffles(fn.inputs()[0], last_shuffle));
   TPUSIM_ASSIGN_OR_RETURN(NodePtr sharded,
-                          RequireNonEmptyShardNode::Make(slices, w, i));
-  DatasetFn make_reader;
-  if (const auto* tfr = dynamic_cast<const TFRecordReaderNode*>(reader)) {
-    std::string compression = tfr->compression_type();
-    make_reader = [compression](const FunctionArg& arg) {
-      return Dataset::TFRecordReader(
-          arg.leaf(), TFRecordOptions{compression, std::nullopt});
-    };
-  } else if (const auto* fl =
-                 dynamic_cast<const FixedLengthRecordReaderNode*>(reader)) {
-    FixedLengthRecordOptions options;
-    options.record_bytes = fl->record_bytes();
-    options.header_bytes = fl->header_bytes();
-    options.footer_bytes = fl->footer_bytes();
-    make_reader = [options](const FunctionArg& arg) {
-      return Dataset::FixedLengthRecordReader(arg.leaf(), options);
-    };
-  } else {
-    make_reader = [](const FunctionArg& arg) {
-      return Dataset::TextLineReader(arg.leaf());
-    };
+                          RequireNonEmptyShardNode::Make(input, w, i));
+  if (last_shuffle != nullptr) {
+    TPUSIM_ASSIGN_OR_RETURN(sharded, last_shuffle->WithInputs({sharded}));
   }
-  return FlatMapNode::Make(sharded, make_reader);
+  return fn.WithInputs({sharded});
 }
 
 struct FileWalk {
@@ -187,12 +160,15 @@ NodePtr WalkFile(const NodePtr& node, FileWalk& walk) {
     return *std::move(out);
   }
   if (IsReaderOp(op)) {
-    absl::StatusOr<NodePtr> out = ShardReader(node, walk.w, walk.i);
-    if (!out.ok()) {
-      walk.status = out.status();
-      return node;
-    }
-    return *std::move(out);
+    // TF's AddShardNode can only shard a dataset input, not a reader's
+    // constant file-name tensor (TF's own readers always wrap the names in
+    // from_tensor_slices + flat_map, as Dataset::TFRecord(filenames) does).
+    walk.status = absl::NotFoundError(absl::StrCat(
+        "auto-shard FILE: unable to shard the input of ", node->ShortString(),
+        ": its file names are a constant tensor, not a dataset; wrap them in "
+        "from_tensor_slices and read them with flat_map, or use the DATA "
+        "policy"));
+    return node;
   }
   if (op == ZipNode::kOp || op == ConcatenateNode::kOp)
     return WalkInputs(node, walk);

@@ -70,18 +70,19 @@ struct AutoShardResult {
   std::vector<std::string> warnings;
 };
 
-// FILE sharding. Walks from `root` through pass-through ops (batch, map,
-// filter, prefetch, repeat, shuffle, shard, take, skip, cache, rebatch) and
-// every input of zip/concatenate. At a flat_map/interleave whose body holds a
-// reader op (TFRecord, TextLine, FixedLengthRecord) it inserts a
-// require-non-empty shard(W, i) on the function's input (the file names; worker
-// i gets files i, i+W, ...); shuffles on that input are moved after the shard.
-// A reader op with a constant file list at top level is expanded to
-// from_tensor_slices(files).shard(W, i).flat_map(reader) (tpusim choice: TF
-// never builds that graph itself). NotFound for an unshardable source (range,
-// from_tensors, from_tensor_slices, ...) or a node that is neither a
-// pass-through nor a reader-holding op (e.g. a flat_map without a reader, like
-// the one a 2.2 Case-2 or fallback rebatch inserts).
+// FILE sharding (TF's auto_shard.cc). Walks from `root` through pass-through
+// ops (batch, map, filter, prefetch, repeat, shuffle, shard, take, skip, cache,
+// rebatch) and every input of zip/concatenate. At a flat_map/interleave whose
+// body holds a reader op (TFRecord, TextLine, FixedLengthRecord) reading the
+// function's argument (also in a nested flat_map/interleave), it inserts a
+// require-non-empty shard(W, i) as the function's input (the file names;
+// worker i gets files i, i+W, ...); every shuffle upstream is removed and one
+// shuffle (the parameters of the last one removed, in depth-first order) is
+// re-inserted after the shard. NotFound for an unshardable source (range,
+// from_tensors, from_tensor_slices, ...), for a reader op with a constant file
+// list at top level (TF cannot shard a non-dataset input either), and for a
+// node that is neither a pass-through nor a reader-holding op (e.g. the
+// reader-less flat_map a 2.2 Case-2 or fallback rebatch inserts).
 //
 // Like TF, the walk stops at the first failure: `partial` (if not null)
 // receives the graph with the changes made up to that point (AUTO continues

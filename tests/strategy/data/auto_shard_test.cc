@@ -166,13 +166,72 @@ TEST(AutoShardTest, FileMovesTheListFilesShuffleAfterTheShard) {
   EXPECT_THAT(got, UnorderedElementsAreArray(RecordsOf({1, 3, 5}, 1)));
 }
 
-TEST(AutoShardTest, TopLevelReaderWithConstantFilesIsExpanded) {
+TEST(AutoShardTest, TopLevelReaderWithConstantFilesIsNotFound) {
   std::vector<std::string> files = WriteFiles("direct", 3, 2);
   Dataset ds = Dataset::TFRecordReader(
       TensorRef(Tensor::FromVector<std::string>(Shape({3}), files)));
-  absl::StatusOr<NodePtr> sharded = ShardByFile(ds.node(), 2, 0);
+  EXPECT_THAT(ShardByFile(ds.node(), 2, 0),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("unable to shard"),
+                             HasSubstr("TFRecordDataset"))));
+  // AUTO then shards by data: worker 0 keeps records 0, 2, 4 of the 6.
+  absl::StatusOr<AutoShardResult> r = AutoShard(
+      ds.node(), 2, 0, AutoShardPolicy::kAuto, 2, SemanticsVersion::k2_2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(Strings(Dataset(r->node)),
+            (std::vector<std::string>{"f0r0", "f1r0", "f2r0"}));
+}
+
+TEST(AutoShardTest, FlatMapReadingAConstantFileIsNotAReaderFunction) {
+  std::vector<std::string> files = WriteFiles("const_body", 1, 1);
+  const std::string file = files[0];
+  Dataset ds = Dataset::Range(2).FlatMap([file](const FunctionArg&) {
+    return Dataset::TFRecordReader(
+        TensorRef(Tensor::Scalar<std::string>(file)));
+  });
+  EXPECT_THAT(
+      ShardByFile(ds.node(), 2, 0),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("FlatMapDataset")));
+}
+
+TEST(AutoShardTest, NestedReaderFunctionCounts) {
+  std::vector<std::string> files = WriteFiles("nested", 4, 1);
+  Dataset names = Dataset::FromTensorSlices(TensorRefNest(
+      TensorRef(Tensor::FromVector<std::string>(Shape({4}), files))));
+  Dataset ds = names.FlatMap([](const FunctionArg& arg) {
+    return Dataset::FromTensors(arg.nest())
+        .FlatMap([](const FunctionArg& inner) {
+          return Dataset::TFRecordReader(inner.leaf());
+        });
+  });
+  absl::StatusOr<NodePtr> sharded = ShardByFile(ds.node(), 2, 1);
   ASSERT_THAT(sharded, IsOk());
-  EXPECT_EQ(Strings(Dataset(*sharded)), RecordsOf({0, 2}, 2));
+  EXPECT_EQ(Strings(Dataset(*sharded)),
+            (std::vector<std::string>{"f1r0", "f3r0"}));
+}
+
+TEST(AutoShardTest, AllUpstreamShufflesAreRemovedAndTheDeepestIsReinserted) {
+  std::vector<std::string> files = WriteFiles("two_shuffles", 4, 1);
+  Dataset names = Dataset::FromTensorSlices(
+                      TensorRefNest(TensorRef(
+                          Tensor::FromVector<std::string>(Shape({4}), files))))
+                      .Shuffle(4, 1)
+                      .Take(4)
+                      .Shuffle(2, 2);
+  absl::StatusOr<NodePtr> sharded =
+      ShardByFile(Dataset::TFRecord(names).node(), 2, 0);
+  ASSERT_THAT(sharded, IsOk());
+  const NodePtr& shuffle = (*sharded)->inputs()[0];
+  ASSERT_EQ(shuffle->op(), ShuffleNode::kOp);
+  EXPECT_EQ(static_cast<const ShuffleNode&>(*shuffle).seed(), 1u);
+  EXPECT_EQ(static_cast<const ShuffleNode&>(*shuffle).buffer_size(), 4);
+  EXPECT_EQ(shuffle->inputs()[0]->op(), "ShardDataset");
+  EXPECT_EQ(shuffle->inputs()[0]->inputs()[0]->op(), TakeNode::kOp);
+  EXPECT_EQ(shuffle->inputs()[0]->inputs()[0]->inputs()[0]->op(),
+            TensorSliceNode::kOp);
+  EXPECT_EQ(CountOps(*sharded, ShuffleNode::kOp), 1);
+  EXPECT_THAT(Strings(Dataset(*sharded)),
+              UnorderedElementsAreArray(RecordsOf({0, 2}, 1)));
 }
 
 TEST(AutoShardTest, FileOnUnshardableSourcesIsNotFound) {
