@@ -197,7 +197,8 @@ absl::StatusOr<int64_t> SliceDim0(
       return absl::InvalidArgumentError(absl::StrCat(
           "from_tensor_slices: dimension 0 of every component must match; "
           "component ",
-          first_path, " has ", dim0, " and component ", path, " has ", d));
+          first_path, " has ", dim0, " and component ", path, " has ", d,
+          " (Dimensions ", dim0, " and ", d, " are not compatible)"));
     }
   }
   return dim0;
@@ -513,9 +514,10 @@ absl::StatusOr<IteratorPtr> RepeatNode::MakeIterator(
         }
         current_.reset();
         ++pass_;
-        // As TF: an input that produced nothing in a pass ends the repetition
-        // (avoids an endless loop over an empty dataset).
-        if (!produced_in_pass_) break;
+        // As TF's forever-repeat: an input that produced nothing in a pass ends
+        // the repetition (avoids an endless loop over an empty dataset). A
+        // finite count just runs its passes.
+        if (count_ < 0 && !produced_in_pass_) break;
       }
       count_ = 0;
       pass_ = 0;

@@ -120,6 +120,9 @@ TEST(DatasetTest, FromTensorSlicesRejectsDifferentDimZero) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("dimension 0 of every component must match; "
                                  "component 0 has 3 and component 1 has 2")));
+  EXPECT_THAT(ds.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Dimensions 3 and 2 are not compatible")));
 }
 
 TEST(DatasetTest, FromTensorSlicesRejectsScalars) {
@@ -290,6 +293,7 @@ TEST(DatasetTest, RepeatForeverWithTakeAndEmptyInputTerminates) {
   EXPECT_THAT(Scalars(Dataset::Range(3).Repeat().Take(7)),
               ElementsAre(0, 1, 2, 0, 1, 2, 0));
   EXPECT_THAT(Scalars(Dataset::Range(0).Repeat()), IsEmpty());
+  EXPECT_THAT(Scalars(Dataset::Range(0).Repeat(3)), IsEmpty());
 }
 
 TEST(DatasetTest, RepeatRejectsCountBelowMinusOne) {
