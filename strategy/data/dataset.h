@@ -317,9 +317,11 @@ struct MapFunction {
 struct TFRecordOptions {
   // Only "" (no compression) is supported; others give Unimplemented.
   std::string compression_type;
-  // AUTOTUNE/None in TF picks sequential flat_map; a value > 0 makes an
-  // interleave with this cycle_length (TF's parallel interleave, deterministic
-  // order).
+  // Absent (TF's None): files are read one after the other (flat_map). A value
+  // (> 0, or kAutotune → kAutotuneCycleLength) reads them through an
+  // InterleaveDataset with this cycle_length and block_length 1. tpusim choice:
+  // TF 2.2 uses ParallelInterleaveDatasetV2 (sloppy=false) here; its order is
+  // taken to be InterleaveDataset's (they can differ when a file ends early).
   std::optional<int64_t> num_parallel_reads;
 };
 struct FixedLengthRecordOptions {

@@ -107,9 +107,10 @@ struct FileCloser {
 };
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
-// tpusim follows TF's line reader: a record ends at "\n"; a "\r" right before
-// the "\n" is removed too; a last line without "\n" is still a record (a file
-// ending in "\n" has no empty last record).
+// TF's line reader (BufferedInputStream::ReadLine, used by TextLineDataset): a
+// record ends at "\n"; every "\r" in the line is dropped (not only one before
+// "\n"); a last line without "\n" is a record when it is non-empty after that
+// (a file ending in "\n" has no empty last record).
 class TextLineSource final : public RecordSource {
  public:
   TextLineSource(std::string path, FilePtr f)
@@ -129,11 +130,17 @@ class TextLineSource final : public RecordSource {
       return std::optional<std::string>();  // end of file
     }
     size_t len = static_cast<size_t>(n);
-    if (len > 0 && buf[len - 1] == '\n') {
-      --len;
-      if (len > 0 && buf[len - 1] == '\r') --len;
+    const bool terminated = len > 0 && buf[len - 1] == '\n';
+    if (terminated) --len;
+    std::string line;
+    line.reserve(len);
+    for (size_t i = 0; i < len; ++i) {
+      if (buf[i] != '\r') line.push_back(buf[i]);
     }
-    return std::optional<std::string>(std::string(buf, len));
+    // TF returns an unterminated last line only when it is non-empty (after
+    // dropping '\r').
+    if (!terminated && line.empty()) return std::optional<std::string>();
+    return std::optional<std::string>(std::move(line));
   }
 
  private:

@@ -103,11 +103,14 @@ TEST(ReadersTest, TextLineStripsNewlinesAndKeepsUnterminatedLastLine) {
               ElementsAre("alpha", "beta", "gamma", "x", ""));
 }
 
-TEST(ReadersTest, TextLineKeepsCarriageReturnNotBeforeNewline) {
+TEST(ReadersTest, TextLineDropsEveryCarriageReturnAsTensorFlowDoes) {
+  // TF's BufferedInputStream::ReadLine drops every '\r', wherever it is; an
+  // unterminated last line that is empty after that is no record.
   const std::string dir = FreshTempDir();
   WriteFile(dir + "/a.txt", "a\rb\nend\r");
-  EXPECT_THAT(Collect(Dataset::TextLine({dir + "/a.txt"})),
-              ElementsAre("a\rb", "end\r"));
+  WriteFile(dir + "/b.txt", "\r\nx\n\r");
+  EXPECT_THAT(Collect(Dataset::TextLine({dir + "/a.txt", dir + "/b.txt"})),
+              ElementsAre("ab", "end", "", "x"));
 }
 
 // ---- FixedLengthRecordDataset ----
