@@ -450,7 +450,8 @@ TEST(ScenarioLoaderTest, ResolvesSliceNamesToWorkersAndReplicas) {
 }
 
 TEST(ScenarioLoaderTest, LoadScenarioFileUsesTheFilesDirectory) {
-  const std::string dir = std::getenv("TPUSIM_SOURCE_DIR");
+  const char* env = std::getenv("TPUSIM_SOURCE_DIR");
+  const std::string dir = env != nullptr ? env : TPUSIM_SOURCE_DIR_FALLBACK;
   absl::StatusOr<LoadedScenario> s =
       LoadScenarioFile(dir + "/scenarios/default.textproto");
   ASSERT_THAT(s, IsOk());

@@ -1,0 +1,218 @@
+#include "tools/inspect_input_command.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/cli.h"
+
+namespace tpusim::tools {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+std::string SourceDir() {
+  const char* dir = std::getenv("TPUSIM_SOURCE_DIR");
+  return dir != nullptr ? dir : TPUSIM_SOURCE_DIR_FALLBACK;
+}
+
+std::string Scenario(const std::string& name) {
+  return SourceDir() + "/scenarios/" + name + ".textproto";
+}
+
+std::string Golden(const std::string& name) {
+  return SourceDir() + "/tests/tools/golden/" + name + ".json";
+}
+
+std::string DataDir() {
+  return ::testing::TempDir() + "/inspect_input_command_test";
+}
+
+Result RunCommand(std::vector<std::string> args) {
+  args.insert(args.begin(), "inspect-input");
+  args.push_back("--data-dir=" + DataDir());
+  Cli cli({InspectInputCommand()});
+  std::ostringstream out, err;
+  const int code = cli.Run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(InspectInputCommandTest, DefaultScenarioTextListsTheWorkedExample) {
+  const Result r = RunCommand({Scenario("default"), "--steps", "3"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("step 0\n"
+                               "  replica 0 (worker 0): [0, 1]\n"
+                               "  replica 1 (worker 0): [4, 5]\n"
+                               "  replica 2 (worker 1): [2, 3]\n"
+                               "  replica 3 (worker 1): [6, 7]\n"
+                               "step 1\n"
+                               "  replica 0 (worker 0): [8, 9]\n"
+                               "  replica 1 (worker 0): [12, 13]\n"
+                               "  replica 2 (worker 1): [10, 11]\n"
+                               "  replica 3 (worker 1): [14, 15]\n"
+                               "end at step 2: OUT_OF_RANGE: End of sequence"));
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("warning: worker 0 of 2: AUTO sharding policy could not apply "
+                "FILE-based sharding"));
+}
+
+TEST(InspectInputCommandTest, JsonMatchesTheGoldenFile) {
+  const Result r = RunCommand({Scenario("default"), "--format=json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, ReadFile(Golden("default")));
+}
+
+TEST(InspectInputCommandTest, TwoRunsGiveIdenticalBytes) {
+  for (const char* name : {"default", "file_sharding", "dict_elements"}) {
+    const Result a = RunCommand({Scenario(name), "--format=json"});
+    const Result b = RunCommand({Scenario(name), "--format=json"});
+    EXPECT_EQ(a.code, 0) << a.err;
+    EXPECT_EQ(a.out, b.out) << name;
+    const Result c = RunCommand({Scenario(name)});
+    const Result d = RunCommand({Scenario(name)});
+    EXPECT_EQ(c.out, d.out) << name;
+  }
+}
+
+TEST(InspectInputCommandTest, StepsLimitsTheListingAndSaysSoInEnd) {
+  const Result r =
+      RunCommand({Scenario("default"), "--format=json", "--steps=1"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("\"end\": {\"at_step\": 1, \"code\": \"OK\", \"message\": "
+                "\"stopped after 1 steps\"}"));
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"step\": 1}")));
+}
+
+TEST(InspectInputCommandTest, StepsBelowOneIsAnInputErrorNamingFlagAndValue) {
+  Result r = RunCommand({Scenario("default"), "--steps", "0"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "tpusim inspect-input: INVALID_ARGUMENT: --steps=0 is not allowed; "
+            "expected an "
+            "integer >= 1\n");
+  r = RunCommand({Scenario("default"), "--steps=two"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--steps=two is not allowed"));
+}
+
+TEST(InspectInputCommandTest, UnknownFormatIsAnInputError) {
+  const Result r = RunCommand({Scenario("default"), "--format=xml"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err,
+              HasSubstr("--format=xml is not allowed; expected text or json"));
+}
+
+TEST(InspectInputCommandTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunCommand({Scenario("default"), "--bogus"}).code, 2);
+  EXPECT_EQ(RunCommand({}).code, 2);
+  EXPECT_EQ(RunCommand({Scenario("default"), Scenario("default")}).code, 2);
+}
+
+TEST(InspectInputCommandTest, MalformedScenarioExitsOneNamingLineAndField) {
+  const std::string path = ::testing::TempDir() + "/malformed.textproto";
+  std::ofstream(path) << "cluster { workers: 2 replicas_per_worker: 2 }\n"
+                         "pipeline { range { stop: 16 } }\n"
+                         "pipeline { batch { batch_size: 0 } }\n";
+  const Result r = RunCommand({path});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "tpusim inspect-input: INVALID_ARGUMENT: " + path +
+                       ":3: pipeline[1].batch.batch_size=0: must be >= 1\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(InspectInputCommandTest, GoldenMatchExitsZero) {
+  const Result r = RunCommand(
+      {Scenario("partial_batch"), "--golden", Golden("partial_batch")});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(InspectInputCommandTest, GoldenMismatchExitsOneWithADiffNamingTheLine) {
+  std::string golden = ReadFile(Golden("default"));
+  const size_t at = golden.find("[12, 13]");
+  ASSERT_NE(at, std::string::npos);
+  golden.replace(at, 8, "[12, 99]");
+  const std::string path = ::testing::TempDir() + "/wrong_default.json";
+  std::ofstream(path, std::ios::binary) << golden;
+  const Result r = RunCommand({Scenario("default"), "--golden=" + path});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(
+      r.err,
+      StartsWith(
+          "tpusim inspect-input: FAILED_PRECONDITION: the JSON output of "));
+  EXPECT_THAT(r.err, HasSubstr("differs from golden " + path +
+                               "; first difference at line 15"));
+  EXPECT_THAT(r.err, HasSubstr("--- expected " + path +
+                               "\n+++ actual output\n@@ line 15 @@\n"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("\n- "
+                "      {\"components\": [{\"dtype\": \"int64\", \"path\": "
+                "\"0\", \"shape\": [2], \"values\": [12, 99]}]"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("\n+ "
+                "      {\"components\": [{\"dtype\": \"int64\", \"path\": "
+                "\"0\", \"shape\": [2], \"values\": [12, 13]}]"));
+  EXPECT_THAT(r.err, HasSubstr("rerun with --update-golden"));
+}
+
+TEST(InspectInputCommandTest, MissingGoldenIsNotFound) {
+  const Result r =
+      RunCommand({Scenario("default"), "--golden=/nonexistent/g.json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          "NOT_FOUND: --golden=/nonexistent/g.json: cannot read the file"));
+}
+
+TEST(InspectInputCommandTest, UpdateGoldenRewritesTheFile) {
+  const std::string path = ::testing::TempDir() + "/updated.json";
+  std::ofstream(path) << "stale";
+  Result r = RunCommand(
+      {Scenario("semantics_2_4"), "--golden", path, "--update-golden"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(ReadFile(path), ReadFile(Golden("semantics_2_4")));
+  r = RunCommand({Scenario("semantics_2_4"), "--golden", path});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST(InspectInputCommandTest, UpdateGoldenNeedsGolden) {
+  const Result r = RunCommand({Scenario("default"), "--update-golden"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--update-golden needs --golden FILE"));
+}
+
+TEST(InspectInputCommandTest, ErrorEndingTheListingStillExitsZero) {
+  const Result r = RunCommand({Scenario("too_few_files"), "--format=json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("\"end\": {\"at_step\": 0, \"code\": \"INVALID_ARGUMENT\""));
+  EXPECT_THAT(r.out, HasSubstr("\"steps\": [],"));
+}
+
+}  // namespace
+}  // namespace tpusim::tools
