@@ -136,8 +136,8 @@ class TensorRef {
   // The constant abstract float32 scalar (needed by Nest; not useful on its
   // own).
   TensorRef() : TensorRef(runtime::Tensor()) {}
-  TensorRef(runtime::Tensor
-                constant);  // NOLINT: implicit, constants are the common case
+  // Implicit: constants are the common case.
+  TensorRef(runtime::Tensor constant);  // NOLINT
   static TensorRef Argument(int arg_index, runtime::TensorSpec spec);
 
   bool is_argument() const { return arg_index_ >= 0; }

@@ -298,7 +298,10 @@ class FilterNode final : public DatasetNode {
 // own PRNG (SplitMix64-seeded xoshiro256**), deterministic for a given seed and
 // epoch, not TF-identical. The algorithm is TF's: fill a buffer of buffer_size
 // elements, then repeatedly emit a uniformly chosen slot and refill it from the
-// input.
+// input. With reshuffle_each_iteration the seed is mixed with
+// IteratorContext::epoch, which repeat() advances per pass; every top-level
+// MakeIterator() is epoch 0, so two separate iterators give the same order
+// (where TF's eager loops would reshuffle).
 class ShuffleNode final : public DatasetNode {
  public:
   static constexpr absl::string_view kOp = "ShuffleDataset";
