@@ -621,7 +621,12 @@ absl::StatusOr<IteratorPtr> MapNode::MakeIterator(
       TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
       if (!e.has_value()) return e;
       TPUSIM_ASSIGN_OR_RETURN(Element out, fn_(*e));
-      if (!IsCompatible(SpecOf(out), spec_)) {
+      const bool ok =
+          (out.is_leaf() && spec_.is_leaf())
+              ? out.leaf().dtype() == spec_.leaf().dtype &&
+                    out.leaf().shape().IsCompatibleWith(spec_.leaf().shape)
+              : IsCompatible(SpecOf(out), spec_);
+      if (!ok) {
         return absl::InvalidArgumentError(
             absl::StrCat("map: the function returned an element of spec ",
                          ElementSpecToString(SpecOf(out)),
