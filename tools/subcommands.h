@@ -9,11 +9,14 @@
 #include <vector>
 
 #include "tools/cli.h"
+#include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
 
 namespace tpusim::tools {
 
-inline std::vector<Subcommand> AllSubcommands() { return {PresetsCommand()}; }
+inline std::vector<Subcommand> AllSubcommands() {
+  return {PresetsCommand(), InspectInputCommand()};
+}
 
 }  // namespace tpusim::tools
 
