@@ -1,0 +1,1 @@
+#include "strategy/runtime/host_backend.h"
