@@ -91,7 +91,9 @@ class HostBackend final : public Backend {
   std::vector<Device*> device_ptrs_;
   // variables_[device][slot]
   std::vector<std::map<int, Tensor>> variables_;
-  std::vector<DeviceProfile> profile_;
+  std::vector<DeviceProfile>
+      profile_;  // per device; per_op filled by CollectProfile
+  std::vector<std::vector<OpCounters>> per_op_;  // [device][op code]
   std::unique_ptr<WorkerPool> pool_;
 };
 
