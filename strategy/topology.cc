@@ -14,6 +14,10 @@
 namespace tpusim::strategy {
 namespace {
 
+// tpusim limit on mesh positions (the inverse maps are dense): 2^24, far
+// above any real slice.
+constexpr long long kMaxMeshPositions = 1LL << 24;
+
 std::string Vec(absl::Span<const int> v) {
   return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
 }
@@ -27,6 +31,13 @@ absl::Status ValidateMeshShape(const std::vector<int>& mesh_shape,
         "`mesh_shape` must be a ", what,
         " of 3 positive entries (or 4 for a rank-4 topology); got ",
         Vec(mesh_shape)));
+  }
+  long long positions = 1;
+  for (int s : mesh_shape) positions *= s;
+  if (positions > kMaxMeshPositions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "`mesh_shape` ", Vec(mesh_shape), " has ", positions,
+        " positions; at most ", kMaxMeshPositions, " are supported"));
   }
   return absl::OkStatus();
 }
