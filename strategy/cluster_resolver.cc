@@ -155,6 +155,15 @@ absl::StatusOr<TPUClusterResolver> TPUClusterResolver::Create(
                             std::move(topology), local);
 }
 
+absl::StatusOr<TPUClusterResolver> TPUClusterResolver::Create(
+    const runtime::Backend& backend, absl::string_view tpu) {
+  std::vector<runtime::DeviceDescription> devices;
+  for (const runtime::Device* device : backend.devices()) {
+    devices.push_back(device->description());
+  }
+  return Create(std::move(devices), tpu);
+}
+
 absl::StatusOr<TPUClusterResolver> TPUClusterResolver::CreatePlain(
     int num_workers, int devices_per_worker) {
   TPUSIM_ASSIGN_OR_RETURN(

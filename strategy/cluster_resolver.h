@@ -42,6 +42,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "strategy/device_assignment.h"
+#include "strategy/runtime/backend.h"
 #include "strategy/runtime/device_description.h"
 #include "strategy/runtime/slice.h"
 #include "strategy/topology.h"
@@ -93,6 +94,10 @@ class TPUClusterResolver {
   // is their bounding box. "local" also requires a single task.
   static absl::StatusOr<TPUClusterResolver> Create(
       std::vector<runtime::DeviceDescription> devices, absl::string_view tpu);
+
+  // As above with the descriptions of `backend`'s devices.
+  static absl::StatusOr<TPUClusterResolver> Create(
+      const runtime::Backend& backend, absl::string_view tpu);
 
   // A plain layout: `num_workers` hosts with `devices_per_worker` devices each
   // (runtime::PlainSliceLayout). InvalidArgument when a count is < 1.

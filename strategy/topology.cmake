@@ -9,7 +9,8 @@ tpusim_cc_library(NAME device_assignment SRCS device_assignment.cc HDRS device_a
                        absl::span)
 tpusim_cc_library(NAME cluster_resolver SRCS cluster_resolver.cc HDRS cluster_resolver.h
                   DEPS tpusim::strategy::device_assignment tpusim::strategy::topology
-                       tpusim::strategy::runtime::slice tpusim::common::status_macros
+                       tpusim::strategy::runtime::slice tpusim::strategy::runtime::backend
+                       tpusim::common::status_macros
                        absl::status absl::statusor absl::strings)
 tpusim_cc_library(NAME config_proto SRCS config_proto.cc HDRS config_proto.h
                   DEPS tpusim::strategy::cluster_resolver tpusim::proto)

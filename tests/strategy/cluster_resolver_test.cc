@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "strategy/device_assignment.h"
+#include "strategy/runtime/host_backend.h"
 #include "strategy/runtime/slice.h"
 
 namespace tpusim::strategy {
@@ -235,6 +236,29 @@ TEST(TPUClusterResolverTest, BindsASliceNameToMatchingBackendDevices) {
                HasSubstr("the backend has 15 devices but the slice has 16")));
 }
 
+TEST(TPUClusterResolverTest, BindsABackend) {
+  absl::StatusOr<runtime::SliceLayout> layout = runtime::ParseSlice("v3-32");
+  ASSERT_THAT(layout, IsOk());
+  runtime::HostBackend backend(layout->devices);
+  absl::StatusOr<TPUClusterResolver> r =
+      TPUClusterResolver::Create(backend, "v3-32");
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->num_hosts(), 4);
+  EXPECT_EQ(r->devices()[9].coords, (std::vector<int>{2, 0, 1}));
+  EXPECT_THAT(
+      TPUClusterResolver::Create(backend, "v3-8"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("the backend has 32 devices but the slice has 8")));
+  runtime::HostBackend eight(8);
+  absl::StatusOr<TPUClusterResolver> local =
+      TPUClusterResolver::Create(eight, "");
+  ASSERT_THAT(local, IsOk());
+  EXPECT_EQ(local->topology().mesh_shape(), (std::vector<int>{8, 1, 1}));
+  EXPECT_EQ(local->num_hosts(), 1);
+  EXPECT_EQ(local->num_accelerators(),
+            (std::map<std::string, int>{{"TPU", 8}}));
+}
+
 TEST(TPUClusterResolverTest, EmptyNameUsesTheBackendDevicesAsTheyAre) {
   absl::StatusOr<runtime::SliceLayout> plain = runtime::PlainSliceLayout(2, 4);
   ASSERT_THAT(plain, IsOk());
@@ -252,9 +276,10 @@ TEST(TPUClusterResolverTest, EmptyNameUsesTheBackendDevicesAsTheyAre) {
       TPUClusterResolver::Create(plain->devices, "local"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("needs devices of a single host; got 2 hosts")));
-  EXPECT_THAT(TPUClusterResolver::Create({}, ""),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("the device list is empty")));
+  EXPECT_THAT(
+      TPUClusterResolver::Create(std::vector<runtime::DeviceDescription>{}, ""),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("the device list is empty")));
   std::vector<runtime::DeviceDescription> bad = plain->devices;
   bad[3].id = 9;
   EXPECT_THAT(TPUClusterResolver::Create(bad, ""),
