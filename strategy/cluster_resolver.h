@@ -6,30 +6,25 @@
 // the replica / input-worker mapping the strategy uses (spec (a) and (k)).
 //
 //   TPUSIM_ASSIGN_OR_RETURN(TPUClusterResolver resolver,
-//                           TPUClusterResolver::Create(backend_devices,
-//                           "v3-32"));
-//   resolver.master();                    // "grpc://tpu-worker-0:8470"
-//   resolver.cluster_spec();              // {"worker": {"tpu-worker-0:8470",
-//   ... 3}} TPUSIM_ASSIGN_OR_RETURN(InputWorkerMapping m,
-//   resolver.InputWorkers()); m.replicas_per_worker;                // {{0..7},
-//   {8..15}, {16..23}, {24..31}}
+//                           TPUClusterResolver::Create(backend, "v3-32"));
+//   resolver.master();        // "grpc://tpu-worker-0:8470"
+//   resolver.cluster_spec();  // {"worker": {"tpu-worker-0:8470", ...}}
+//   TPUSIM_ASSIGN_OR_RETURN(InputWorkerMapping m, resolver.InputWorkers());
+//   m.replicas_per_worker;    // {{0..7}, {8..15}, {16..23}, {24..31}}
 //
 // tpusim conventions (spec "tpusim conventions", (k)):
 //   * The virtual cluster has one job "worker"; host t is "tpu-worker-t:8470";
-//   master() is
-//     "grpc://tpu-worker-0:8470"; task_type "worker", task_id 0, rpc_layer
-//     "grpc", environment "".
-//   * tpusim choice: an EMPTY name means the default TPU: the given device list
-//   as it is (mesh
-//     shape = bounding box of the coordinates), or a "v3-8" slice when no
-//     devices are given. It still uses the virtual "worker" cluster above, so
-//     device names are uniform.
+//     master() is "grpc://tpu-worker-0:8470"; task_type "worker", task_id 0,
+//     rpc_layer "grpc", environment "".
+//   * tpusim choice: an EMPTY name means the default TPU: the given devices
+//     as they are (mesh shape = bounding box of the coordinates), or a "v3-8"
+//     slice when no devices are given. It still uses the virtual "worker"
+//     cluster above, so device names are uniform.
 //   * tpusim choice: the name "local" is TF's local mode: master() is "",
-//   cluster_spec() is
-//     empty and the job is "localhost"; it needs a single host (default
-//     "v3-8").
+//     cluster_spec() is empty and the job is "localhost"; it needs a single
+//     host (default "v3-8").
 //   * Device names are TF's canonical ones:
-//   "/job:worker/replica:0/task:T/device:TPU:D" and
+//     "/job:worker/replica:0/task:T/device:TPU:D" and
 //     "/job:worker/replica:0/task:T/device:CPU:0".
 
 #ifndef TPUSIM_STRATEGY_CLUSTER_RESOLVER_H_

@@ -3,15 +3,15 @@
 // DeviceAssignment: TensorFlow's tf.tpu.experimental.DeviceAssignment — which
 // physical TPU core runs each logical core of each replica (spec (j)).
 //
-//   TPUSIM_ASSIGN_OR_RETURN(DeviceAssignment da,
-//                           DeviceAssignment::Build(topology,
-//                           /*computation_shape=*/{1, 1, 2},
-//                                                   /*computation_stride=*/{},
-//                                                   /*num_replicas=*/4));
-//   da.coordinates(2, 1);                          // {1, 1, 1}
-//   *da.TpuDevice(2, 0, "worker");                 //
-//   "/job:worker/task:0/device:TPU:6" TPUSIM_ASSIGN_OR_RETURN(auto ids,
-//   da.ReplicaDeviceIds(layout.devices));
+//   TPUSIM_ASSIGN_OR_RETURN(
+//       DeviceAssignment da,
+//       DeviceAssignment::Build(topology, /*computation_shape=*/{1, 1, 2},
+//                               /*computation_stride=*/{},
+//                               /*num_replicas=*/4));
+//   da.coordinates(2, 1);           // {1, 1, 1}
+//   *da.TpuDevice(2, 0, "worker");  // "/job:worker/task:0/device:TPU:6"
+//   // Global device ids per replica, for Backend::ExecuteSpmd:
+//   TPUSIM_ASSIGN_OR_RETURN(auto ids, da.ReplicaDeviceIds(layout.devices));
 //
 // Build follows TF 2.1/2.2's device_assignment() for rank-3 topologies and
 // TF 2.3+'s for rank-4 topologies (the algorithm is chosen by the topology's
@@ -66,6 +66,9 @@ class DeviceAssignment {
   // ("num_replicas must be >= 0"), and (missing devices) a non-unit stride or
   // too few devices. num_replicas == 0 gives a valid assignment with no
   // replicas and num_cores_per_replica = prod(computation_shape).
+  // tpusim choice (TF 2.2 has no missing-device path): on a rank-3 topology
+  // with missing devices the 2.2 algorithm runs unchanged and a replica that
+  // lands on a missing device is InvalidArgument ("missing device").
   static absl::StatusOr<DeviceAssignment> Build(
       const Topology& topology, std::vector<int> computation_shape = {},
       std::vector<int> computation_stride = {}, int num_replicas = 1);

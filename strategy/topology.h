@@ -4,12 +4,12 @@
 // physical TPU mesh and where each TensorFlow TPU device (task T, device D)
 // sits in it (spec (j)).
 //
-//   TPUSIM_ASSIGN_OR_RETURN(Topology topology,
-//                           Topology::Create({2, 2, 2}, device_coordinates));
+//   TPUSIM_ASSIGN_OR_RETURN(
+//       Topology topology, Topology::Create({2, 2, 2}, device_coordinates));
 //   int task = *topology.TaskOrdinalAtCoordinates({1, 0, 1});
-//   std::string name = *topology.TpuDeviceNameAtCoordinates({1, 0, 1},
-//   "worker");
-//       // "/job:worker/task:0/device:TPU:3"
+//   std::string name =
+//       *topology.TpuDeviceNameAtCoordinates({1, 0, 1}, "worker");
+//   // "/job:worker/task:0/device:TPU:3"
 //
 // Rank: TF 2.2 topologies are rank 3 (x, y, core); tpusim also accepts rank 4
 // (x, y, z, core) as TF 2.3+ does (spec "tpusim conventions", topology rank).

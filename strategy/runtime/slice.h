@@ -5,45 +5,45 @@
 // a layout; the TF-facing layer (Topology, TPUClusterResolver) reads the same
 // layout, so both agree on every coordinate.
 //
-//   absl::StatusOr<SliceLayout> v3 = ParseSlice("v3-32");   // 16 chips as 4x4,
-//   4 hosts for (const DeviceDescription& d : v3->devices) { ... d.task,
-//   d.ordinal, d.coords ... } absl::StatusOr<SliceLayout> laptop =
-//   PlainSliceLayout(/*num_workers=*/2,
-//                                                         /*devices_per_worker=*/4);
+//   absl::StatusOr<SliceLayout> v3 = ParseSlice("v3-32");  // 4x4 chips
+//   for (const DeviceDescription& d : v3->devices) {
+//     ... d.task, d.ordinal, d.coords ...
+//   }
+//   absl::StatusOr<SliceLayout> laptop =
+//       PlainSliceLayout(/*num_workers=*/2, /*devices_per_worker=*/4);
 //
-// Slice names (spec "tpusim conventions"): "<prefix>-<N>" where the prefix is a
-// generation's slice prefix ("v2", "v3", "v4", "v5litepod", "v5p", "v6e"). N
-// counts TensorCores for v2, v3, v4 and v5p (v3-32 = 16 chips, v4-32 = 16
+// Slice names (spec "tpusim conventions"): "<prefix>-<N>", the prefix being a
+// generation's slice prefix ("v2", "v3", "v4", "v5litepod", "v5p", "v6e").
+// N counts TensorCores for v2, v3, v4 and v5p (v3-32 = 16 chips, v4-32 = 16
 // chips) and chips for v5e and v6e (v6e-16 = 16 chips).
 //
-// tpusim choice: chip mesh shapes (real slice shapes are reported by the TPU
+// tpusim choice, chip mesh shapes (real slice shapes come from the TPU
 // runtime; spec (j) "Typical mesh shapes" lists the 2-D ones):
-//   * 2-D generations (v2, v3, v5e, v6e): the chip count must be a power of
-//   two; an even power
-//     is a square (v3-8 -> 2x2, v3-32 -> 4x4, v3-128 -> 8x8, v3-2048 -> 32x32),
-//     an odd power is x = 2y (v3-16 -> 4x2, v3-64 -> 8x4, v5litepod-8 -> 4x2 so
-//     that one 4x2 host block holds it). Smallest slice: one full host for
-//     v2/v3 (v2-8, v3-8); one chip for v5e/v6e (v5litepod-1 -> 1x1, v5litepod-4
-//     -> 2x2 on one host).
-//   * 3-D generations (v4, v5p): the documented v4 sequence 2x2x1 (v4-8), 2x2x2
-//   (v4-16),
+//   * 2-D generations (v2, v3, v5e, v6e): the chip count is a power of two.
+//     An even power is a square (v3-8 -> 2x2, v3-32 -> 4x4, v3-128 -> 8x8,
+//     v3-2048 -> 32x32); an odd power is x = 2y (v3-16 -> 4x2, v3-64 -> 8x4,
+//     v5litepod-8 -> 4x2, so one 4x2 host block holds it). Smallest slice:
+//     one full host for v2/v3 (v2-8, v3-8), one chip for v5e/v6e
+//     (v5litepod-1 -> 1x1; v5litepod-4 -> 2x2 on one host).
+//   * 3-D generations (v4, v5p): the v4 sequence 2x2x1 (v4-8), 2x2x2 (v4-16),
 //     2x2x4 (v4-32), 2x4x4 (v4-64), 4x4x4 (v4-128), then doubling z, y, x in
-//     turn (4x4x8, 4x8x8, 8x8x8, 8x8x16, 8x16x16, 16x16x16); v5p continues
-//     within its 16x16x24 maximum. Smallest slice: one host (4 chips).
+//     turn (4x4x8, 4x8x8, 8x8x8, 8x8x16, 8x16x16, 16x16x16); v5p follows the
+//     same sequence within its 16x16x24 maximum. Smallest slice: one host.
 //   * Every shape must fit the generation's max_slice (tpu_generation.h).
-//   Any other name is InvalidArgument naming the value and listing the allowed
-//   names.
+//   Any other name is InvalidArgument naming the value and listing the
+//   allowed names (AllowedSliceNames).
 //
 // Device layout (spec (j), tpusim host-block convention): each host owns a
-// block of chips of host_block_x by host_block_y (2x2 on v2/v3/v4/v5p, 4x2 on
-// v5e/v6e), 1 wide in a dimension whose mesh size is 1 or odd and clipped to
-// the mesh where the slice is smaller; one z plane. Blocks are numbered x-block
-// fastest, then y, then z; host t owns block t. On a host, device D -> chip c =
-// D div devices_per_chip, core D mod devices_per_chip; chip c -> (x0 + c mod
-// bx, y0 + c div bx, z0). Device coordinates are (x, y, core) at rank 3 and (x,
-// y, z, core) at rank 4. 3-D generations always use rank 4 (core dimension 1: a
-// megacore chip is one device); 2-D generations default to rank 3 and may ask
-// for rank 4 (z = 0).
+// block of host_block_x by host_block_y chips (2x2 on v2/v3/v4/v5p, 4x2 on
+// v5e/v6e) in one z plane; the block is 1 wide in a dimension whose mesh
+// size is 1 or odd, and clipped to the mesh where the slice is smaller.
+// Blocks are numbered x-block fastest, then y, then z; host t owns block t.
+// On a host, device D -> chip c = D div devices_per_chip, core
+// D mod devices_per_chip; chip c -> (x0 + c mod bx, y0 + c div bx, z0).
+// Device coordinates are (x, y, core) at rank 3 and (x, y, z, core) at
+// rank 4. 3-D generations always use rank 4 (core dimension 1: a megacore
+// chip is one device); 2-D generations default to rank 3 and may ask for
+// rank 4 (z = 0).
 
 #ifndef TPUSIM_STRATEGY_RUNTIME_SLICE_H_
 #define TPUSIM_STRATEGY_RUNTIME_SLICE_H_
