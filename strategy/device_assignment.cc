@@ -417,6 +417,15 @@ absl::StatusOr<DeviceAssignment> DeviceAssignment::Build(
   return result;
 }
 
+absl::StatusOr<DeviceAssignment> DeviceAssignment::BuildFromSerialized(
+    absl::string_view serialized_topology, std::vector<int> computation_shape,
+    std::vector<int> computation_stride, int num_replicas) {
+  TPUSIM_ASSIGN_OR_RETURN(Topology topology,
+                          Topology::FromSerialized(serialized_topology));
+  return Build(topology, std::move(computation_shape),
+               std::move(computation_stride), num_replicas);
+}
+
 const std::vector<int>& DeviceAssignment::coordinates(int replica,
                                                       int logical_core) const {
   TPUSIM_CHECK(replica >= 0 && replica < num_replicas() && logical_core >= 0 &&

@@ -73,6 +73,13 @@ class DeviceAssignment {
       const Topology& topology, std::vector<int> computation_shape = {},
       std::vector<int> computation_stride = {}, int num_replicas = 1);
 
+  // Build on a serialized TopologyProto (TF's build accepts bytes too): the
+  // errors of Topology::FromSerialized, then those of Build.
+  static absl::StatusOr<DeviceAssignment> BuildFromSerialized(
+      absl::string_view serialized_topology,
+      std::vector<int> computation_shape = {},
+      std::vector<int> computation_stride = {}, int num_replicas = 1);
+
   const Topology& topology() const { return topology_; }
   int num_replicas() const { return static_cast<int>(core_assignment_.size()); }
   int num_cores_per_replica() const { return num_cores_per_replica_; }

@@ -149,6 +149,18 @@ TEST(DeviceAssignmentTest, TableShapeMustBePositive) {
                                  "computation_shape=[0 1 1]")));
 }
 
+TEST(DeviceAssignmentTest, BuildAcceptsASerializedTopology) {
+  const Topology t = SliceTopology("v3-8");
+  absl::StatusOr<DeviceAssignment> da =
+      DeviceAssignment::BuildFromSerialized(t.Serialized(), {1, 1, 2}, {}, 4);
+  ASSERT_THAT(da, IsOk());
+  EXPECT_EQ(da->core_assignment(), *BuildCA(t, {1, 1, 2}, {}, 4));
+  EXPECT_EQ(da->topology().device_coordinates(), t.device_coordinates());
+  EXPECT_THAT(DeviceAssignment::BuildFromSerialized(std::string("\xff", 1)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("does not parse")));
+}
+
 // ---- Further validation.
 // ---------------------------------------------------------------------
 
