@@ -1,0 +1,603 @@
+#include "strategy/runtime/host_backend.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "strategy/runtime/kernels.h"
+
+namespace tpusim::runtime {
+
+// A persistent pool: ParallelFor hands out indices to the workers and the
+// calling thread. Which thread runs which index never affects results (every
+// index writes its own slot).
+class WorkerPool {
+ public:
+  explicit WorkerPool(int num_threads) {
+    for (int i = 0; i < num_threads; ++i)
+      threads_.emplace_back([this] { Loop(); });
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void ParallelFor(int count, const std::function<void(int)>& fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn_ = &fn;
+      count_ = count;
+      next_.store(0);
+      done_ = 0;
+      ++generation_;
+    }
+    cv_.notify_all();
+    Work();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return done_ == count_; });
+    fn_ = nullptr;
+  }
+
+ private:
+  // Claims and runs indices until none are left.
+  void Work() {
+    int ran = 0;
+    const std::function<void(int)>* fn;
+    int count;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fn = fn_;
+      count = count_;
+    }
+    if (fn == nullptr) return;
+    for (int i = next_.fetch_add(1); i < count; i = next_.fetch_add(1)) {
+      (*fn)(i);
+      ++ran;
+    }
+    if (ran > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ += ran;
+      if (done_ == count_) done_cv_.notify_all();
+    }
+  }
+
+  void Loop() {
+    uint64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+      }
+      Work();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::vector<std::thread> threads_;
+  const std::function<void(int)>* fn_ = nullptr;
+  int count_ = 0;
+  int done_ = 0;
+  std::atomic<int> next_{0};
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+namespace {
+
+class HostBuffer final : public Buffer {
+ public:
+  HostBuffer(const HostBackend* owner, const Device* device, Tensor value)
+      : owner_(owner),
+        device_(device),
+        value_(std::move(value)),
+        spec_(value_.spec()) {}
+  const Device& device() const override { return *device_; }
+  const TensorSpec& spec() const override { return spec_; }
+  bool has_data() const override { return value_.has_data(); }
+  const HostBackend* owner() const { return owner_; }
+  const Tensor& value() const { return value_; }
+
+ private:
+  const HostBackend* owner_;
+  const Device* device_;
+  Tensor value_;
+  TensorSpec spec_;
+};
+
+// Counters one step adds to the device of one logical core.
+struct CoreCounters {
+  std::vector<std::pair<OpCode, OpCounters>> per_op;  // non-empty op codes only
+  int64_t cross_core_bytes = 0;
+  int64_t collective_bytes = 0;
+};
+
+class HostExecutable final : public Executable {
+ public:
+  HostExecutable(const HostBackend* owner, Program program,
+                 CompileOptions options)
+      : owner_(owner), program_(std::move(program)), options_(options) {}
+
+  const Program& program() const override { return program_; }
+  const CompileOptions& options() const override { return options_; }
+  OpCost cost() const override { return total_; }
+
+  const HostBackend* owner_;
+  Program program_;
+  CompileOptions options_;
+  OpCost total_;
+  std::vector<OpCost> op_costs_;
+  std::vector<bool> parallel_;  // per op: spread replicas over the pool
+  // Per collective op: its resolved replica groups (empty for other ops).
+  std::vector<std::vector<std::vector<int64_t>>> groups_;
+  std::vector<CoreCounters> per_core_;
+};
+
+std::string ValueName(const Program& p, int id) {
+  return absl::StrCat("op %", id, " (", OpCodeName(p.ops()[id].code), ")");
+}
+
+absl::Status AtOp(const absl::Status& s, const Program& p, int id,
+                  int replica) {
+  return absl::Status(
+      s.code(), absl::StrCat("program ", p.name(), ", replica ", replica, ", ",
+                             ValueName(p, id), ": ", s.message()));
+}
+
+}  // namespace
+
+HostBackend::HostBackend(std::vector<DeviceDescription> devices,
+                         HostBackendOptions options)
+    : options_(options) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    TPUSIM_CHECK(devices[i].id == static_cast<int>(i))
+        << "device ids must be 0..N-1 in order; device " << i << " has id "
+        << devices[i].id;
+    devices_.push_back(std::make_unique<Device>(std::move(devices[i])));
+    device_ptrs_.push_back(devices_.back().get());
+  }
+  variables_.resize(devices_.size());
+  ResetProfile();
+  if (options_.num_threads > 0)
+    pool_ = std::make_unique<WorkerPool>(options_.num_threads);
+}
+
+namespace {
+std::vector<DeviceDescription> PlainDevices(int n) {
+  std::vector<DeviceDescription> out(n);
+  for (int i = 0; i < n; ++i) {
+    out[i].id = i;
+    out[i].task = 0;
+    out[i].ordinal = i;
+    out[i].coords = {i, 0, 0};
+    out[i].kind = "host";
+  }
+  return out;
+}
+}  // namespace
+
+HostBackend::HostBackend(int num_devices, HostBackendOptions options)
+    : HostBackend(PlainDevices(num_devices), options) {}
+
+HostBackend::~HostBackend() = default;
+
+absl::Status HostBackend::CheckDevice(int device_id,
+                                      absl::string_view what) const {
+  if (device_id < 0 || device_id >= static_cast<int>(devices_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": device ", device_id, " does not exist; the host backend has ",
+        devices_.size(), " devices"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Buffer>> HostBackend::TransferToDevice(
+    int device_id, const Tensor& value) {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "TransferToDevice"));
+  profile_[device_id].host_to_device_bytes += value.byte_size();
+  return std::unique_ptr<Buffer>(
+      new HostBuffer(this, devices_[device_id].get(), value));
+}
+
+absl::StatusOr<Tensor> HostBackend::TransferFromDevice(const Buffer& buffer) {
+  TPUSIM_ASSIGN_OR_RETURN(Tensor t, BufferTensor(buffer));
+  profile_[buffer.device().id()].device_to_host_bytes += t.byte_size();
+  return t;
+}
+
+absl::StatusOr<std::unique_ptr<Buffer>> HostBackend::WrapTensor(int device_id,
+                                                                Tensor value) {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "WrapTensor"));
+  return std::unique_ptr<Buffer>(
+      new HostBuffer(this, devices_[device_id].get(), std::move(value)));
+}
+
+absl::StatusOr<Tensor> HostBackend::BufferTensor(const Buffer& buffer) const {
+  const auto* hb = dynamic_cast<const HostBuffer*>(&buffer);
+  if (hb == nullptr || hb->owner() != this) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("buffer on ", buffer.device().DebugString(),
+                     " was not made by this host backend"));
+  }
+  return hb->value();
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> HostBackend::Compile(
+    const Program& program, const CompileOptions& options) {
+  if (options.num_replicas < 1 || options.num_cores_per_replica < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Compile ", program.name(), ": num_replicas=", options.num_replicas,
+        " and num_cores_per_replica=", options.num_cores_per_replica,
+        " must be >= 1"));
+  }
+  if (options.num_replicas != program.num_replicas() ||
+      options.num_cores_per_replica != program.num_cores_per_replica()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Compile ", program.name(), ": options ask for ", options.num_replicas,
+        " replicas x ", options.num_cores_per_replica,
+        " cores, the program was traced for ", program.num_replicas(), " x ",
+        program.num_cores_per_replica()));
+  }
+  const int64_t needed = static_cast<int64_t>(options.num_replicas) *
+                         options.num_cores_per_replica;
+  if (needed > static_cast<int64_t>(devices_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Compile ", program.name(), ": ", options.num_replicas, " replicas x ",
+        options.num_cores_per_replica, " cores need ", needed,
+        " devices, the host backend has ", devices_.size()));
+  }
+  auto exe = std::make_unique<HostExecutable>(this, program, options);
+  const std::vector<Op>& ops = exe->program_.ops();
+  const int n = static_cast<int>(ops.size());
+  exe->op_costs_.resize(n);
+  exe->parallel_.resize(n);
+  exe->groups_.resize(n);
+  exe->per_core_.resize(options.num_cores_per_replica);
+  std::vector<std::vector<OpCounters>> by_code(
+      options.num_cores_per_replica, std::vector<OpCounters>(kNumOpCodes));
+  for (int i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    const OpCost c = exe->program_.CostOf(Value{i});
+    exe->op_costs_[i] = c;
+    exe->total_ += c;
+    exe->parallel_[i] = pool_ != nullptr && options.num_replicas > 1 &&
+                        (c.flops + c.bytes_read + c.bytes_written) >=
+                            options_.parallel_threshold;
+    if (IsCollective(op.code) && op.code != OpCode::kCollectivePermute) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          exe->groups_[i],
+          ResolveReplicaGroups(op.code, op.attrs.replica_groups,
+                               options.num_replicas));
+    }
+    OpCounters& k = by_code[op.logical_core][static_cast<int>(op.code)];
+    k.count += 1;
+    k.flops += c.flops;
+    k.transcendentals += c.transcendentals;
+    k.bytes_read += c.bytes_read;
+    k.bytes_written += c.bytes_written;
+    CoreCounters& core = exe->per_core_[op.logical_core];
+    for (int o : op.operands) {
+      if (ops[o].logical_core != op.logical_core)
+        core.cross_core_bytes += ops[o].type.byte_size();
+    }
+    if (IsCollective(op.code))
+      core.collective_bytes += ops[op.operands[0]].type.byte_size();
+  }
+  for (int c = 0; c < options.num_cores_per_replica; ++c) {
+    for (int code = 0; code < kNumOpCodes; ++code) {
+      if (by_code[c][code].count > 0) {
+        exe->per_core_[c].per_op.emplace_back(static_cast<OpCode>(code),
+                                              by_code[c][code]);
+      }
+    }
+  }
+  return std::unique_ptr<Executable>(std::move(exe));
+}
+
+absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
+    const Executable& executable, const SpmdAssignment& assignment,
+    absl::Span<const std::vector<Buffer*>> per_replica_args) {
+  const auto* exe = dynamic_cast<const HostExecutable*>(&executable);
+  if (exe == nullptr || exe->owner_ != this) {
+    return absl::InvalidArgumentError(
+        "ExecuteSpmd: the executable was not compiled by this "
+        "host backend");
+  }
+  const Program& program = exe->program_;
+  const int R = exe->options_.num_replicas;
+  const int cores = exe->options_.num_cores_per_replica;
+  const std::string where = absl::StrCat("ExecuteSpmd ", program.name());
+  // ---- validate the assignment ----
+  if (assignment.num_replicas() != R) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the assignment has ", assignment.num_replicas(),
+                     " replicas, the executable needs ", R));
+  }
+  std::vector<bool> used(devices_.size(), false);
+  for (int r = 0; r < R; ++r) {
+    const std::vector<int>& devs = assignment.replica_devices[r];
+    if (static_cast<int>(devs.size()) != cores) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": replica ", r, " has ", devs.size(),
+                       " devices, needs ", cores, " (num_cores_per_replica)"));
+    }
+    for (int d : devs) {
+      TPUSIM_RETURN_IF_ERROR(
+          CheckDevice(d, absl::StrCat(where, ": replica ", r)));
+      if (used[d]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": device ", d, " is assigned twice (replica ", r, ")"));
+      }
+      used[d] = true;
+    }
+  }
+  // ---- validate the arguments ----
+  const std::vector<Value>& params = program.parameters();
+  if (static_cast<int>(per_replica_args.size()) != R) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": got arguments for ", per_replica_args.size(),
+                     " replicas, needs ", R));
+  }
+  const std::vector<Op>& ops = program.ops();
+  const int n = static_cast<int>(ops.size());
+  std::vector<Tensor> values(static_cast<size_t>(R) * n);
+  auto val = [&](int r, int id) -> Tensor& {
+    return values[static_cast<size_t>(r) * n + id];
+  };
+  const bool dynamic = program.has_dynamic_shapes();
+  std::vector<ValueType> types;
+  if (dynamic) types.resize(static_cast<size_t>(R) * n);
+  auto typ = [&](int r, int id) -> ValueType& {
+    return types[static_cast<size_t>(r) * n + id];
+  };
+  for (int r = 0; r < R; ++r) {
+    const std::vector<Buffer*>& args = per_replica_args[r];
+    if (args.size() != params.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": replica ", r, " passes ", args.size(),
+          " arguments, the program has ", params.size(), " parameters"));
+    }
+    for (size_t p = 0; p < params.size(); ++p) {
+      const Op& op = ops[params[p].id];
+      if (args[p] == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": replica ", r, " argument ", p, " is null"));
+      }
+      TPUSIM_ASSIGN_OR_RETURN(Tensor t, BufferTensor(*args[p]));
+      const ValueType& want = op.type;
+      bool ok = t.dtype() == want.dtype && t.rank() == want.rank();
+      for (int d = 0; ok && d < t.rank(); ++d) {
+        ok = want.is_dynamic(d) ? t.shape().dim(d) <= want.shape.dim(d)
+                                : t.shape().dim(d) == want.shape.dim(d);
+      }
+      if (!ok) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": replica ", r, " argument ", p, " is ",
+                         t.spec().ToString(), ", the parameter is ",
+                         want.ToString(), " (dynamic dims may be smaller)"));
+      }
+      const int want_dev = assignment.replica_devices[r][op.logical_core];
+      if (args[p]->device().id() != want_dev) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": replica ", r, " argument ", p, " lives on device ",
+            args[p]->device().id(), ", the parameter runs on device ", want_dev,
+            " (logical core ", op.logical_core, ")"));
+      }
+      if (dynamic)
+        typ(r, params[p].id) =
+            ValueType(t.dtype(), t.shape(), want.dynamic_dims);
+      val(r, params[p].id) = std::move(t);
+    }
+  }
+
+  // ---- run op by op, in lockstep across replicas ----
+  std::vector<absl::Status> status(R);
+  InferContext ctx{R};
+  auto run_one = [&](int i, int r) -> absl::Status {
+    const Op& op = ops[i];
+    if (op.code == OpCode::kParameter) return absl::OkStatus();
+    absl::InlinedVector<const Tensor*, 4> operands;
+    for (int o : op.operands) operands.push_back(&val(r, o));
+    const ValueType* result = &op.type;
+    ValueType true_type;
+    if (dynamic) {
+      absl::InlinedVector<const ValueType*, 4> in_types;
+      for (int o : op.operands) in_types.push_back(&typ(r, o));
+      if (op.code == OpCode::kVariableRead || op.code == OpCode::kConstant ||
+          op.code == OpCode::kReplicaId) {
+        true_type = op.type;
+      } else {
+        TPUSIM_ASSIGN_OR_RETURN(true_type,
+                                InferOpType(op.code, op.attrs, in_types, ctx));
+      }
+      result = &true_type;
+    }
+    const int device = assignment.replica_devices[r][op.logical_core];
+    const int slot = static_cast<int>(op.attrs.variable_slot);
+    Tensor out;
+    switch (op.code) {
+      case OpCode::kVariableRead:
+      case OpCode::kVariableAssignAdd: {
+        auto it = variables_[device].find(slot);
+        if (it == variables_[device].end()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("variable slot ", slot,
+                           " is not initialized on device ", device));
+        }
+        if (it->second.dtype() != op.type.dtype ||
+            it->second.shape() != op.type.shape) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("variable slot ", slot, " on device ", device,
+                           " holds ", it->second.spec().ToString(),
+                           ", the program declares ", op.type.ToString()));
+        }
+        if (op.code == OpCode::kVariableRead) {
+          out = it->second;
+        } else {
+          const Tensor* add_operands[2] = {&it->second, operands[0]};
+          TPUSIM_ASSIGN_OR_RETURN(
+              out, RunKernel(op.code, op.attrs, add_operands, *result, r));
+          it->second = out;
+        }
+        break;
+      }
+      case OpCode::kVariableAssign:
+        out = *operands[0];
+        variables_[device][slot] = out;
+        break;
+      default:
+        TPUSIM_ASSIGN_OR_RETURN(
+            out, RunKernel(op.code, op.attrs, operands, *result, r));
+    }
+    val(r, i) = std::move(out);
+    if (dynamic) typ(r, i) = *result;
+    return absl::OkStatus();
+  };
+
+  for (int i = 0; i < n; ++i) {
+    const Op& op = ops[i];
+    if (IsCollective(op.code)) {
+      const int src = op.operands[0];
+      std::vector<std::vector<int64_t>> permute_group;
+      const std::vector<std::vector<int64_t>>* groups = &exe->groups_[i];
+      if (op.code == OpCode::kCollectivePermute) {
+        permute_group.emplace_back(R);
+        for (int r = 0; r < R; ++r) permute_group[0][r] = r;
+        groups = &permute_group;
+      }
+      for (const std::vector<int64_t>& g : *groups) {
+        std::vector<const Tensor*> operands;
+        std::vector<ValueType> results;
+        for (int64_t r : g) {
+          operands.push_back(&val(static_cast<int>(r), src));
+          if (dynamic) {
+            const ValueType* in = &typ(static_cast<int>(r), src);
+            absl::StatusOr<ValueType> t =
+                InferOpType(op.code, op.attrs, {in}, ctx);
+            if (!t.ok())
+              return AtOp(t.status(), program, i, static_cast<int>(r));
+            results.push_back(*t);
+          } else {
+            results.push_back(op.type);
+          }
+        }
+        absl::StatusOr<std::vector<Tensor>> outs =
+            RunCollective(op.code, op.attrs, operands, results);
+        if (!outs.ok())
+          return AtOp(outs.status(), program, i, static_cast<int>(g[0]));
+        for (size_t k = 0; k < g.size(); ++k) {
+          const int r = static_cast<int>(g[k]);
+          if (dynamic) {
+            Tensor& t = (*outs)[k];
+            typ(r, i) =
+                ValueType(t.dtype(), t.shape(), results[k].dynamic_dims);
+          }
+          val(r, i) = std::move((*outs)[k]);
+        }
+      }
+      continue;
+    }
+    if (exe->parallel_[i]) {
+      pool_->ParallelFor(R, [&](int r) { status[r] = run_one(i, r); });
+      for (int r = 0; r < R; ++r) {
+        if (!status[r].ok()) return AtOp(status[r], program, i, r);
+      }
+    } else {
+      for (int r = 0; r < R; ++r) {
+        absl::Status s = run_one(i, r);
+        if (!s.ok()) return AtOp(s, program, i, r);
+      }
+    }
+  }
+
+  // ---- counters ----
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < cores; ++c) {
+      DeviceProfile& dp = profile_[assignment.replica_devices[r][c]];
+      dp.executions += 1;
+      const CoreCounters& cc = exe->per_core_[c];
+      dp.cross_core_bytes += cc.cross_core_bytes;
+      dp.collective_bytes += cc.collective_bytes;
+      for (const auto& [code, k] : cc.per_op) {
+        OpCounters& t = per_op_[dp.device_id][static_cast<int>(code)];
+        t.count += k.count;
+        t.flops += k.flops;
+        t.transcendentals += k.transcendentals;
+        t.bytes_read += k.bytes_read;
+        t.bytes_written += k.bytes_written;
+      }
+    }
+  }
+
+  // ---- outputs ----
+  SpmdOutputs outputs(R);
+  for (int r = 0; r < R; ++r) {
+    outputs[r].reserve(program.outputs().size());
+    for (Value v : program.outputs()) {
+      const int device = assignment.replica_devices[r][ops[v.id].logical_core];
+      outputs[r].push_back(std::unique_ptr<Buffer>(
+          new HostBuffer(this, devices_[device].get(), val(r, v.id))));
+    }
+  }
+  return outputs;
+}
+
+absl::Status HostBackend::WriteVariable(int device_id, int slot,
+                                        const Tensor& value) {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "WriteVariable"));
+  variables_[device_id][slot] = value;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> HostBackend::ReadVariable(int device_id,
+                                                 int slot) const {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "ReadVariable"));
+  auto it = variables_[device_id].find(slot);
+  if (it == variables_[device_id].end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "variable slot ", slot, " was never written on device ", device_id));
+  }
+  return it->second;
+}
+
+absl::StatusOr<Profile> HostBackend::CollectProfile() const {
+  Profile p;
+  p.backend = "host";
+  p.devices = profile_;
+  for (size_t d = 0; d < profile_.size(); ++d) {
+    DeviceProfile& dp = p.devices[d];
+    for (int code = 0; code < kNumOpCodes; ++code) {
+      const OpCounters& k = per_op_[d][code];
+      if (k.count == 0) continue;
+      dp.per_op[std::string(OpCodeName(static_cast<OpCode>(code)))] = k;
+      dp.total.count += k.count;
+      dp.total.flops += k.flops;
+      dp.total.transcendentals += k.transcendentals;
+      dp.total.bytes_read += k.bytes_read;
+      dp.total.bytes_written += k.bytes_written;
+    }
+  }
+  return p;
+}
+
+void HostBackend::ResetProfile() {
+  profile_.assign(devices_.size(), DeviceProfile{});
+  for (size_t d = 0; d < devices_.size(); ++d)
+    profile_[d].device_id = static_cast<int>(d);
+  per_op_.assign(devices_.size(), std::vector<OpCounters>(kNumOpCodes));
+}
+
+}  // namespace tpusim::runtime

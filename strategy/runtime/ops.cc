@@ -1,0 +1,921 @@
+#include "strategy/runtime/ops.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tpusim::runtime {
+namespace {
+
+struct OpInfo {
+  OpCode code;
+  const char* name;
+};
+
+constexpr std::array<OpInfo, kNumOpCodes> kOpInfos = {{
+    {OpCode::kParameter, "parameter"},
+    {OpCode::kConstant, "constant"},
+    {OpCode::kReplicaId, "replica_id"},
+    {OpCode::kVariableRead, "variable_read"},
+    {OpCode::kVariableAssign, "variable_assign"},
+    {OpCode::kVariableAssignAdd, "variable_assign_add"},
+    {OpCode::kNeg, "neg"},
+    {OpCode::kExp, "exp"},
+    {OpCode::kLog, "log"},
+    {OpCode::kTanh, "tanh"},
+    {OpCode::kRelu, "relu"},
+    {OpCode::kSigmoid, "sigmoid"},
+    {OpCode::kRsqrt, "rsqrt"},
+    {OpCode::kSqrt, "sqrt"},
+    {OpCode::kCast, "cast"},
+    {OpCode::kAdd, "add"},
+    {OpCode::kSub, "sub"},
+    {OpCode::kMul, "mul"},
+    {OpCode::kDiv, "div"},
+    {OpCode::kMax, "max"},
+    {OpCode::kMin, "min"},
+    {OpCode::kDot, "dot"},
+    {OpCode::kConv2D, "conv2d"},
+    {OpCode::kReduceSum, "reduce_sum"},
+    {OpCode::kReduceMean, "reduce_mean"},
+    {OpCode::kReduceMax, "reduce_max"},
+    {OpCode::kSoftmax, "softmax"},
+    {OpCode::kReshape, "reshape"},
+    {OpCode::kTranspose, "transpose"},
+    {OpCode::kBroadcast, "broadcast"},
+    {OpCode::kSlice, "slice"},
+    {OpCode::kConcat, "concat"},
+    {OpCode::kGather, "gather"},
+    {OpCode::kOneHot, "one_hot"},
+    {OpCode::kAllReduce, "all_reduce"},
+    {OpCode::kAllGather, "all_gather"},
+    {OpCode::kReduceScatter, "reduce_scatter"},
+    {OpCode::kCollectivePermute, "collective_permute"},
+}};
+
+// "add(f32[2,3], f32[4])" for error messages.
+std::string Describe(OpCode code, absl::Span<const ValueType* const> operands) {
+  std::vector<std::string> parts;
+  parts.reserve(operands.size());
+  for (const ValueType* t : operands) parts.push_back(t->ToString());
+  return absl::StrCat(OpCodeName(code), "(", absl::StrJoin(parts, ", "), ")");
+}
+
+absl::Status Error(OpCode code, absl::Span<const ValueType* const> operands,
+                   absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(Describe(code, operands), ": ", what));
+}
+
+std::string Ints(absl::Span<const int64_t> v) {
+  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
+}
+
+bool IsNumeric(DType d) { return d != DType::kBytes; }
+
+// Normalizes `axis` (negative counts from the end) into [0, rank).
+absl::StatusOr<int> NormalizeAxis(OpCode code,
+                                  absl::Span<const ValueType* const> operands,
+                                  int64_t axis, int rank,
+                                  absl::string_view field) {
+  if (axis < -rank || axis >= rank) {
+    return Error(code, operands,
+                 absl::StrCat(field, "=", axis, " is out of range for rank ",
+                              rank, "; allowed [", -rank, ", ", rank, ")"));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+ValueType Make(DType dtype, std::vector<int64_t> dims, uint64_t dynamic) {
+  return ValueType(dtype, Shape(std::move(dims)), dynamic);
+}
+
+// ---- shape rules by family ----
+
+absl::StatusOr<ValueType> InferUnary(OpCode code, const OpAttrs& attrs,
+                                     absl::Span<const ValueType* const> ops) {
+  const ValueType& x = *ops[0];
+  if (!IsNumeric(x.dtype))
+    return Error(code, ops, "operand must be numeric, not string");
+  if (code == OpCode::kCast)
+    return ValueType(attrs.dtype, x.shape, x.dynamic_dims);
+  if (code == OpCode::kRelu || code == OpCode::kNeg) return x;
+  if (!IsFloating(x.dtype)) {
+    return Error(code, ops,
+                 "operand must be floating point (float32, float64, bfloat16)");
+  }
+  return x;
+}
+
+absl::StatusOr<ValueType> InferBinary(OpCode code,
+                                      absl::Span<const ValueType* const> ops) {
+  const ValueType& a = *ops[0];
+  const ValueType& b = *ops[1];
+  if (a.dtype != b.dtype) {
+    return Error(code, ops,
+                 "operand dtypes must be equal (no implicit promotion)");
+  }
+  if (!IsNumeric(a.dtype))
+    return Error(code, ops, "operands must be numeric, not string");
+  const int rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> dims(rank);
+  uint64_t dynamic = 0;
+  for (int i = 0; i < rank; ++i) {
+    const int ia = i - (rank - a.rank());
+    const int ib = i - (rank - b.rank());
+    const int64_t da = ia >= 0 ? a.shape.dim(ia) : 1;
+    const int64_t db = ib >= 0 ? b.shape.dim(ib) : 1;
+    const bool dyn_a = ia >= 0 && a.is_dynamic(ia);
+    const bool dyn_b = ib >= 0 && b.is_dynamic(ib);
+    if (dyn_a || dyn_b) {
+      // A dynamic dim meets the same dynamic dim or a static 1.
+      if (dyn_a && dyn_b) {
+        if (da != db) {
+          return Error(code, ops,
+                       absl::StrCat("dynamic dimension ", i, " sizes ", da,
+                                    " and ", db, " differ"));
+        }
+      } else if ((dyn_a ? db : da) != 1) {
+        return Error(
+            code, ops,
+            absl::StrCat(
+                "dimension ", i,
+                " is dynamic in one operand; the other must have the same "
+                "dynamic dimension or size 1"));
+      }
+      dims[i] = dyn_a ? da : db;
+      dynamic |= uint64_t{1} << i;
+      continue;
+    }
+    if (da != db && da != 1 && db != 1) {
+      return Error(
+          code, ops,
+          absl::StrCat("shapes are not broadcast-compatible at dimension ", i,
+                       " (", da, " vs ", db,
+                       "); numpy broadcasting needs equal sizes or 1"));
+    }
+    dims[i] = da == 1 ? db : da;
+  }
+  return Make(a.dtype, std::move(dims), dynamic);
+}
+
+absl::Status CheckDims(OpCode code, absl::Span<const ValueType* const> ops,
+                       absl::Span<const int64_t> dims, int rank,
+                       absl::string_view field, std::vector<bool>* used) {
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank) {
+      return Error(code, ops,
+                   absl::StrCat(field, "=", Ints(dims), " has dimension ", d,
+                                " out of range for rank ", rank));
+    }
+    if ((*used)[d]) {
+      return Error(code, ops,
+                   absl::StrCat(field, "=", Ints(dims), " uses dimension ", d,
+                                " twice (or in two roles)"));
+    }
+    (*used)[d] = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ValueType> InferDot(const OpAttrs& attrs,
+                                   absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kDot;
+  const ValueType& l = *ops[0];
+  const ValueType& r = *ops[1];
+  const DotDims& d = attrs.dot;
+  if (l.dtype != r.dtype)
+    return Error(code, ops, "operand dtypes must be equal");
+  if (!IsNumeric(l.dtype)) return Error(code, ops, "operands must be numeric");
+  if (d.lhs_batch.size() != d.rhs_batch.size()) {
+    return Error(code, ops,
+                 absl::StrCat("lhs_batch=", Ints(d.lhs_batch),
+                              " and rhs_batch=", Ints(d.rhs_batch),
+                              " must have the same length"));
+  }
+  if (d.lhs_contracting.size() != d.rhs_contracting.size()) {
+    return Error(code, ops,
+                 absl::StrCat("lhs_contracting=", Ints(d.lhs_contracting),
+                              " and rhs_contracting=", Ints(d.rhs_contracting),
+                              " must have the same length"));
+  }
+  std::vector<bool> lused(l.rank()), rused(r.rank());
+  TPUSIM_RETURN_IF_ERROR(
+      CheckDims(code, ops, d.lhs_batch, l.rank(), "lhs_batch", &lused));
+  TPUSIM_RETURN_IF_ERROR(CheckDims(code, ops, d.lhs_contracting, l.rank(),
+                                   "lhs_contracting", &lused));
+  TPUSIM_RETURN_IF_ERROR(
+      CheckDims(code, ops, d.rhs_batch, r.rank(), "rhs_batch", &rused));
+  TPUSIM_RETURN_IF_ERROR(CheckDims(code, ops, d.rhs_contracting, r.rank(),
+                                   "rhs_contracting", &rused));
+  std::vector<int64_t> dims;
+  uint64_t dynamic = 0;
+  auto push = [&](int64_t size, bool dyn) {
+    if (dyn) dynamic |= uint64_t{1} << dims.size();
+    dims.push_back(size);
+  };
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    const int lb = d.lhs_batch[i], rb = d.rhs_batch[i];
+    if (l.shape.dim(lb) != r.shape.dim(rb) ||
+        l.is_dynamic(lb) != r.is_dynamic(rb)) {
+      return Error(
+          code, ops,
+          absl::StrCat("batch dimension ", i, " sizes differ: lhs dim ", lb,
+                       " is ", l.shape.dim(lb), ", rhs dim ", rb, " is ",
+                       r.shape.dim(rb)));
+    }
+    push(l.shape.dim(lb), l.is_dynamic(lb));
+  }
+  for (size_t i = 0; i < d.lhs_contracting.size(); ++i) {
+    const int lc = d.lhs_contracting[i], rc = d.rhs_contracting[i];
+    if (l.shape.dim(lc) != r.shape.dim(rc) ||
+        l.is_dynamic(lc) != r.is_dynamic(rc)) {
+      return Error(
+          code, ops,
+          absl::StrCat("contracting dimension ", i, " sizes differ: lhs dim ",
+                       lc, " is ", l.shape.dim(lc), ", rhs dim ", rc, " is ",
+                       r.shape.dim(rc)));
+    }
+  }
+  for (int i = 0; i < l.rank(); ++i) {
+    if (!lused[i]) push(l.shape.dim(i), l.is_dynamic(i));
+  }
+  for (int i = 0; i < r.rank(); ++i) {
+    if (!rused[i]) push(r.shape.dim(i), r.is_dynamic(i));
+  }
+  return Make(l.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferConv(const OpAttrs& attrs,
+                                    absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kConv2D;
+  const ValueType& in = *ops[0];
+  const ValueType& f = *ops[1];
+  if (in.rank() != 4) return Error(code, ops, "input must be rank 4 (NHWC)");
+  if (f.rank() != 4) return Error(code, ops, "filter must be rank 4 (HWIO)");
+  if (in.dtype != f.dtype)
+    return Error(code, ops, "input and filter dtypes must be equal");
+  if (!IsNumeric(in.dtype)) return Error(code, ops, "operands must be numeric");
+  if ((in.dynamic_dims & ~uint64_t{1}) != 0 || f.any_dynamic()) {
+    return Error(code, ops,
+                 "only the batch (N) dimension of the input may be dynamic");
+  }
+  if (attrs.window_strides.size() != 2 || attrs.window_strides[0] < 1 ||
+      attrs.window_strides[1] < 1) {
+    return Error(code, ops,
+                 absl::StrCat("window_strides=", Ints(attrs.window_strides),
+                              " must be two values >= 1 {h, w}"));
+  }
+  if (in.shape.dim(3) != f.shape.dim(2)) {
+    return Error(code, ops,
+                 absl::StrCat("input channels ", in.shape.dim(3),
+                              " != filter input channels ", f.shape.dim(2)));
+  }
+  std::vector<int64_t> out = {in.shape.dim(0), 0, 0, f.shape.dim(3)};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t size = in.shape.dim(1 + i);
+    const int64_t k = f.shape.dim(i);
+    const int64_t s = attrs.window_strides[i];
+    if (attrs.padding == Padding::kSame) {
+      out[1 + i] = (size + s - 1) / s;
+    } else {
+      if (k > size) {
+        return Error(code, ops,
+                     absl::StrCat("VALID padding needs the filter (", k,
+                                  ") to fit in the input (", size,
+                                  ") in spatial dim ", i));
+      }
+      out[1 + i] = (size - k) / s + 1;
+    }
+  }
+  return Make(in.dtype, std::move(out), in.dynamic_dims);
+}
+
+absl::StatusOr<std::vector<bool>> ReduceMask(
+    OpCode code, const OpAttrs& attrs, absl::Span<const ValueType* const> ops) {
+  const int rank = ops[0]->rank();
+  std::vector<bool> mask(rank, false);
+  for (int64_t a : attrs.axes) {
+    TPUSIM_ASSIGN_OR_RETURN(int axis,
+                            NormalizeAxis(code, ops, a, rank, "axes"));
+    if (mask[axis]) {
+      return Error(
+          code, ops,
+          absl::StrCat("axes=", Ints(attrs.axes), " repeats axis ", a));
+    }
+    mask[axis] = true;
+  }
+  return mask;
+}
+
+absl::StatusOr<ValueType> InferReduce(OpCode code, const OpAttrs& attrs,
+                                      absl::Span<const ValueType* const> ops) {
+  const ValueType& x = *ops[0];
+  if (!IsNumeric(x.dtype)) return Error(code, ops, "operand must be numeric");
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<bool> mask, ReduceMask(code, attrs, ops));
+  std::vector<int64_t> dims;
+  uint64_t dynamic = 0;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (mask[i]) {
+      if (attrs.keepdims) dims.push_back(1);
+      continue;
+    }
+    if (x.is_dynamic(i)) dynamic |= uint64_t{1} << dims.size();
+    dims.push_back(x.shape.dim(i));
+  }
+  return Make(x.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferReshape(const OpAttrs& attrs,
+                                       absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kReshape;
+  const ValueType& x = *ops[0];
+  std::vector<int64_t> dims = attrs.shape;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1) {
+      if (infer >= 0) {
+        return Error(
+            code, ops,
+            absl::StrCat("shape=", Ints(attrs.shape), " has more than one -1"));
+      }
+      infer = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      return Error(
+          code, ops,
+          absl::StrCat("shape=", Ints(attrs.shape), " has negative size ",
+                       dims[i], "; sizes must be >= 0 or one -1 (inferred)"));
+    } else {
+      known *= dims[i];
+    }
+  }
+  if (x.any_dynamic() && infer < 0) {
+    return Error(
+        code, ops,
+        absl::StrCat(
+            "shape=", Ints(attrs.shape),
+            ": reshaping a dynamic shape needs one -1 in the target shape "
+            "(it becomes the dynamic dimension)"));
+  }
+  const int64_t n = x.shape.num_elements();
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0) {
+      return Error(code, ops,
+                   absl::StrCat("cannot infer -1 in shape=", Ints(attrs.shape),
+                                " for ", n, " elements"));
+    }
+    dims[infer] = n / known;
+  } else if (known != n) {
+    return Error(code, ops,
+                 absl::StrCat("shape=", Ints(attrs.shape), " has ", known,
+                              " elements, the operand has ", n));
+  }
+  uint64_t dynamic = x.any_dynamic() ? (uint64_t{1} << infer) : 0;
+  return Make(x.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferTranspose(
+    const OpAttrs& attrs, absl::Span<const ValueType* const> ops) {
+  const ValueType& x = *ops[0];
+  const auto& perm = attrs.permutation;
+  if (static_cast<int>(perm.size()) != x.rank()) {
+    return Error(OpCode::kTranspose, ops,
+                 absl::StrCat("permutation=", Ints(perm), " must have rank ",
+                              x.rank(), " entries"));
+  }
+  std::vector<bool> used(x.rank());
+  TPUSIM_RETURN_IF_ERROR(
+      CheckDims(OpCode::kTranspose, ops, perm, x.rank(), "permutation", &used));
+  std::vector<int64_t> dims(x.rank());
+  uint64_t dynamic = 0;
+  for (int i = 0; i < x.rank(); ++i) {
+    dims[i] = x.shape.dim(perm[i]);
+    if (x.is_dynamic(perm[i])) dynamic |= uint64_t{1} << i;
+  }
+  return Make(x.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferBroadcast(
+    const OpAttrs& attrs, absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kBroadcast;
+  const ValueType& x = *ops[0];
+  const auto& target = attrs.shape;
+  const int rank = static_cast<int>(target.size());
+  if (rank < x.rank()) {
+    return Error(code, ops,
+                 absl::StrCat("shape=", Ints(target),
+                              " has lower rank than the operand"));
+  }
+  std::vector<int64_t> dims(target.begin(), target.end());
+  uint64_t dynamic = 0;
+  for (int i = 0; i < rank; ++i) {
+    if (target[i] < 0) {
+      return Error(
+          code, ops,
+          absl::StrCat("shape=", Ints(target), " has a negative size"));
+    }
+    const int xi = i - (rank - x.rank());
+    if (xi < 0) continue;
+    if (x.is_dynamic(xi)) {
+      // The dynamic dim keeps the operand's (true) size; at trace time it must
+      // equal the target's bound.
+      dims[i] = x.shape.dim(xi);
+      dynamic |= uint64_t{1} << i;
+      continue;
+    }
+    if (x.shape.dim(xi) != target[i] && x.shape.dim(xi) != 1) {
+      return Error(code, ops,
+                   absl::StrCat("cannot broadcast dimension ", xi, " of size ",
+                                x.shape.dim(xi), " to ", target[i], " (shape=",
+                                Ints(target), "); sizes must be equal or 1"));
+    }
+  }
+  return Make(x.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferSlice(const OpAttrs& attrs,
+                                     absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kSlice;
+  const ValueType& x = *ops[0];
+  const int rank = x.rank();
+  if (static_cast<int>(attrs.start.size()) != rank ||
+      static_cast<int>(attrs.limit.size()) != rank ||
+      (!attrs.strides.empty() &&
+       static_cast<int>(attrs.strides.size()) != rank)) {
+    return Error(
+        code, ops,
+        absl::StrCat("start=", Ints(attrs.start), ", limit=", Ints(attrs.limit),
+                     ", strides=", Ints(attrs.strides), " must each have ",
+                     rank, " entries (strides may be empty)"));
+  }
+  std::vector<int64_t> dims(rank);
+  uint64_t dynamic = 0;
+  for (int i = 0; i < rank; ++i) {
+    const int64_t s = attrs.start[i], l = attrs.limit[i];
+    const int64_t st = attrs.strides.empty() ? 1 : attrs.strides[i];
+    if (st < 1) {
+      return Error(code, ops,
+                   absl::StrCat("strides[", i, "]=", st, " must be >= 1"));
+    }
+    if (x.is_dynamic(i)) {
+      // Only the full range of a dynamic dimension may be sliced (its true size
+      // is unknown).
+      if (s != 0 || st != 1 || l < x.shape.dim(i)) {
+        return Error(
+            code, ops,
+            absl::StrCat(
+                "dimension ", i,
+                " is dynamic; only start=0, stride 1, limit >= its size may "
+                "be sliced"));
+      }
+      dims[i] = x.shape.dim(i);
+      dynamic |= uint64_t{1} << i;
+      continue;
+    }
+    if (s < 0 || l < s || l > x.shape.dim(i)) {
+      return Error(code, ops,
+                   absl::StrCat("dimension ", i, ": start=", s, ", limit=", l,
+                                " must satisfy 0 <= start <= limit <= ",
+                                x.shape.dim(i)));
+    }
+    dims[i] = (l - s + st - 1) / st;
+  }
+  return Make(x.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferConcat(const OpAttrs& attrs,
+                                      absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kConcat;
+  if (ops.empty()) return Error(code, ops, "needs at least one operand");
+  const ValueType& first = *ops[0];
+  if (first.rank() == 0) return Error(code, ops, "cannot concatenate scalars");
+  TPUSIM_ASSIGN_OR_RETURN(
+      int axis, NormalizeAxis(code, ops, attrs.axis, first.rank(), "axis"));
+  std::vector<int64_t> dims = first.shape.dims();
+  uint64_t dynamic = first.dynamic_dims;
+  for (size_t k = 1; k < ops.size(); ++k) {
+    const ValueType& t = *ops[k];
+    if (t.dtype != first.dtype || t.rank() != first.rank()) {
+      return Error(code, ops,
+                   absl::StrCat("operand ", k, " differs in dtype or rank"));
+    }
+    for (int i = 0; i < first.rank(); ++i) {
+      if (i == axis) {
+        dims[i] += t.shape.dim(i);
+        if (t.is_dynamic(i)) dynamic |= uint64_t{1} << i;
+      } else if (t.shape.dim(i) != first.shape.dim(i) ||
+                 t.is_dynamic(i) != first.is_dynamic(i)) {
+        return Error(
+            code, ops,
+            absl::StrCat("operand ", k, " differs in dimension ", i,
+                         "; all dimensions but axis ", axis, " must agree"));
+      }
+    }
+  }
+  return Make(first.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferGather(const OpAttrs& attrs,
+                                      absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kGather;
+  const ValueType& p = *ops[0];
+  const ValueType& idx = *ops[1];
+  if (idx.dtype != DType::kI32 && idx.dtype != DType::kI64) {
+    return Error(code, ops, "indices must be int32 or int64");
+  }
+  if (p.rank() == 0) return Error(code, ops, "params must have rank >= 1");
+  TPUSIM_ASSIGN_OR_RETURN(
+      int axis, NormalizeAxis(code, ops, attrs.axis, p.rank(), "axis"));
+  std::vector<int64_t> dims;
+  uint64_t dynamic = 0;
+  auto push = [&](int64_t size, bool dyn) {
+    if (dyn) dynamic |= uint64_t{1} << dims.size();
+    dims.push_back(size);
+  };
+  for (int i = 0; i < axis; ++i) push(p.shape.dim(i), p.is_dynamic(i));
+  for (int i = 0; i < idx.rank(); ++i)
+    push(idx.shape.dim(i), idx.is_dynamic(i));
+  for (int i = axis + 1; i < p.rank(); ++i)
+    push(p.shape.dim(i), p.is_dynamic(i));
+  return Make(p.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferOneHot(const OpAttrs& attrs,
+                                      absl::Span<const ValueType* const> ops) {
+  const ValueType& idx = *ops[0];
+  if (!IsInteger(idx.dtype))
+    return Error(OpCode::kOneHot, ops, "indices must be an integer type");
+  if (attrs.depth < 0) {
+    return Error(OpCode::kOneHot, ops,
+                 absl::StrCat("depth=", attrs.depth, " must be >= 0"));
+  }
+  if (!IsNumeric(attrs.dtype))
+    return Error(OpCode::kOneHot, ops, "dtype must be numeric");
+  std::vector<int64_t> dims = idx.shape.dims();
+  dims.push_back(attrs.depth);
+  return Make(attrs.dtype, std::move(dims), idx.dynamic_dims);
+}
+
+absl::StatusOr<ValueType> InferCollective(
+    OpCode code, const OpAttrs& attrs, absl::Span<const ValueType* const> ops,
+    const InferContext& context) {
+  const ValueType& x = *ops[0];
+  if (!IsNumeric(x.dtype)) return Error(code, ops, "operand must be numeric");
+  if (code == OpCode::kCollectivePermute) {
+    std::vector<bool> src(context.num_replicas), dst(context.num_replicas);
+    for (const auto& [s, t] : attrs.source_target_pairs) {
+      if (s < 0 || s >= context.num_replicas || t < 0 ||
+          t >= context.num_replicas) {
+        return Error(code, ops,
+                     absl::StrCat("source_target_pair (", s, ",", t,
+                                  ") names a replica outside [0, ",
+                                  context.num_replicas, ")"));
+      }
+      if (src[s] || dst[t]) {
+        return Error(
+            code, ops,
+            absl::StrCat(
+                "source_target_pair (", s, ",", t,
+                ") repeats a source or a target; each may appear once"));
+      }
+      src[s] = dst[t] = true;
+    }
+    return x;
+  }
+  TPUSIM_ASSIGN_OR_RETURN(
+      auto groups,
+      ResolveReplicaGroups(code, attrs.replica_groups, context.num_replicas));
+  const int64_t group_size = static_cast<int64_t>(groups[0].size());
+  if (attrs.reduce == CollectiveReduce::kMean && !IsFloating(x.dtype) &&
+      (code == OpCode::kAllReduce || code == OpCode::kReduceScatter)) {
+    return Error(code, ops,
+                 "MEAN needs a floating operand (each value is scaled by 1/N, "
+                 "which cannot "
+                 "scale an integer tensor)");
+  }
+  if (code == OpCode::kAllReduce) return x;
+  if (x.rank() == 0) return Error(code, ops, "operand must have rank >= 1");
+  TPUSIM_ASSIGN_OR_RETURN(
+      int axis, NormalizeAxis(code, ops, attrs.axis, x.rank(), "axis"));
+  std::vector<int64_t> dims = x.shape.dims();
+  if (code == OpCode::kAllGather) {
+    dims[axis] *= group_size;
+    return Make(x.dtype, std::move(dims), x.dynamic_dims);
+  }
+  // reduce_scatter
+  if (x.is_dynamic(axis)) {
+    return Error(
+        code, ops,
+        absl::StrCat("the scatter axis ", axis, " must not be dynamic"));
+  }
+  if (dims[axis] % group_size != 0) {
+    return Error(
+        code, ops,
+        absl::StrCat("dimension ", axis, " (", dims[axis],
+                     ") must be divisible by the group size ", group_size));
+  }
+  dims[axis] /= group_size;
+  return Make(x.dtype, std::move(dims), x.dynamic_dims);
+}
+
+}  // namespace
+
+absl::string_view OpCodeName(OpCode code) {
+  const int i = static_cast<int>(code);
+  if (i < 0 || i >= kNumOpCodes) return "?";
+  return kOpInfos[i].name;
+}
+
+absl::StatusOr<OpCode> OpCodeFromName(absl::string_view name) {
+  for (const OpInfo& info : kOpInfos) {
+    if (name == info.name) return info.code;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown op \"", name, "\""));
+}
+
+bool IsElementwiseUnary(OpCode c) {
+  return c >= OpCode::kNeg && c <= OpCode::kCast;
+}
+bool IsElementwiseBinary(OpCode c) {
+  return c >= OpCode::kAdd && c <= OpCode::kMin;
+}
+bool IsCollective(OpCode c) { return c >= OpCode::kAllReduce; }
+bool IsTranscendental(OpCode c) {
+  return c == OpCode::kExp || c == OpCode::kLog || c == OpCode::kTanh ||
+         c == OpCode::kSigmoid || c == OpCode::kRsqrt || c == OpCode::kSqrt;
+}
+
+absl::string_view ShortDTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
+    case DType::kU8:
+      return "u8";
+    case DType::kBytes:
+      return "bytes";
+  }
+  return "?";
+}
+
+int64_t ValueType::byte_size() const {
+  if (!shape.IsFullyDefined()) return 0;
+  return shape.num_elements() * DTypeSize(dtype);
+}
+
+std::string ValueType::ToString() const {
+  std::string out = absl::StrCat(ShortDTypeName(dtype), "[");
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (i > 0) out += ",";
+    if (is_dynamic(i)) out += "<=";
+    absl::StrAppend(&out, shape.dim(i));
+  }
+  out += "]";
+  return out;
+}
+
+absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveReplicaGroups(
+    OpCode code, const std::vector<std::vector<int64_t>>& groups,
+    int num_replicas) {
+  if (groups.empty()) {
+    std::vector<int64_t> all(num_replicas);
+    for (int i = 0; i < num_replicas; ++i) all[i] = i;
+    return std::vector<std::vector<int64_t>>{std::move(all)};
+  }
+  std::vector<bool> seen(num_replicas, false);
+  for (const auto& g : groups) {
+    if (g.empty() || g.size() != groups[0].size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          OpCodeName(code),
+          ": replica_groups must be non-empty and of equal size; group {",
+          absl::StrJoin(g, ","), "} has ", g.size(), " members, group 0 has ",
+          groups[0].size()));
+    }
+    for (int64_t r : g) {
+      if (r < 0 || r >= num_replicas || seen[r]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            OpCodeName(code), ": replica_groups member ", r,
+            (r < 0 || r >= num_replicas)
+                ? absl::StrCat(" is outside [0, ", num_replicas, ")")
+                : std::string(" appears twice")));
+      }
+      seen[r] = true;
+    }
+  }
+  for (int r = 0; r < num_replicas; ++r) {
+    if (!seen[r]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(OpCodeName(code),
+                       ": replica_groups must cover every replica; replica ", r,
+                       " of ", num_replicas, " is missing"));
+    }
+  }
+  return groups;
+}
+
+absl::StatusOr<ValueType> InferOpType(
+    OpCode code, const OpAttrs& attrs,
+    absl::Span<const ValueType* const> operands, const InferContext& context) {
+  auto arity = [&](size_t n) -> absl::Status {
+    if (operands.size() != n) {
+      return Error(
+          code, operands,
+          absl::StrCat("takes ", n, " operand(s), got ", operands.size()));
+    }
+    return absl::OkStatus();
+  };
+  switch (code) {
+    case OpCode::kParameter:
+    case OpCode::kVariableRead: {
+      TPUSIM_RETURN_IF_ERROR(arity(0));
+      const ValueType& t = attrs.declared_type;
+      if (!t.shape.IsFullyDefined()) {
+        return Error(
+            code, operands,
+            absl::StrCat(
+                "declared shape ", t.shape.ToString(),
+                " must be fully defined (dynamic dims carry their bound)"));
+      }
+      if (t.rank() > 64 ||
+          (t.rank() < 64 && (t.dynamic_dims >> t.rank()) != 0)) {
+        return Error(code, operands,
+                     absl::StrCat("dynamic_dims mask ", t.dynamic_dims,
+                                  " flags dimensions beyond rank ", t.rank()));
+      }
+      if (code == OpCode::kVariableRead && t.any_dynamic()) {
+        return Error(code, operands,
+                     "variables cannot have dynamic dimensions");
+      }
+      return t;
+    }
+    case OpCode::kConstant:
+      TPUSIM_RETURN_IF_ERROR(arity(0));
+      return ValueType::Of(attrs.literal);
+    case OpCode::kReplicaId:
+      TPUSIM_RETURN_IF_ERROR(arity(0));
+      return ValueType(DType::kI32, Shape());
+    case OpCode::kVariableAssign:
+    case OpCode::kVariableAssignAdd: {
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      const ValueType& v = *operands[0];
+      const ValueType& decl = attrs.declared_type;
+      if (v.dtype != decl.dtype || v.shape != decl.shape || v.any_dynamic()) {
+        return Error(
+            code, operands,
+            absl::StrCat("value must match variable slot ", attrs.variable_slot,
+                         " of type ", decl.ToString(), " exactly"));
+      }
+      if (code == OpCode::kVariableAssignAdd && !IsNumeric(v.dtype)) {
+        return Error(code, operands, "value must be numeric");
+      }
+      return decl;
+    }
+    case OpCode::kNeg:
+    case OpCode::kExp:
+    case OpCode::kLog:
+    case OpCode::kTanh:
+    case OpCode::kRelu:
+    case OpCode::kSigmoid:
+    case OpCode::kRsqrt:
+    case OpCode::kSqrt:
+    case OpCode::kCast:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferUnary(code, attrs, operands);
+    case OpCode::kAdd:
+    case OpCode::kSub:
+    case OpCode::kMul:
+    case OpCode::kDiv:
+    case OpCode::kMax:
+    case OpCode::kMin:
+      TPUSIM_RETURN_IF_ERROR(arity(2));
+      return InferBinary(code, operands);
+    case OpCode::kDot:
+      TPUSIM_RETURN_IF_ERROR(arity(2));
+      return InferDot(attrs, operands);
+    case OpCode::kConv2D:
+      TPUSIM_RETURN_IF_ERROR(arity(2));
+      return InferConv(attrs, operands);
+    case OpCode::kReduceSum:
+    case OpCode::kReduceMean:
+    case OpCode::kReduceMax:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferReduce(code, attrs, operands);
+    case OpCode::kSoftmax: {
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      const ValueType& x = *operands[0];
+      if (x.rank() < 1)
+        return Error(code, operands, "operand must have rank >= 1");
+      if (!IsFloating(x.dtype))
+        return Error(code, operands, "operand must be floating point");
+      return x;
+    }
+    case OpCode::kReshape:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferReshape(attrs, operands);
+    case OpCode::kTranspose:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferTranspose(attrs, operands);
+    case OpCode::kBroadcast:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferBroadcast(attrs, operands);
+    case OpCode::kSlice:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferSlice(attrs, operands);
+    case OpCode::kConcat:
+      return InferConcat(attrs, operands);
+    case OpCode::kGather:
+      TPUSIM_RETURN_IF_ERROR(arity(2));
+      return InferGather(attrs, operands);
+    case OpCode::kOneHot:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferOneHot(attrs, operands);
+    case OpCode::kAllReduce:
+    case OpCode::kAllGather:
+    case OpCode::kReduceScatter:
+    case OpCode::kCollectivePermute:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferCollective(code, attrs, operands, context);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown op code ", static_cast<int>(code)));
+}
+
+OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
+                absl::Span<const ValueType* const> operands,
+                const ValueType& result, const InferContext& context) {
+  OpCost cost;
+  int64_t read = 0;
+  for (const ValueType* t : operands) read += t->byte_size();
+  const int64_t out_elems = result.shape.num_elements();
+  cost.bytes_read = read;
+  cost.bytes_written = result.byte_size();
+  switch (code) {
+    case OpCode::kParameter:
+    case OpCode::kConstant:
+    case OpCode::kReplicaId:
+    case OpCode::kReshape:
+      return OpCost{};
+    case OpCode::kVariableRead:
+      cost.bytes_read = result.byte_size();
+      cost.bytes_written = 0;
+      return cost;
+    case OpCode::kVariableAssign:
+      return cost;
+    case OpCode::kVariableAssignAdd:
+      cost.bytes_read += result.byte_size();  // the old value
+      cost.flops = out_elems;
+      return cost;
+    case OpCode::kDot: {
+      const ValueType& l = *operands[0];
+      int64_t k = 1;
+      for (int64_t d : attrs.dot.lhs_contracting) k *= l.shape.dim(d);
+      cost.flops = 2 * out_elems * k;
+      return cost;
+    }
+    case OpCode::kConv2D: {
+      const ValueType& f = *operands[1];
+      cost.flops =
+          2 * out_elems * f.shape.dim(0) * f.shape.dim(1) * f.shape.dim(2);
+      return cost;
+    }
+    case OpCode::kReduceSum:
+    case OpCode::kReduceMean:
+    case OpCode::kReduceMax:
+      cost.flops = operands[0]->shape.num_elements();
+      return cost;
+    case OpCode::kSoftmax:
+      cost.flops = 4 * out_elems;
+      cost.transcendentals = out_elems;
+      return cost;
+    case OpCode::kAllReduce:
+    case OpCode::kReduceScatter: {
+      auto groups = ResolveReplicaGroups(code, attrs.replica_groups,
+                                         context.num_replicas);
+      const int64_t n =
+          groups.ok() ? static_cast<int64_t>((*groups)[0].size()) : 1;
+      cost.flops = (n - 1) * operands[0]->shape.num_elements();
+      return cost;
+    }
+    default:
+      break;
+  }
+  if (IsElementwiseUnary(code) || IsElementwiseBinary(code)) {
+    cost.flops = out_elems;
+    if (IsTranscendental(code)) cost.transcendentals = out_elems;
+  }
+  return cost;
+}
+
+}  // namespace tpusim::runtime

@@ -1,0 +1,236 @@
+#include "strategy/runtime/program.h"
+
+#include <string>
+#include <vector>
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "strategy/runtime/program.pb.h"
+
+namespace tpusim::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tpusim::testing::IsOk;
+using ::tpusim::testing::StatusIs;
+
+// A program touching most op kinds, with a dynamic batch.
+Program MakeStep() {
+  ProgramBuilder b("step", /*num_replicas=*/4);
+  Value x = *b.Parameter(DType::kF32, Shape({8, 4}), /*dynamic_dims=*/0b1);
+  Value labels = *b.Parameter(DType::kI32, Shape({8}), 0b1);
+  EXPECT_THAT(b.DeclareVariable(0, DType::kF32, Shape({4, 3}), "w:0"), IsOk());
+  Value w = *b.VariableRead(0);
+  Value logits = *b.MatMul(x, w);
+  Value probs = *b.Softmax(logits);
+  Value onehot = *b.OneHot(labels, 3);
+  Value diff = *b.Sub(probs, onehot);
+  Value grad = *b.MatMul(x, diff, /*transpose_a=*/true);
+  Value summed = *b.AllReduce(grad, CollectiveReduce::kMean);
+  Value lr = *b.Constant(Tensor::Scalar<float>(0.5f));
+  Value step = *b.Mul(summed, lr);
+  Value neg = *b.Neg(step);
+  Value updated = *b.VariableAssignAdd(0, neg);
+  Value loss = *b.ReduceMean(*b.Mul(diff, diff), {0, 1});
+  Value rid = b.ReplicaId();
+  absl::StatusOr<Program> p = std::move(b).Build({loss, updated, rid});
+  EXPECT_THAT(p, IsOk());
+  return *std::move(p);
+}
+
+TEST(ProgramTest, BuilderRecordsTypedSsaOps) {
+  Program p = MakeStep();
+  EXPECT_EQ(p.name(), "step");
+  EXPECT_EQ(p.num_replicas(), 4);
+  ASSERT_EQ(p.parameters().size(), 2u);
+  EXPECT_EQ(p.type(p.parameters()[0]).ToString(), "f32[<=8,4]");
+  EXPECT_EQ(p.type(p.outputs()[0]).ToString(), "f32[]");
+  EXPECT_EQ(p.type(p.outputs()[1]).ToString(), "f32[4,3]");
+  EXPECT_EQ(p.type(p.outputs()[2]).ToString(), "i32[]");
+  EXPECT_TRUE(p.has_dynamic_shapes());
+  ASSERT_EQ(p.variables().size(), 1u);
+  EXPECT_EQ(p.variables()[0].name, "w:0");
+}
+
+TEST(ProgramTest, MatMulTransposeContractsTheRightDims) {
+  ProgramBuilder b("mm");
+  Value a = *b.Parameter(DType::kF32, Shape({2, 5, 3}));
+  Value c = *b.Parameter(DType::kF32, Shape({2, 4, 5}));
+  absl::StatusOr<Value> y =
+      b.MatMul(a, c, /*transpose_a=*/true, /*transpose_b=*/true);
+  ASSERT_THAT(y, IsOk());
+  EXPECT_EQ(b.type(*y).ToString(), "f32[2,3,4]");
+  EXPECT_THAT(b.MatMul(a, c),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("contracting dimension 0 sizes differ")));
+  Value v = *b.Parameter(DType::kF32, Shape({3}));
+  EXPECT_THAT(b.MatMul(v, v), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("equal rank >= 2")));
+}
+
+TEST(ProgramTest, FailedOpLeavesBuilderUnchanged) {
+  ProgramBuilder b("p");
+  Value x = *b.Parameter(DType::kF32, Shape({2}));
+  Value y = *b.Parameter(DType::kI32, Shape({2}));
+  EXPECT_EQ(b.num_ops(), 2);
+  EXPECT_THAT(b.Add(x, y), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr("add(f32[2], i32[2])")));
+  EXPECT_EQ(b.num_ops(), 2);
+}
+
+TEST(ProgramTest, ForeignValueIdIsRejected) {
+  ProgramBuilder b("p");
+  EXPECT_THAT(b.Exp(Value{7}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("operand %7 is not a value of program p")));
+  EXPECT_THAT(std::move(b).Build({Value{0}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("output %0 is not a value")));
+}
+
+TEST(ProgramTest, VariablesMustBeDeclaredConsistently) {
+  ProgramBuilder b("p");
+  EXPECT_THAT(b.VariableRead(2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("variable slot 2 is not declared")));
+  ASSERT_THAT(b.DeclareVariable(2, DType::kF32, Shape({3})), IsOk());
+  EXPECT_THAT(b.DeclareVariable(2, DType::kF32, Shape({3})), IsOk());
+  EXPECT_THAT(
+      b.DeclareVariable(2, DType::kF32, Shape({4})),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("slot 2 is already declared as f32[3], not f32[4]")));
+  EXPECT_THAT(
+      b.DeclareVariable(-1, DType::kF32, Shape({4})),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be >= 0")));
+}
+
+TEST(ProgramTest, LogicalCoreMustBeInRange) {
+  ProgramBuilder b("mp", 1, /*num_cores_per_replica=*/2);
+  EXPECT_THAT(b.set_logical_core(1), IsOk());
+  Value x = *b.Parameter(DType::kF32, Shape({2}));
+  EXPECT_EQ(b.type(x).ToString(), "f32[2]");
+  EXPECT_THAT(b.set_logical_core(2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("logical_core=2 is outside [0, 2)")));
+  Program p = *std::move(b).Build({x});
+  EXPECT_EQ(p.ops()[0].logical_core, 1);
+}
+
+TEST(ProgramTest, PrintsHloLikeText) {
+  ProgramBuilder b("tiny", 2);
+  Value x = *b.Parameter(DType::kF32, Shape({8, 4}), 0b1);
+  ASSERT_THAT(b.DeclareVariable(0, DType::kF32, Shape({4, 3}), "w"), IsOk());
+  Value w = *b.VariableRead(0);
+  Value y = *b.MatMul(x, w);
+  Value s = *b.ReduceSum(y, {0});
+  Value r = *b.AllReduce(s, CollectiveReduce::kSum);
+  Program p = *std::move(b).Build({r});
+  EXPECT_EQ(p.ToText(),
+            "program tiny (replicas=2, cores_per_replica=1) {\n"
+            "  var slot=0 f32[4,3] \"w\"\n"
+            "  %0 = f32[<=8,4] parameter(), index=0\n"
+            "  %1 = f32[4,3] variable_read(), slot=0\n"
+            "  %2 = f32[<=8,3] dot(%0, %1), lhs_contracting={1}, "
+            "rhs_contracting={0}\n"
+            "  %3 = f32[3] reduce_sum(%2), axes={0}\n"
+            "  %4 = f32[3] all_reduce(%3), reduce=sum\n"
+            "  ROOT (%4)\n"
+            "}\n");
+}
+
+TEST(ProgramTest, ProtoRoundTripGivesIdenticalText) {
+  Program p = MakeStep();
+  proto::ProgramProto pb;
+  p.ToProto(&pb);
+  // Through bytes, as a file would.
+  std::string bytes;
+  ASSERT_TRUE(pb.SerializeToString(&bytes));
+  proto::ProgramProto parsed_pb;
+  ASSERT_TRUE(parsed_pb.ParseFromString(bytes));
+  absl::StatusOr<Program> back = Program::FromProto(parsed_pb);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->ToText(), p.ToText());
+  EXPECT_EQ(back->outputs(), p.outputs());
+  EXPECT_EQ(back->ops().size(), p.ops().size());
+  // The constant's literal survives bit for bit.
+  for (size_t i = 0; i < p.ops().size(); ++i) {
+    if (p.ops()[i].code == OpCode::kConstant) {
+      EXPECT_EQ(back->ops()[i].attrs.literal, p.ops()[i].attrs.literal);
+    }
+  }
+}
+
+TEST(ProgramTest, ProtoRoundTripKeepsCollectiveAttributesAndCores) {
+  ProgramBuilder b("c", 4, 2);
+  Value x = *b.Parameter(DType::kBF16, Shape({4, 2}));
+  ASSERT_THAT(b.set_logical_core(1), IsOk());
+  Value g = *b.AllGather(x, 1, {{0, 1}, {2, 3}});
+  Value rs = *b.ReduceScatter(g, CollectiveReduce::kMean, 0, {{0, 2}, {1, 3}});
+  Value cp = *b.CollectivePermute(rs, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+  Value sl = *b.Slice(cp, {0, 0}, {2, 4}, {2, 1});
+  Program p = *std::move(b).Build({sl});
+  proto::ProgramProto pb;
+  p.ToProto(&pb);
+  absl::StatusOr<Program> back = Program::FromProto(pb);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->ToText(), p.ToText());
+  EXPECT_THAT(p.ToText(),
+              HasSubstr("all_gather(%0), axis=1, replica_groups={{0,1},{2,3}}, "
+                        "core=1"));
+  EXPECT_THAT(p.ToText(),
+              HasSubstr("source_target_pairs={{0,1},{1,2},{2,3},{3,0}}"));
+}
+
+TEST(ProgramTest, ParsingUnknownOpNamesIt) {
+  Program p = MakeStep();
+  proto::ProgramProto pb;
+  p.ToProto(&pb);
+  pb.mutable_ops(4)->set_op("fancy_attention");
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("op %4: unknown op \"fancy_attention\"")));
+}
+
+TEST(ProgramTest, ParsingRerunsShapeRules) {
+  Program p = MakeStep();
+  proto::ProgramProto pb;
+  p.ToProto(&pb);
+  // Make the first parameter's declared shape disagree with its recorded type.
+  pb.mutable_ops(0)->mutable_declared_type()->set_dims(1, 5);
+  EXPECT_THAT(
+      Program::FromProto(pb),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("recorded type f32[<=8,4] disagrees with the shape rule's "
+                    "f32[<=8,5]")));
+  p.ToProto(&pb);
+  pb.mutable_ops(3)->set_operands(0, 9);
+  EXPECT_THAT(
+      Program::FromProto(pb),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("operand %9 does not refer to an earlier op")));
+  p.ToProto(&pb);
+  pb.mutable_ops(0)->set_dtype("float17");
+  EXPECT_THAT(
+      Program::FromProto(pb),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"float17\"")));
+}
+
+TEST(ProgramTest, TotalCostSumsOpCostsOnBounds) {
+  ProgramBuilder b("c");
+  Value x = *b.Parameter(DType::kF32, Shape({8, 16}), 0b1);
+  Value w = *b.Constant(Tensor::Zeros(DType::kF32, Shape({16, 4})));
+  Value y = *b.MatMul(x, w);
+  Value r = *b.Relu(y);
+  Program p = *std::move(b).Build({r});
+  EXPECT_EQ(p.CostOf(y).flops, 2 * 8 * 16 * 4);
+  EXPECT_EQ(p.CostOf(r).flops, 32);
+  OpCost total = p.TotalCost();
+  EXPECT_EQ(total.flops, 2 * 8 * 16 * 4 + 32);
+  EXPECT_EQ(total.bytes_read, (8 * 16 + 16 * 4) * 4 + 32 * 4);
+  EXPECT_EQ(total.bytes_written, 32 * 4 * 2);
+}
+
+}  // namespace
+}  // namespace tpusim::runtime
