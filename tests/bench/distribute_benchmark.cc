@@ -1,30 +1,24 @@
 // tests/bench/distribute_benchmark.cc
 //
 // Input-pipeline throughput: 1 GiB of real float32 data as global batches of
-// 1024 × 256 floats (1 MiB each), rebatched (TF 2.2 Case 1: batch(1024) →
+// 1024 x 256 floats (1 MiB each), rebatched (TF 2.2 Case 1: batch(1024) to
 // batch(128)) and distributed round-robin to 8 replicas on one worker, next to
 // a plain memcpy of the same bytes in the same run. The ratio of the
 // bytes/second figures is the pipeline's efficiency.
 //
-//   BM_DistributeRebatchCopy1GiB  every per-replica batch is a fresh 128 KiB
-//   copy (as TF's
-//                                 batch kernel makes): compare this one with
-//                                 BM_Memcpy1GiB.
-//   BM_DistributeRebatch1GiB      rows in memory order: batch() returns
-//   zero-copy views
-//                                 (zero_copy_fraction=1), so this is the
-//                                 per-element cost.
-//   BM_BatchOnly1GiB              the same dataset nodes without
-//   rebatch/distribution.
+// BM_DistributeRebatchCopy1GiB: every per-replica batch is a fresh 128 KiB
+// copy, as TF's batch kernel makes; compare this one with BM_Memcpy1GiB.
+// BM_DistributeRebatch1GiB: rows in memory order, so batch() returns zero-copy
+// views (zero_copy_fraction=1); this is the per-element cost of the pipeline.
+// BM_BatchOnly1GiB: the same dataset nodes without rebatch and distribution.
 //
 //   build-dist-rel/tests/bench/distribute_benchmark
 //
 // Allocation note: every copied batch is a new 128 KiB heap block. With glibc's
-// defaults such blocks are mmap'ed/trimmed and page-fault on every batch (~40%
-// of the time in perf). TF allocates from a caching allocator; to model that,
-// run with
+// defaults such blocks are mmap'ed or trimmed and page-fault on every batch
+// (about 40% of the time in perf). TF allocates from a caching allocator; to
+// model that, run with
 //   MALLOC_MMAP_THRESHOLD_=268435456 MALLOC_TRIM_THRESHOLD_=1073741824
-// (both figures are reported by the data-dist report).
 
 #include <cstring>
 #include <vector>
