@@ -141,6 +141,42 @@ TEST(InspectInputReportTest, AbstractTensorsHaveNullValuesInJson) {
                         "null}"));
 }
 
+TEST(InspectInputReportTest, NestedDictComponentsAreNamedBySlashPaths) {
+  scenarios::InputListing l = SmallListing();
+  l.steps[0].replicas.resize(1);
+  l.steps[0].replicas[0].element = data::Element::Dict(
+      {{"label", data::Element(Tensor::Scalar<int64_t>(3))},
+       {"features", data::Element::Dict(
+                        {{"y", data::Element(Tensor::Scalar<float>(0.5f))},
+                         {"x", data::Element(Tensor::Scalar<int64_t>(1))}})}});
+  const std::string json = FormatListingJson(l);
+  EXPECT_THAT(
+      json,
+      HasSubstr(
+          "{\"components\": [{\"dtype\": \"int64\", \"path\": "
+          "\"features/x\", \"shape\": [], \"values\": [1]}, {\"dtype\": "
+          "\"float32\", \"path\": \"features/y\", \"shape\": [], "
+          "\"values\": [0.5]}, {\"dtype\": \"int64\", \"path\": \"label\", "
+          "\"shape\": [], \"values\": [3]}], \"replica\": 0, \"worker\": 0}"));
+  EXPECT_THAT(
+      FormatListingText(l),
+      HasSubstr(
+          "  replica 0 (worker 0): features/x=1; features/y=0.5; label=3\n"));
+}
+
+TEST(InspectInputReportTest, TupleComponentsAreNamedByIndex) {
+  scenarios::InputListing l = SmallListing();
+  l.steps[0].replicas.resize(1);
+  l.steps[0].replicas[0].element =
+      data::Element::Tuple({data::Element(Tensor::Scalar<int64_t>(1)),
+                            data::Element(Tensor::Vector<double>({0.25, -1}))});
+  EXPECT_THAT(FormatListingText(l),
+              HasSubstr("  replica 0 (worker 0): 0=1; 1=[0.25, -1]\n"));
+  EXPECT_THAT(FormatListingJson(l),
+              HasSubstr("\"path\": \"1\", \"shape\": [2], \"values\": "
+                        "[0.25, -1]}"));
+}
+
 TEST(InspectInputReportTest, GoldenDiffIsEmptyForIdenticalText) {
   EXPECT_EQ(GoldenDiff("a\nb\n", "a\nb\n", "g.json"), "");
 }
