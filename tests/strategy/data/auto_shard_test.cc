@@ -166,6 +166,41 @@ TEST(AutoShardTest, FileMovesTheListFilesShuffleAfterTheShard) {
   EXPECT_THAT(got, UnorderedElementsAreArray(RecordsOf({1, 3, 5}, 1)));
 }
 
+TEST(AutoShardTest, ListFilesShuffleIsAppliedToEachWorkersSubset) {
+  std::vector<std::string> files = WriteFiles("list_files", 6, 2);
+  const std::string dir = files[0].substr(0, files[0].rfind('/'));
+  Dataset ds =
+      Dataset::TFRecord(Dataset::ListFiles({dir + "/*.tfrecord"}, true, 3));
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<NodePtr> sharded = ShardByFile(ds.node(), 3, i);
+    ASSERT_THAT(sharded, IsOk());
+    EXPECT_EQ((*sharded)->inputs()[0]->op(), ShuffleNode::kOp);
+    EXPECT_EQ((*sharded)->inputs()[0]->inputs()[0]->op(), "ShardDataset");
+    // Files matched in bytewise order f0..f5; worker i gets positions i and
+    // i+3.
+    EXPECT_THAT(Strings(Dataset(*sharded)),
+                UnorderedElementsAreArray(RecordsOf({i, i + 3}, 2)));
+  }
+}
+
+TEST(AutoShardTest, AutoOverConcatenateOfReaderAndSlicesShardsTwice) {
+  std::vector<std::string> files = WriteFiles("concat_auto", 2, 2);
+  Dataset slices = Dataset::FromTensorSlices(TensorRefNest(TensorRef(
+      Tensor::FromVector<std::string>(Shape({4}), {"s0", "s1", "s2", "s3"}))));
+  Dataset cat = Dataset::TFRecord(files).Concatenate(slices);
+  absl::StatusOr<AutoShardResult> r = AutoShard(
+      cat.node(), 2, 1, AutoShardPolicy::kAuto, 2, SemanticsVersion::k2_2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->applied, AutoShardPolicy::kData);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_THAT(r->warnings[0], HasSubstr("TensorSliceDataset"));
+  // Worker 1: file f1 (f1r0, f1r1) then s0..s3; the DATA shard keeps odd
+  // positions.
+  EXPECT_EQ(Strings(Dataset(r->node)),
+            (std::vector<std::string>{"f1r1", "s1", "s3"}));
+}
+
 TEST(AutoShardTest, TopLevelReaderWithConstantFilesIsNotFound) {
   std::vector<std::string> files = WriteFiles("direct", 3, 2);
   Dataset ds = Dataset::TFRecordReader(
