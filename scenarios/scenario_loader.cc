@@ -16,7 +16,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "scenarios/local_slice.h"
+#include "strategy/runtime/slice.h"
 #include "strategy/runtime/tensor.h"
 
 namespace tpusim::scenarios {
@@ -328,8 +328,8 @@ class Validator {
                 "; give a slice or workers and replicas_per_worker, not "
                 "both"));
       }
-      absl::StatusOr<LocalSliceLayout> layout =
-          ResolveSliceNameLocally(cl.slice());
+      absl::StatusOr<runtime::SliceLayout> layout =
+          runtime::ParseSlice(cl.slice());
       if (!layout.ok()) {
         return c.Error("slice", Quote(cl.slice()), layout.status().message());
       }
@@ -861,14 +861,16 @@ absl::StatusOr<ClusterLayout> ResolveCluster(const LoadedScenario& scenario) {
   const Cluster& cl = scenario.proto.cluster();
   ClusterLayout layout;
   if (cl.has_slice()) {
-    absl::StatusOr<LocalSliceLayout> slice =
-        ResolveSliceNameLocally(cl.slice());
+    // The topology code's slice layout (strategy/runtime/slice.h): hosts are
+    // the input workers, the TPU devices of a host its replicas.
+    absl::StatusOr<runtime::SliceLayout> slice =
+        runtime::ParseSlice(cl.slice());
     if (!slice.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(scenario.source_name, ": cluster.slice=\"", cl.slice(),
                        "\": ", slice.status().message()));
     }
-    layout.workers = slice->hosts;
+    layout.workers = slice->num_hosts;
     layout.replicas_per_worker = slice->devices_per_host;
     layout.slice = cl.slice();
     return layout;

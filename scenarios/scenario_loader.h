@@ -65,7 +65,7 @@ struct ClusterLayout {
   int num_replicas() const { return workers * replicas_per_worker; }
 };
 
-// Resolves `cluster` (slice names through scenarios/local_slice.h).
+// Resolves `cluster` (slice names through strategy/runtime/slice.h).
 // InvalidArgument names the field (cluster.slice) and the problem.
 absl::StatusOr<ClusterLayout> ResolveCluster(const LoadedScenario& scenario);
 

@@ -132,8 +132,9 @@ TEST(ScenarioLoaderTest, BadSliceNameNamesTheField) {
       ErrorOf("cluster { slice: \"v3-7\" }\npipeline { range { stop: 4 } }\n"),
       StatusIs(
           absl::StatusCode::kInvalidArgument,
-          HasSubstr("s.textproto:1: cluster.slice=\"v3-7\": slice \"v3-7\": 7 "
-                    "TensorCores is not a whole number of v3 chips")));
+          HasSubstr(
+              "s.textproto:1: cluster.slice=\"v3-7\": slice name \"v3-7\": "
+              "7 TensorCores has no tpusim chip mesh for v3; allowed: v3-8")));
 }
 
 TEST(ScenarioLoaderTest, EmptyPipelineIsAnError) {
@@ -438,15 +439,42 @@ TEST(ScenarioLoaderTest, ShuffleNeedsAPositiveBuffer) {
           "s.textproto:3: pipeline[1].shuffle.buffer_size=0: must be >= 1"));
 }
 
-TEST(ScenarioLoaderTest, ResolvesSliceNamesToWorkersAndReplicas) {
-  absl::StatusOr<LoadedScenario> s =
-      Parse("cluster { slice: \"v3-32\" }\npipeline { range { stop: 4 } }\n");
-  ASSERT_THAT(s, IsOk());
+// Slice name -> (input workers, replicas per worker), through
+// strategy/runtime/slice.h.
+void ExpectSlice(const std::string& slice, int workers,
+                 int replicas_per_worker) {
+  absl::StatusOr<LoadedScenario> s = Parse(
+      "cluster { slice: \"" + slice + "\" }\npipeline { range { stop: 4 } }\n");
+  ASSERT_THAT(s, IsOk()) << slice;
   absl::StatusOr<ClusterLayout> cluster = ResolveCluster(*s);
-  ASSERT_THAT(cluster, IsOk());
-  EXPECT_EQ(cluster->workers, 4);
-  EXPECT_EQ(cluster->replicas_per_worker, 8);
-  EXPECT_EQ(cluster->slice, "v3-32");
+  ASSERT_THAT(cluster, IsOk()) << slice;
+  EXPECT_EQ(cluster->workers, workers) << slice;
+  EXPECT_EQ(cluster->replicas_per_worker, replicas_per_worker) << slice;
+  EXPECT_EQ(cluster->slice, slice);
+}
+
+TEST(ScenarioLoaderTest, SliceNamesCountCoresOnV2V3WithTwoDevicesPerChip) {
+  ExpectSlice("v2-8", 1, 8);
+  ExpectSlice("v3-8", 1, 8);
+  ExpectSlice("v3-32", 4, 8);
+}
+
+TEST(ScenarioLoaderTest, SliceNamesOnV4V5pHaveOneMegacoreDevicePerChip) {
+  ExpectSlice("v4-8", 1, 4);
+  ExpectSlice("v4-16", 2, 4);
+  ExpectSlice("v5p-16", 2, 4);
+}
+
+TEST(ScenarioLoaderTest, SliceNamesCountChipsOnV5eV6e) {
+  ExpectSlice("v5litepod-16", 2, 8);
+  ExpectSlice("v6e-8", 1, 8);
+}
+
+TEST(ScenarioLoaderTest, UnknownSliceGenerationNamesTheField) {
+  EXPECT_THAT(
+      ErrorOf("cluster { slice: \"v9-8\" }\npipeline { range { stop: 4 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               StartsWith("s.textproto:1: cluster.slice=\"v9-8\": ")));
 }
 
 TEST(ScenarioLoaderTest, LoadScenarioFileUsesTheFilesDirectory) {
