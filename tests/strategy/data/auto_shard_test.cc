@@ -513,5 +513,51 @@ TEST(AutoShardTest, FileShardingWorksThroughThe24Rebatch) {
   EXPECT_EQ(Strings(dist->worker_dataset(1)), RecordsOf({1, 3}, 3));
 }
 
+TEST(AutoShardTest, FewerFilesThanWorkersAlsoFailsUnder24) {
+  std::vector<std::string> files = WriteFiles("few_v24", 1, 3);
+  DistributeOptions o;
+  o.semantics_version = "2.4";
+  absl::StatusOr<DistributedDataset> dist = DistributeDataset(
+      Dataset::TFRecord(files).Batch(4), InputWorkers::Uniform(2, 2), o);
+  ASSERT_THAT(dist, IsOk());
+  EXPECT_EQ(dist->applied_policy(1), AutoShardPolicy::kFile);
+  testing::RunResult r = testing::RunToEnd(*dist);
+  EXPECT_TRUE(r.steps.empty());
+  EXPECT_THAT(r.end, StatusIs(absl::StatusCode::kInvalidArgument,
+                              AllOf(HasSubstr("# elems = 1"),
+                                    HasSubstr("# shards = 2"))));
+  absl::Status s1;
+  EXPECT_TRUE(Strings(dist->worker_dataset(1), &s1).empty());
+  EXPECT_THAT(s1, IsOk());
+}
+
+TEST(AutoShardTest, FileShardedWorkersFeedTheirReplicasRoundRobin) {
+  // W=2, R=2, N=4, batch(4) → Case 1 batch(1); worker 0 reads f0, f2; worker 1
+  // f1, f3.
+  std::vector<std::string> files = WriteFiles("rr_replicas", 4, 2);
+  absl::StatusOr<DistributedDataset> dist = DistributeDataset(
+      Dataset::TFRecord(files).Batch(4), InputWorkers::Uniform(2, 2));
+  ASSERT_THAT(dist, IsOk());
+  absl::StatusOr<DistributedIterator> it = dist->MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  std::vector<std::vector<std::string>> steps;
+  while (true) {
+    absl::StatusOr<strategy::PerReplica<Element>> step = it->GetNext();
+    if (!step.ok()) {
+      EXPECT_THAT(step, StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+      break;
+    }
+    std::vector<std::string> row;
+    for (const Element& e : step->values()) {
+      auto v = e.leaf().values<std::string>();
+      row.push_back(v.empty() ? "-" : v[0]);
+    }
+    steps.push_back(row);
+  }
+  EXPECT_EQ(steps, (std::vector<std::vector<std::string>>{
+                       {"f0r0", "f0r1", "f1r0", "f1r1"},
+                       {"f2r0", "f2r1", "f3r0", "f3r1"}}));
+}
+
 }  // namespace
 }  // namespace tpusim::data
