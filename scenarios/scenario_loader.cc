@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -238,7 +239,7 @@ std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
 class Validator {
  public:
-  Validator(const LoadedScenario& s) : s_(s) {}
+  explicit Validator(const LoadedScenario& s) : s_(s) {}
 
   absl::Status Run() {
     const Scenario& sc = s_.proto;
@@ -839,6 +840,11 @@ absl::StatusOr<LoadedScenario> ParseScenario(absl::string_view text,
 }
 
 absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scenario file \"", path, "\" is a directory"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(
@@ -846,11 +852,17 @@ absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
+  // Relative files are resolved against the scenario's directory ("" = the
+  // current one,
+  // "/" for a file in the root directory).
   const size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "" : path.substr(0, slash);
-  return ParseScenario(buffer.str(), path,
-                       dir.empty() && slash == 0 ? "/" : dir);
+  std::string dir;
+  if (slash == 0) {
+    dir = "/";
+  } else if (slash != std::string::npos) {
+    dir = path.substr(0, slash);
+  }
+  return ParseScenario(buffer.str(), path, dir);
 }
 
 absl::Status ValidateScenario(const LoadedScenario& scenario) {

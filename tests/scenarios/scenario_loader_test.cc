@@ -487,6 +487,12 @@ TEST(ScenarioLoaderTest, LoadScenarioFileUsesTheFilesDirectory) {
   EXPECT_EQ(s->proto.name(), "default");
 }
 
+TEST(ScenarioLoaderTest, DirectoryIsNotAScenario) {
+  EXPECT_THAT(LoadScenarioFile("/tmp"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "scenario file \"/tmp\" is a directory"));
+}
+
 TEST(ScenarioLoaderTest, MissingFileIsNotFound) {
   EXPECT_THAT(
       LoadScenarioFile("/nonexistent/x.textproto"),
