@@ -262,5 +262,38 @@ TEST(ReadersTest, ListFilesInterleaveTFRecordIsTheCommonMultiFilePattern) {
       ElementsAre("a0", "a1", "b0", "b1", "c0"));
 }
 
+TEST(ReadersTest, FullPipelineIterationIsDeterministic) {
+  const std::string dir = FreshTempDir();
+  for (int f = 0; f < 4; ++f) {
+    std::vector<std::string> recs;
+    for (int r = 0; r < 5 + f; ++r) {
+      recs.push_back(std::to_string(f) + ":" + std::to_string(r));
+    }
+    ASSERT_THAT(WriteTFRecordFile(dir + "/part-" + std::to_string(f), recs),
+                IsOk());
+  }
+  auto build = [&]() {
+    return Dataset::ListFiles({dir + "/part-*"}, true, 11)
+        .Interleave(
+            [](const FunctionArg& f) {
+              return Dataset::TFRecordReader(f.leaf());
+            },
+            2, 2)
+        .Shuffle(5, 3)
+        .Repeat(2)
+        .Batch(4);
+  };
+  Dataset ds = build();
+  EXPECT_EQ(ElementSpecToString(ds.element_spec()), "string[?]");
+  absl::StatusOr<std::vector<Element>> a = ds.Collect();
+  absl::StatusOr<std::vector<Element>> b = build().Collect();
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  ASSERT_EQ(a->size(), 13u);  // 2 * 26 records in batches of 4
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].leaf(), (*b)[i].leaf()) << i;
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::data
