@@ -320,6 +320,11 @@ TEST(DistributeDatasetTest, MakeDatasetIteratorSplitsLikeDistributeDataset) {
             (std::vector<Step>{{{0, 1, 2}, {3, 4}}, {{5, 6, 7}, {8, 9}}}));
   EXPECT_THAT(it->Initialize(), IsOk());
   EXPECT_EQ(RunToEnd(*it).steps, r.steps);
+  Dataset hidden = Dataset::Range(8).Batch(4).FlatMap(
+      [](const FunctionArg& arg) { return Dataset::FromTensors(arg.nest()); });
+  EXPECT_THAT(MakeDatasetIterator(hidden, InputWorkers::Uniform(1, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("cannot use rebatching fallback")));
   EXPECT_THAT(
       MakeDatasetIterator(Dataset::Range(10), InputWorkers::Uniform(1, 2)),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank >= 1")));
