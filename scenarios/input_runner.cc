@@ -4,12 +4,27 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 #include "scenarios/pipeline_builder.h"
 #include "strategy/data/distribute.h"
 #include "strategy/data/input_context.h"
 
 namespace tpusim::scenarios {
+namespace {
+
+// `status` with every occurrence of the data directory replaced by
+// "<data-dir>", so that messages naming synthetic files do not depend on where
+// they were written (goldens stay machine-independent).
+absl::Status WithoutDataDir(const absl::Status& status,
+                            const std::string& data_dir) {
+  if (status.ok() || data_dir.empty()) return status;
+  return absl::Status(
+      status.code(),
+      absl::StrReplaceAll(status.message(), {{data_dir, "<data-dir>"}}));
+}
+
+}  // namespace
 
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
                                               const RunInputOptions& options) {
@@ -59,13 +74,16 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     dist = data::DistributeDataset(dataset, workers, distribute_options);
   }
   if (!dist.ok()) {
-    listing.end = dist.status();
+    listing.end = WithoutDataDir(dist.status(), data_dir);
     return listing;
   }
-  listing.warnings = dist->warnings();
+  for (const std::string& w : dist->warnings()) {
+    listing.warnings.push_back(
+        absl::StrReplaceAll(w, {{data_dir, "<data-dir>"}}));
+  }
   absl::StatusOr<data::DistributedIterator> it = dist->MakeIterator();
   if (!it.ok()) {
-    listing.end = it.status();
+    listing.end = WithoutDataDir(it.status(), data_dir);
     return listing;
   }
   for (int64_t step = 0;; ++step) {
@@ -76,7 +94,7 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     }
     absl::StatusOr<strategy::PerReplica<data::Element>> next = it->GetNext();
     if (!next.ok()) {
-      listing.end = next.status();
+      listing.end = WithoutDataDir(next.status(), data_dir);
       break;
     }
     InputStep s;

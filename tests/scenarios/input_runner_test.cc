@@ -210,6 +210,21 @@ TEST(InputRunnerTest, SliceNameGivesHostsAndDevices) {
   EXPECT_THAT(Values(l, 0, 4), ElementsAre(2, 3));
 }
 
+TEST(InputRunnerTest, MessagesNameTheDataDirSymbolically) {
+  const std::string data_dir = ::testing::TempDir() + "/input_runner_test";
+  const InputListing l = MustRun(
+      "cluster { workers: 1 replicas_per_worker: 1 }\n"
+      "pipeline { tfrecord { file: \"" +
+      data_dir +
+      "/missing.tfrecord\" } }\n"
+      "pipeline { batch { batch_size: 2 } }\n");
+  EXPECT_TRUE(l.steps.empty());
+  EXPECT_THAT(l.end, StatusIs(absl::StatusCode::kNotFound,
+                              HasSubstr("<data-dir>/missing.tfrecord")));
+  EXPECT_THAT(std::string(l.end.message()),
+              ::testing::Not(HasSubstr(data_dir)));
+}
+
 TEST(InputRunnerTest, ScenarioProblemsFailTheRun) {
   absl::StatusOr<LoadedScenario> s = ParseScenario(
       "cluster { workers: 1 replicas_per_worker: 1 }\n"
