@@ -2,14 +2,16 @@
 //
 // Runs a scenario's input side: builds the pipeline, distributes it over the
 // scenario's input workers the way TPUStrategy does
-// (strategy/data/distribute.h) and records what every replica receives, step by
-// step, until the data ends, an error occurs, or a step limit is reached.
+// (strategy/data/distribute.h) and records what every replica receives, step
+// by step, until the data ends, an error occurs, or a step limit is reached.
 // `tpusim inspect-input` prints the result (tools/inspect_input_report.h).
 //
 //   TPUSIM_ASSIGN_OR_RETURN(LoadedScenario s, LoadScenarioFile(path));
-//   TPUSIM_ASSIGN_OR_RETURN(InputListing listing, RunInputScenario(s,
-//   {/*max_steps=*/3})); listing.steps[0].replicas[2].element   // replica 2's
-//   element at step 0
+//   RunInputOptions options;
+//   options.max_steps = 3;
+//   TPUSIM_ASSIGN_OR_RETURN(InputListing listing,
+//                           RunInputScenario(s, options));
+//   listing.steps[0].replicas[2].element  // replica 2's element at step 0
 //
 // The first error of the run (TF raising in experimental_distribute_dataset or
 // in get_next) ends the listing and is recorded in `end`; it is not a failure

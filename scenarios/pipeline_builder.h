@@ -5,16 +5,17 @@
 // scenario declares.
 //
 //   TPUSIM_ASSIGN_OR_RETURN(LoadedScenario s, LoadScenarioFile(path));
-//   TPUSIM_ASSIGN_OR_RETURN(FileSetPaths files, MaterializeFileSets(s,
-//   DefaultDataDir())); TPUSIM_ASSIGN_OR_RETURN(data::Dataset ds,
-//   BuildPipeline(s, files, std::nullopt)); if (!ds.ok()) ...  // TF would have
-//   raised while building the dataset (e.g. no file matched
-//                      // a list_files pattern): ds.status()
+//   TPUSIM_ASSIGN_OR_RETURN(FileSetPaths files,
+//                           MaterializeFileSets(s, DefaultDataDir()));
+//   TPUSIM_ASSIGN_OR_RETURN(data::Dataset ds,
+//                           BuildPipeline(s, files, std::nullopt));
+//   if (!ds.ok()) ...  // TF would have raised while building the dataset
 //
-// Two kinds of errors: a Status from BuildPipeline is a problem of the scenario
-// itself (a glob that matches nothing, an unknown file set) and names the field
-// path; a Dataset that is not ok() is what TensorFlow would raise while
-// building that pipeline, and the caller reports it as the run's outcome.
+// Two kinds of errors: a Status from BuildPipeline is a problem of the
+// scenario itself (a glob that matches nothing, an unknown file set) and names
+// the field path; a Dataset that is not ok() is what TensorFlow would raise
+// while building that pipeline (e.g. no file matched a list_files pattern),
+// and the caller reports it as the run's outcome.
 
 #ifndef TPUSIM_SCENARIOS_PIPELINE_BUILDER_H_
 #define TPUSIM_SCENARIOS_PIPELINE_BUILDER_H_

@@ -853,8 +853,7 @@ absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   // Relative files are resolved against the scenario's directory ("" = the
-  // current one,
-  // "/" for a file in the root directory).
+  // current one, "/" for a file in the root directory).
   const size_t slash = path.rfind('/');
   std::string dir;
   if (slash == 0) {

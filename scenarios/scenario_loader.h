@@ -3,17 +3,16 @@
 // Loads and validates scenario text protos (scenarios/scenario.proto).
 //
 //   TPUSIM_ASSIGN_OR_RETURN(LoadedScenario s,
-//   LoadScenarioFile("scenarios/default.textproto"));
+//                           LoadScenarioFile("scenarios/default.textproto"));
 //   TPUSIM_ASSIGN_OR_RETURN(ClusterLayout cluster, ResolveCluster(s));
 //
 // Every error is InvalidArgument (NotFound for an unreadable file) with one
-// line that names the file, the LINE and the FIELD:
-//   "default.textproto:4:11: Message type \"tpusim.scenarios.RangeStage\" has
-//   no field named
-//    \"stp\"."                                        (a syntax error from
-//    protobuf's parser)
-//   "default.textproto:5: pipeline[1].batch.batch_size=0: must be >= 1"   (a
-//   semantic error)
+// line that names the file, the LINE and the FIELD. A syntax error comes from
+// protobuf's parser, positioned at the offending token:
+//   default.textproto:4:11: Message type "tpusim.scenarios.RangeStage" has no
+//   field named "stp".
+// A semantic error names the field path and value:
+//   default.textproto:5: pipeline[1].batch.batch_size=0: must be >= 1
 // Semantic errors locate the field with the parser's ParseInfoTree; a missing
 // field is reported at the line of the message that should hold it.
 

@@ -1,8 +1,7 @@
 // tools/inspect_input_command.h
 //
-// `tpusim inspect-input SCENARIO [--format=text|json] [--steps K] [--golden
-// FILE]
-// [--update-golden] [--data-dir DIR]`: loads a scenario
+// `tpusim inspect-input SCENARIO [--format=text|json] [--steps K]
+//  [--golden FILE] [--update-golden] [--data-dir DIR]`: loads a scenario
 // (scenarios/scenario.proto), distributes its input pipeline the way
 // TPUStrategy does and prints the elements each replica receives, per step,
 // with the replica's worker. JSON schema: tools/inspect_input_report.h.

@@ -18,27 +18,24 @@
 //     "steps": [
 //       {"replicas": [
 //         {"components": [{"dtype": "int64", "path": "0", "shape": [2],
-//         "values": [0, 1]}],
-//          "replica": 0, "worker": 0},            (one line per replica)
-//         ...
+//                          "values": [0, 1]}], "replica": 0, "worker": 0},
+//         ...                                   (one line per replica)
 //       ], "step": 0},
 //       ...
 //     ],
 //     "warnings": ["..."],
 //     "workers": W
 //   }
-// * end.code: absl's canonical code name. "OUT_OF_RANGE" = the end of the data;
-// another
-//   error code = the error that ended the listing (nothing is listed past it);
-//   "OK" = the step limit stopped the listing, message "stopped after K steps".
-//   end.at_step = the number of steps listed.
-// * components: the leaves of the replica's element in tf.nest order; path "0"
-// for a single
-//   tensor, "0", "1", ... for a tuple, dict keys joined with '/' for nested
-//   dicts
-//   ("features/x"). values are flattened row-major; an empty batch has shape
-//   [0, ...] and values []; a tensor without data (abstract) has "values":
-//   null.
+// * end.code: absl's canonical code name. "OUT_OF_RANGE" = the end of the
+//   data; another error code = the error that ended the listing (nothing is
+//   listed past it); "OK" = the step limit stopped the listing, message
+//   "stopped after K steps". end.at_step = the number of steps listed. In
+//   end.message and warnings the synthetic data directory reads "<data-dir>".
+// * components: the leaves of the replica's element in tf.nest order; path
+//   "0" for a single tensor, "0", "1", ... for a tuple, dict keys joined with
+//   '/' for nested dicts ("features/x"). values are flattened row-major; an
+//   empty batch has shape [0, ...] and values []; a tensor without data
+//   (abstract) has "values": null.
 
 #ifndef TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_
 #define TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_

@@ -4,22 +4,20 @@
 // their keys sorted (std::map, bytewise), so the same value always gives the
 // same bytes.
 //
-//   Json report = Json::Object({{"replicas", Json::Int(4)}, {"semantics",
-//   Json::String("2.2")}}); std::string text = report.Dump();   // {"replicas":
-//   4, "semantics": "2.2"}
+//   Json report = Json::Object({{"replicas", Json::Int(4)},
+//                               {"semantics", Json::String("2.2")}});
+//   std::string text = report.Dump();  // {"replicas": 4, "semantics": "2.2"}
 //
 // Formats (part of every schema built on it):
 // * integers as JSON integers;
 // * float32 and float64 as the SHORTEST "%.<p>g" text (p = 1, 2, ...) that
-// reads back as the
-//   same value (strtof for float32, strtod for float64), e.g. 0.1f → 0.1, 1e+20
-//   stays 1e+20; -0 is "-0"; NaN and infinities as the strings "NaN",
-//   "Infinity", "-Infinity";
+//   reads back as the same value (strtof for float32, strtod for float64):
+//   0.1f -> 0.1, 4.0 -> 4, 1e20f -> 1e+20, -0.0 -> -0; NaN and infinities as
+//   the strings "NaN", "Infinity", "-Infinity";
 // * strings: '"' and '\' escaped, \b \f \n \r \t as such, other bytes below
-// 0x20 and 0x7f as
-//   \u00XX (lowercase hex); valid UTF-8 is written as is; every byte that is
-//   not part of a valid UTF-8 sequence is written as \udcXX (XX = the byte,
-//   lowercase hex): Python's "surrogateescape", so
+//   0x20 and 0x7f as \u00XX (lowercase hex); valid UTF-8 is written as is;
+//   every byte that is not part of a valid UTF-8 sequence is written as
+//   \udcXX (XX = the byte, lowercase hex): Python's "surrogateescape", so
 //   json.loads(text).encode("utf-8", "surrogateescape") gives back the exact
 //   bytes;
 // * separators ", " and ": ", no trailing spaces.
