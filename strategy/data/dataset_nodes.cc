@@ -332,7 +332,7 @@ absl::Status StructureError(const Element& e, size_t i, const Element& first) {
 
 }  // namespace
 
-absl::StatusOr<Element> StackElements(const std::vector<Element>& elements) {
+absl::StatusOr<Element> StackElements(std::vector<Element> elements) {
   if (elements.empty())
     return absl::InvalidArgumentError("batch: no elements to stack");
   const Element& first = elements[0];
@@ -341,7 +341,7 @@ absl::StatusOr<Element> StackElements(const std::vector<Element>& elements) {
     col.reserve(elements.size());
     for (size_t i = 0; i < elements.size(); ++i) {
       if (!elements[i].is_leaf()) return StructureError(elements[i], i, first);
-      col.push_back(elements[i].leaf());
+      col.push_back(std::move(elements[i].mutable_leaf()));
     }
     TPUSIM_ASSIGN_OR_RETURN(Tensor t, StackColumn(col, 0));
     return Element(std::move(t));
@@ -386,7 +386,7 @@ absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
       if (parts.empty() || (drop_ && static_cast<int64_t>(parts.size()) < b_)) {
         return std::optional<Element>();
       }
-      TPUSIM_ASSIGN_OR_RETURN(Element out, StackElements(parts));
+      TPUSIM_ASSIGN_OR_RETURN(Element out, StackElements(std::move(parts)));
       return std::optional<Element>(std::move(out));
     }
 

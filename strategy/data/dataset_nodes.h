@@ -187,7 +187,7 @@ bool IsReaderOp(absl::string_view op);
 // views of one storage (e.g. rows of from_tensor_slices), otherwise one copy.
 // InvalidArgument (TF's "Cannot batch tensors with different shapes in
 // component k ...") on differing shapes or structures, or on an empty list.
-absl::StatusOr<Element> StackElements(const std::vector<Element>& elements);
+absl::StatusOr<Element> StackElements(std::vector<Element> elements);
 
 // batch: TF op "BatchDatasetV2". Components are stacked along a new dimension
 // 0.
