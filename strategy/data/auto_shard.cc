@@ -318,6 +318,8 @@ absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,
       }
       if (by_file.status().code() != absl::StatusCode::kNotFound)
         return by_file.status();
+      // tpusim choice: one warning per worker (TF logs one per worker's
+      // rewrite), naming the worker and the FILE failure.
       result.warnings.push_back(absl::StrCat(
           "worker ", index, " of ", num_workers,
           ": AUTO sharding policy could not apply FILE-based sharding (",

@@ -4,14 +4,13 @@
 // only its part of a dataset, by policy (spec (b) "Multi-worker
 // auto-sharding"):
 //
-//   std::vector<std::string> warnings;
-//   TPUSIM_ASSIGN_OR_RETURN(AutoShardResult r,
-//                           AutoShard(node, /*num_workers=*/2, /*index=*/0,
-//                                     AutoShardPolicy::kAuto,
-//                                     /*num_replicas=*/4,
-//                                     SemanticsVersion::k2_2));
-//   // r.node: the worker's graph; r.applied: kFile or kData; r.warnings:
-//   AUTO's fallback note
+//   TPUSIM_ASSIGN_OR_RETURN(
+//       AutoShardResult r,
+//       AutoShard(node, /*num_workers=*/2, /*index=*/0, AutoShardPolicy::kAuto,
+//                 /*num_replicas=*/4, SemanticsVersion::k2_2));
+//
+// r.node is the worker's graph, r.applied the policy that took effect (kFile
+// or kData), r.warnings AUTO's fallback note.
 //
 // FILE inserts a require-non-empty shard(W, i) on the file-name input of the
 // readers; DATA appends one at the very end; AUTO tries FILE and falls back to

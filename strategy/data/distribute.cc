@@ -199,6 +199,8 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
         warnings.push_back(std::move(warning));
     }
   } else {
+    // tpusim choice: TF 2.4's batch_sizes_for_worker assumes R replicas on
+    // every worker; other layouts are rejected rather than guessed.
     const int r = static_cast<int>(workers.replicas_per_worker[0].size());
     for (int i = 0; i < w; ++i) {
       if (static_cast<int>(workers.replicas_per_worker[i].size()) != r) {

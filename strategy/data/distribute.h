@@ -5,17 +5,15 @@
 // experimental_distribute_datasets_from_function, make_dataset_iterator and
 // make_input_fn_iterator (spec (b), (c), (d), (l)).
 //
-//   InputWorkers workers = InputWorkers::Uniform(/*num_workers=*/2,
-//   /*replicas_per_worker=*/2); TPUSIM_ASSIGN_OR_RETURN(DistributedDataset
-//   dist,
-//                           DistributeDataset(Dataset::Range(16).Batch(8),
-//                           workers));
+//   InputWorkers workers = InputWorkers::Uniform(2, 2);  // W=2, R=2
+//   TPUSIM_ASSIGN_OR_RETURN(
+//       DistributedDataset dist,
+//       DistributeDataset(Dataset::Range(16).Batch(8), workers));
 //   TPUSIM_ASSIGN_OR_RETURN(DistributedIterator it, dist.MakeIterator());
 //   while (true) {
 //     absl::StatusOr<strategy::PerReplica<Element>> step = it.GetNext();
-//     if (absl::IsOutOfRange(step.status())) break;   // end of data
-//     ...                                              // (*step)[r] = replica
-//     r's element
+//     if (absl::IsOutOfRange(step.status())) break;  // end of data
+//     // (*step)[r] is replica r's element
 //   }
 //
 // Pipeline of DistributeDataset (TF 2.2, the default): scalar check → rebatch
@@ -27,7 +25,10 @@
 //
 // Each worker hands its elements round-robin to its replicas: element k of
 // worker i's stream goes to replica replicas_per_worker[i][k % R]. A step
-// returns one element per replica in replica order.
+// returns one element per replica in replica order. tpusim choice (spec (a)
+// [U]): when a device assignment interleaves hosts, the PerReplica is still
+// indexed by the replica ids each worker lists, so replica r always gets the
+// elements of the worker that feeds it.
 
 #ifndef TPUSIM_STRATEGY_DATA_DISTRIBUTE_H_
 #define TPUSIM_STRATEGY_DATA_DISTRIBUTE_H_
@@ -68,19 +69,17 @@ class DistributedIterator {
   // One step: one element per replica, in replica order.
   // Contract:
   // * get-next-as-optional mode (per-replica spec not fully static): each
-  // worker fetches up to
-  //   R elements; if no worker's FIRST replica got data → OutOfRange ("End of
-  //   sequence"); otherwise replicas without data get an empty dummy (spec
-  //   dtype; unknown dims 0; a fully known shape gets dimension 0 set to 0).
-  // * static mode: no dummies; if any replica has no data the step is
-  // OutOfRange.
+  //   worker fetches up to R elements; if no worker's FIRST replica got data,
+  //   OutOfRange ("End of sequence"); otherwise replicas without data get an
+  //   empty dummy (spec dtype; unknown dims 0; a fully known shape gets
+  //   dimension 0 set to 0).
+  // * static mode: no dummies; if any replica has no data, OutOfRange.
   // * errors of the workers' pipelines (e.g. the require-non-empty shard's
-  // InvalidArgument)
-  //   are returned as they occur, first worker first; the elements already
-  //   fetched in that step are lost.
+  //   InvalidArgument) are returned as they occur, first worker first
+  //   (tpusim choice); the elements already fetched in that step are lost.
   // * callable inputs (make_input_fn_iterator) call the function once per
-  // replica per step
-  //   and never end.
+  //   replica per step (as TF's _SingleWorkerCallableIterator) and never end.
+  // * after OutOfRange every later call is OutOfRange again.
   absl::StatusOr<strategy::PerReplica<Element>> GetNext();
 
   // Restarts every worker's pipeline (TF1 initializer / a new eager iterator):

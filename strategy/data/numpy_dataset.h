@@ -4,12 +4,11 @@
 // dataset of the slices along dimension 0 of host arrays, placed on the host of
 // replica 0.
 //
-//   TPUSIM_ASSIGN_OR_RETURN(NumpyDataset np,
-//                           MakeNumpyDataset(Element(Tensor::Zeros(DType::kF32,
-//                           Shape({10}))),
-//                                            workers));
-//   // np.dataset: 10 float32 scalars; np.host_device:
-//   ".../task:0/device:CPU:0"
+//   Element arrays(Tensor::Zeros(DType::kF32, Shape({10})));
+//   TPUSIM_ASSIGN_OR_RETURN(NumpyDataset np, MakeNumpyDataset(arrays,
+//   workers));
+//   // np.dataset: 10 float32 scalars
+//   // np.host_device: "/job:worker/replica:0/task:0/device:CPU:0"
 
 #ifndef TPUSIM_STRATEGY_DATA_NUMPY_DATASET_H_
 #define TPUSIM_STRATEGY_DATA_NUMPY_DATASET_H_

@@ -51,9 +51,9 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
       return BatchNode::Make(batch.inputs()[0], b / n,
                              /*drop_remainder=*/false);
     }
-    // Case 2: split each batch into pieces of m = ceil(B/N) rows. tpusim
-    // follows the batch op's constant B (spec (b) open point [U]), not each
-    // actual batch's size.
+    // Case 2: split each batch into pieces of m = ceil(B/N) rows.
+    // tpusim choice (spec (b) open point [U]): m comes from the batch op's
+    // constant B, not from each actual batch's size.
     any_case2 = true;
     const int64_t m = CeilDiv(b, n);
     return FlatMapNode::Make(node, [m](const FunctionArg& arg) {
@@ -345,9 +345,11 @@ absl::StatusOr<RebatchResult> RebatchGraph(const NodePtr& root,
     return RebatchResult{*std::move(rewritten),
                          any_case2 ? RebatchKind::kCase2 : RebatchKind::kCase1};
   }
-  // tpusim: any failure of the rewrite (also a WithInputs error on the way
-  // back) falls back, like rebatch.cc with use_fallback=true, starting again
-  // from the unchanged graph.
+  // tpusim choice: any failure of the rewrite (also a WithInputs error on the
+  // way back) falls back, like rebatch.cc with use_fallback=true, starting
+  // again from the unchanged graph, and the fallback is applied at the end of
+  // the whole pipeline. (TF also tries the fallback inside a flat_map body
+  // whose rewrite fails; the elements come out the same.)
   TPUSIM_ASSIGN_OR_RETURN(
       NodePtr fallback, ApplyFallback(root, num_replicas, rewritten.status()));
   return RebatchResult{std::move(fallback), RebatchKind::kFallback};

@@ -5,13 +5,14 @@
 //
 // TF 2.2 (the default) does it as a graph rewrite of the outermost batch op:
 //
-//   TPUSIM_ASSIGN_OR_RETURN(RebatchResult r, RebatchGraph(ds.node(),
-//   /*num_replicas=*/2));
-//   // range(10).batch(8)  → Case 1: range(10).batch(4)
-//   // range(10).batch(5)  → Case 2: range(10).batch(5).flat_map(slice +
-//   batch(3))
-//   // from_tensors([8,3]) → fallback: map(reshape to
-//   [2,4,3]).flat_map(from_tensor_slices)
+//   TPUSIM_ASSIGN_OR_RETURN(RebatchResult r,
+//                           RebatchGraph(ds.node(), /*num_replicas=*/2));
+//
+// range(10).batch(8) becomes range(10).batch(4) (Case 1);
+// range(10).batch(5) becomes range(10).batch(5).flat_map(slice, batch(3))
+// (Case 2); from_tensors(<[8,3] tensor>) becomes
+// from_tensors(...).map(reshape to [2,4,3]).flat_map(from_tensor_slices)
+// (the fallback).
 //
 // TF 2.4 (an explicit option) appends a rebatch op instead: RebatchDatasetV2
 // with per-worker balanced batch sizes (BatchSizesForWorker), or the legacy
@@ -102,7 +103,9 @@ std::vector<int64_t> BatchSizesForWorker(int64_t global_batch_size,
 // dimension 0 of the element spec when known and equal for every component;
 // otherwise the batch_size of the outermost batch op reached through
 // pass-through ops (all zip/concatenate inputs must agree); otherwise -1
-// (unknown).
+// (unknown). tpusim choice: the ops walked through are those of the 2.2
+// rewrite (map, filter, prefetch, repeat, shuffle, shard, cache, take, skip);
+// anything else (e.g. flat_map) gives -1.
 int64_t ComputeBatchSize(const NodePtr& root);
 
 // RebatchDatasetV2: re-slices the input's batches into output batches whose
@@ -156,10 +159,10 @@ class LegacyRebatchNode final : public DatasetNode {
   int64_t num_replicas_;
 };
 
-// The per-replica spec of RebatchDatasetV2 (tpusim reading of TF 2.4's static
-// batch dim): dimension 0 is b when every size equals b > 0 and the input's
-// dimension 0 is known and divisible by b (so no partial batch can occur);
-// otherwise unknown.
+// The per-replica spec of RebatchDatasetV2 (tpusim choice, from a reading of
+// TF 2.4's static batch dim): dimension 0 is b when every size equals b > 0 and
+// the input's dimension 0 is known and divisible by b (so no partial batch can
+// occur); otherwise unknown.
 ElementSpec RebatchV2ElementSpec(const ElementSpec& input_spec,
                                  const std::vector<int64_t>& batch_sizes);
 
