@@ -3,9 +3,10 @@
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven, and
 // TFRecord's masked form:
 //
-//   uint32_t c = Crc32c("123456789");       // 0xE3069283, the standard check
-//   value uint32_t m = MaskCrc32c(c);             // ((c >> 15) | (c << 17)) +
-//   0xa282ead8
+// clang-format off
+//   uint32_t c = Crc32c("123456789");  // 0xE3069283, the standard check value
+//   uint32_t m = MaskCrc32c(c);        // ((c >> 15) | (c << 17)) + 0xa282ead8
+// clang-format on
 
 #ifndef TPUSIM_STRATEGY_DATA_CRC32C_H_
 #define TPUSIM_STRATEGY_DATA_CRC32C_H_
@@ -17,8 +18,8 @@
 
 namespace tpusim::data {
 
-// Continues a CRC-32C over more bytes: Crc32cExtend(Crc32c(a), b) == Crc32c(a +
-// b).
+// Continues a CRC-32C over more bytes:
+// Crc32cExtend(Crc32c(a), b) == Crc32c(a + b).
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size);
 inline uint32_t Crc32c(const void* data, size_t size) {
   return Crc32cExtend(0, data, size);

@@ -4,13 +4,16 @@
 // per TF dataset op, named with TF's op names), wrapped by the cheap value type
 // Dataset with builder methods.
 //
-//   Dataset ds = Dataset::Range(0, 10).Batch(4,
-//   /*drop_remainder=*/false).Shard(2, 0); if (!ds.ok()) return ds.status(); //
-//   construction errors are sticky TPUSIM_ASSIGN_OR_RETURN(auto it,
-//   ds.MakeIterator()); while (true) {
+// clang-format off
+//   Dataset ds = Dataset::Range(0, 10).Batch(4, /*drop_remainder=*/false)
+//                    .Shard(2, 0);
+//   if (!ds.ok()) return ds.status();   // construction errors are sticky
+//   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr it, ds.MakeIterator());
+//   while (true) {
 //     TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
-//     if (!e) break;                              // end of sequence
+//     if (!e) break;                    // end of sequence
 //   }
+// clang-format on
 //
 // Graph form matters: auto-shard and rebatch (strategy/data/auto_shard.h,
 // rebatch.h) are graph rewrites, like TensorFlow's grappler passes. A rewrite

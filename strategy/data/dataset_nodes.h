@@ -3,14 +3,15 @@
 // The concrete dataset node classes, one per TF dataset op, with typed
 // accessors for the parameters that graph rewrites inspect:
 //
+// clang-format off
 //   if (node->op() == BatchNode::kOp) {
 //     const auto& batch = static_cast<const BatchNode&>(*node);
 //     if (!batch.drop_remainder() && batch.batch_size() % n == 0) ...
-//     TPUSIM_ASSIGN_OR_RETURN(NodePtr smaller,
-//                             BatchNode::Make(batch.inputs()[0],
-//                             batch.batch_size() / n,
-//                                             batch.drop_remainder()));
+//     TPUSIM_ASSIGN_OR_RETURN(
+//         NodePtr smaller, BatchNode::Make(batch.inputs()[0], batch.batch_size() / n,
+//                                          batch.drop_remainder()));
 //   }
+// clang-format on
 //
 // Every class has `static constexpr absl::string_view kOp` (TF's op name) and a
 // `static absl::StatusOr<NodePtr> Make(...)` that validates its arguments the

@@ -3,11 +3,12 @@
 // tf.io.parse_single_example / tf.io.parse_example for fixed-length features,
 // producing a dict element keyed by feature name:
 //
-//   FeatureSpec spec = {{"image", FixedLenFeature{DType::kF32, Shape({28,
-//   28})}},
+// clang-format off
+//   FeatureSpec spec = {{"image", FixedLenFeature{DType::kF32, Shape({28, 28})}},
 //                       {"label", FixedLenFeature{DType::kI64, Shape()}}};
 //   Dataset ds = Dataset::TFRecord(files).Map(ParseSingleExampleFn(spec));
 //   // element: {image: float32[28,28], label: int64[]}
+// clang-format on
 //
 // Feature kinds map to dtypes as in TF: bytes_list → string, float_list →
 // float32, int64_list → int64. Errors are InvalidArgument with TF's key phrases

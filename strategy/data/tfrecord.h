@@ -5,12 +5,14 @@
 //   uint32 masked_crc32c(data)
 // (spec, "Binary formats"). Writer and reader:
 //
+// clang-format off
 //   TPUSIM_RETURN_IF_ERROR(WriteTFRecordFile(path, {"a", "bc"}));
 //   TPUSIM_ASSIGN_OR_RETURN(auto reader, TFRecordFileReader::Open(path));
 //   while (true) {
-//     TPUSIM_ASSIGN_OR_RETURN(std::optional<std::string> record,
-//     reader->ReadNext()); if (!record) break;
+//     TPUSIM_ASSIGN_OR_RETURN(std::optional<std::string> record, reader->ReadNext());
+//     if (!record) break;
 //   }
+// clang-format on
 //
 // A corrupt (CRC mismatch) or truncated record is DataLoss naming the file and
 // the byte offset of the record's first byte.
