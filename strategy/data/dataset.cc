@@ -93,6 +93,15 @@ absl::StatusOr<ElementSpec> MostSpecificCompatible(const ElementSpec& a,
   return a.Unflatten(std::move(leaves));
 }
 
+Options MergeOptions(const Options& a, const Options& b) {
+  Options out = a;
+  if (b.auto_shard_policy != AutoShardPolicy::kAuto) {
+    out.auto_shard_policy = b.auto_shard_policy;
+  }
+  out.make_stateless = a.make_stateless || b.make_stateless;
+  return out;
+}
+
 absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
   switch (policy) {
     case AutoShardPolicy::kAuto:
@@ -446,16 +455,18 @@ Dataset Dataset::Zip(std::vector<Dataset> datasets) {
   Options options;
   for (size_t i = 0; i < datasets.size(); ++i) {
     if (!datasets[i].ok()) return datasets[i];
-    if (i == 0) options = datasets[i].options();
+    options = MergeOptions(options, datasets[i].options());
     nodes.push_back(datasets[i].node());
   }
   return Wrap(ZipNode::Make(std::move(nodes)), options);
 }
 Dataset Dataset::Concatenate(const Dataset& other) const {
   if (!other.ok()) return other;
-  return Then([&](const NodePtr& in) {
+  Dataset out = Then([&](const NodePtr& in) {
     return ConcatenateNode::Make(in, other.node());
   });
+  if (out.ok()) out.options_ = MergeOptions(options_, other.options());
+  return out;
 }
 Dataset Dataset::WithOptions(Options options) const {
   Dataset d = *this;

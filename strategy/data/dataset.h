@@ -95,6 +95,10 @@ struct Options {
   }
 };
 
+// The options of a dataset built from two inputs (zip, concatenate), as TF's
+// options merge: a field set (non-default) in `b` overrides `a`.
+Options MergeOptions(const Options& a, const Options& b);
+
 // tf.data.experimental.AUTOTUNE.
 inline constexpr int64_t kAutotune = -1;
 // tpusim choice: AUTOTUNE for interleave's cycle_length means this fixed number
@@ -429,7 +433,7 @@ class Dataset {
   Dataset Interleave(const DatasetFn& fn, int64_t cycle_length = kAutotune,
                      int64_t block_length = 1) const;
   // Ends at the shortest input; the element is the tuple of the inputs'
-  // elements.
+  // elements. Options are merged in input order (MergeOptions).
   static Dataset Zip(std::vector<Dataset> datasets);
   // Element specs must be compatible (same structure and dtypes); the result's
   // spec is the most specific compatible one. Else InvalidArgument.

@@ -628,6 +628,40 @@ TEST(DatasetTest, OptionsDefaultToAutoAndSurviveTransformations) {
   EXPECT_EQ(AutoShardPolicyName(AutoShardPolicy::kFile), "FILE");
 }
 
+TEST(DatasetTest, ZipAndConcatenateMergeOptions) {
+  Options file;
+  file.auto_shard_policy = AutoShardPolicy::kFile;
+  Options off;
+  off.auto_shard_policy = AutoShardPolicy::kOff;
+  EXPECT_EQ(
+      Dataset::Zip({Dataset::Range(2), Dataset::Range(2).WithOptions(file)})
+          .options()
+          .auto_shard_policy,
+      AutoShardPolicy::kFile);
+  EXPECT_EQ(Dataset::Range(2)
+                .WithOptions(off)
+                .Concatenate(Dataset::Range(2))
+                .options()
+                .auto_shard_policy,
+            AutoShardPolicy::kOff);
+  EXPECT_EQ(Dataset::Range(2)
+                .WithOptions(off)
+                .Concatenate(Dataset::Range(2).WithOptions(file))
+                .options()
+                .auto_shard_policy,
+            AutoShardPolicy::kFile);
+}
+
+TEST(DatasetTest, DebugStringShowsFunctionBodies) {
+  Dataset ds = Dataset::TFRecord({"a"});
+  EXPECT_EQ(ds.node()->DebugString(),
+            "FlatMapDataset() -> string[]\n"
+            "  body:\n"
+            "    TFRecordDataset(filenames=arg[0]:string[], "
+            "compression_type=\"\") -> string[]\n"
+            "  TensorSliceDataset(components=[string[1]{\"a\"}]) -> string[]\n");
+}
+
 // ---- graph inspection and rewriting ----
 
 TEST(DatasetTest, NodesExposeTensorFlowOpNamesAndParameters) {
