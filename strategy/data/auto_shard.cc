@@ -17,8 +17,11 @@ namespace {
 class RequireNonEmptyShardIterator final : public DatasetIterator {
  public:
   RequireNonEmptyShardIterator(IteratorPtr input, int64_t num_shards,
-                               int64_t index)
-      : input_(std::move(input)), num_shards_(num_shards), index_(index) {}
+                               int64_t index, SemanticsVersion version)
+      : input_(std::move(input)),
+        num_shards_(num_shards),
+        index_(index),
+        version_(version) {}
 
   absl::StatusOr<std::optional<Element>> GetNext() override {
     if (input_ == nullptr) return std::optional<Element>();
@@ -37,14 +40,23 @@ class RequireNonEmptyShardIterator final : public DatasetIterator {
       TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> unused, input_->GetNext());
       if (!unused.has_value()) {
         input_.reset();
+        if (version_ == SemanticsVersion::k2_4) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ShardDataset(require_non_empty): Could not apply FILE based "
+              "sharding: the dataset only has ",
+              next_index_, " file(s), which is not enough for the required ",
+              num_shards_,
+              " shards/workers; consider the auto-shard policy DATA or OFF "
+              "(options.auto_shard_policy), or split the input files into "
+              "more files"));
+        }
         return absl::InvalidArgumentError(absl::StrCat(
             "ShardDataset(require_non_empty): there aren't enough elements in "
-            "this dataset "
-            "for each shard to have at least one element (# elems = ",
+            "this dataset for each shard to have at least one element (# "
+            "elems = ",
             next_index_, ", # shards = ", num_shards_,
             "); with a distribution strategy, consider setting the auto-shard "
-            "policy to DATA "
-            "or OFF (options.auto_shard_policy)"));
+            "policy to DATA or OFF (options.auto_shard_policy)"));
       }
       ++next_index_;
     }
@@ -54,6 +66,7 @@ class RequireNonEmptyShardIterator final : public DatasetIterator {
  private:
   IteratorPtr input_;
   int64_t num_shards_, index_;
+  SemanticsVersion version_;
   int64_t next_index_ = 0;
 };
 
@@ -106,12 +119,13 @@ absl::StatusOr<NodePtr> StripShuffles(const NodePtr& node,
 // re-inserted between the shard and the function. Files are thus assigned by
 // their unshuffled position, and each worker then shuffles its own subset.
 absl::StatusOr<NodePtr> ShardFunctionInput(const FunctionNode& fn, int64_t w,
-                                           int64_t i) {
+                                           int64_t i,
+                                           SemanticsVersion version) {
   NodePtr last_shuffle;
   TPUSIM_ASSIGN_OR_RETURN(NodePtr input,
                           StripShuffles(fn.inputs()[0], last_shuffle));
   TPUSIM_ASSIGN_OR_RETURN(NodePtr sharded,
-                          RequireNonEmptyShardNode::Make(input, w, i));
+                          RequireNonEmptyShardNode::Make(input, w, i, version));
   if (last_shuffle != nullptr) {
     TPUSIM_ASSIGN_OR_RETURN(sharded, last_shuffle->WithInputs({sharded}));
   }
@@ -121,6 +135,7 @@ absl::StatusOr<NodePtr> ShardFunctionInput(const FunctionNode& fn, int64_t w,
 struct FileWalk {
   int64_t w;
   int64_t i;
+  SemanticsVersion version;
   absl::Status status;
 };
 
@@ -152,7 +167,8 @@ NodePtr WalkFile(const NodePtr& node, FileWalk& walk) {
   const absl::string_view op = node->op();
   const auto* fn = dynamic_cast<const FunctionNode*>(node.get());
   if (fn != nullptr && BodyHasReader(*fn)) {
-    absl::StatusOr<NodePtr> out = ShardFunctionInput(*fn, walk.w, walk.i);
+    absl::StatusOr<NodePtr> out =
+        ShardFunctionInput(*fn, walk.w, walk.i, walk.version);
     if (!out.ok()) {
       walk.status = out.status();
       return node;
@@ -212,24 +228,26 @@ absl::StatusOr<NodePtr> RebatchV2ToLegacy(const NodePtr& node,
 
 // ---- RequireNonEmptyShardNode ----
 
-absl::StatusOr<NodePtr> RequireNonEmptyShardNode::Make(NodePtr input,
-                                                       int64_t num_shards,
-                                                       int64_t index) {
+absl::StatusOr<NodePtr> RequireNonEmptyShardNode::Make(
+    NodePtr input, int64_t num_shards, int64_t index,
+    SemanticsVersion version) {
   if (num_shards < 1 || index < 0 || index >= num_shards) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ShardDataset(require_non_empty): num_shards=", num_shards, ", index=",
         index, "; need num_shards >= 1 and 0 <= index < num_shards"));
   }
-  return NodePtr(std::make_shared<RequireNonEmptyShardNode>(std::move(input),
-                                                            num_shards, index));
+  return NodePtr(std::make_shared<RequireNonEmptyShardNode>(
+      std::move(input), num_shards, index, version));
 }
 
 RequireNonEmptyShardNode::RequireNonEmptyShardNode(NodePtr input,
                                                    int64_t num_shards,
-                                                   int64_t index)
+                                                   int64_t index,
+                                                   SemanticsVersion version)
     : DatasetNode({input}, input->element_spec()),
       num_shards_(num_shards),
-      index_(index) {}
+      index_(index),
+      version_(version) {}
 
 std::vector<NodeAttr> RequireNonEmptyShardNode::attrs() const {
   return {{"num_shards", absl::StrCat(num_shards_)},
@@ -241,7 +259,7 @@ absl::StatusOr<IteratorPtr> RequireNonEmptyShardNode::MakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   return IteratorPtr(std::make_unique<RequireNonEmptyShardIterator>(
-      std::move(input), num_shards_, index_));
+      std::move(input), num_shards_, index_, version_));
 }
 
 absl::StatusOr<NodePtr> RequireNonEmptyShardNode::WithInputs(
@@ -250,14 +268,15 @@ absl::StatusOr<NodePtr> RequireNonEmptyShardNode::WithInputs(
     return absl::InvalidArgumentError(
         absl::StrCat("ShardDataset takes 1 input, got ", inputs.size()));
   }
-  return Make(std::move(inputs[0]), num_shards_, index_);
+  return Make(std::move(inputs[0]), num_shards_, index_, version_);
 }
 
 // ---- policies ----
 
 absl::StatusOr<NodePtr> ShardByFile(const NodePtr& root, int64_t num_workers,
-                                    int64_t index, NodePtr* partial) {
-  FileWalk walk{num_workers, index, absl::OkStatus()};
+                                    int64_t index, NodePtr* partial,
+                                    SemanticsVersion version) {
+  FileWalk walk{num_workers, index, version, absl::OkStatus()};
   NodePtr out = WalkFile(root, walk);
   if (partial != nullptr) *partial = out;
   if (!walk.status.ok()) return walk.status;
@@ -271,7 +290,7 @@ absl::StatusOr<NodePtr> ShardByData(const NodePtr& root, int64_t num_workers,
   if (version == SemanticsVersion::k2_4) {
     TPUSIM_ASSIGN_OR_RETURN(node, RebatchV2ToLegacy(root, num_replicas));
   }
-  return RequireNonEmptyShardNode::Make(node, num_workers, index);
+  return RequireNonEmptyShardNode::Make(node, num_workers, index, version);
 }
 
 absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,
@@ -296,8 +315,8 @@ absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,
   if (num_workers == 1 || policy == AutoShardPolicy::kOff) return result;
   switch (policy) {
     case AutoShardPolicy::kFile: {
-      TPUSIM_ASSIGN_OR_RETURN(result.node,
-                              ShardByFile(root, num_workers, index));
+      TPUSIM_ASSIGN_OR_RETURN(
+          result.node, ShardByFile(root, num_workers, index, nullptr, version));
       result.applied = AutoShardPolicy::kFile;
       return result;
     }
@@ -310,7 +329,7 @@ absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,
     case AutoShardPolicy::kAuto: {
       NodePtr partial;
       absl::StatusOr<NodePtr> by_file =
-          ShardByFile(root, num_workers, index, &partial);
+          ShardByFile(root, num_workers, index, &partial, version);
       if (by_file.ok()) {
         result.node = *std::move(by_file);
         result.applied = AutoShardPolicy::kFile;

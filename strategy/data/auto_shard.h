@@ -34,16 +34,20 @@ namespace tpusim::data {
 // It keeps elements index, index+num_shards, ... like shard(); in addition,
 // after taking its first element it reads ahead to position num_shards-1 and,
 // if the input ends before that, fails with InvalidArgument "... not enough
-// elements ... (# elems = M, # shards = W) ..." (TF 2.2's check). A worker
-// whose index is >= M sees a clean end instead. After the error the iterator is
-// at its end.
+// elements ... (# elems = M, # shards = W) ..." (TF 2.2's check; with
+// SemanticsVersion::k2_4 TF 2.4's wording "Could not apply FILE based sharding:
+// the dataset only has M file(s), which is not enough for the required W
+// shards/workers ..."). A worker whose index is >= M sees a clean end instead.
+// After the error the iterator is at its end. tpusim choice: M is always the
+// number of elements the input had.
 class RequireNonEmptyShardNode final : public DatasetNode {
  public:
   static constexpr absl::string_view kOp =
       "ShardDataset";  // TF's op, attr require_non_empty
   // num_shards >= 1 and 0 <= index < num_shards, else InvalidArgument.
-  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t num_shards,
-                                      int64_t index);
+  static absl::StatusOr<NodePtr> Make(
+      NodePtr input, int64_t num_shards, int64_t index,
+      SemanticsVersion version = SemanticsVersion::k2_2);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
   absl::StatusOr<IteratorPtr> MakeIterator(
@@ -53,11 +57,14 @@ class RequireNonEmptyShardNode final : public DatasetNode {
   int64_t num_shards() const { return num_shards_; }
   int64_t index() const { return index_; }
 
-  RequireNonEmptyShardNode(NodePtr input, int64_t num_shards,
-                           int64_t index);  // use Make
+  SemanticsVersion version() const { return version_; }
+
+  RequireNonEmptyShardNode(NodePtr input, int64_t num_shards, int64_t index,
+                           SemanticsVersion version);  // use Make
 
  private:
   int64_t num_shards_, index_;
+  SemanticsVersion version_;
 };
 
 struct AutoShardResult {
@@ -86,8 +93,10 @@ struct AutoShardResult {
 // Like TF, the walk stops at the first failure: `partial` (if not null)
 // receives the graph with the changes made up to that point (AUTO continues
 // from it).
-absl::StatusOr<NodePtr> ShardByFile(const NodePtr& root, int64_t num_workers,
-                                    int64_t index, NodePtr* partial = nullptr);
+absl::StatusOr<NodePtr> ShardByFile(
+    const NodePtr& root, int64_t num_workers, int64_t index,
+    NodePtr* partial = nullptr,
+    SemanticsVersion version = SemanticsVersion::k2_2);
 
 // DATA sharding: appends a require-non-empty shard(W, i) at the very end.
 // Under 2.4 every RebatchDatasetV2 is first turned back into the legacy
