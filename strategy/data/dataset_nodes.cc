@@ -1,6 +1,7 @@
 #include "strategy/data/dataset_nodes.h"
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <utility>
 
@@ -101,9 +102,20 @@ std::vector<NodeAttr> RangeNode::attrs() const {
 }
 
 int64_t RangeNode::size() const {
-  if (step_ > 0)
-    return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
-  return start_ > stop_ ? (start_ - stop_ - step_ - 1) / (-step_) : 0;
+  // Unsigned arithmetic: no overflow for any int64 start/stop/step. A range of
+  // more than INT64_MAX elements reports INT64_MAX (never iterated to the end).
+  uint64_t count = 0;
+  if (step_ > 0 && stop_ > start_) {
+    const uint64_t diff =
+        static_cast<uint64_t>(stop_) - static_cast<uint64_t>(start_);
+    count = (diff - 1) / static_cast<uint64_t>(step_) + 1;
+  } else if (step_ < 0 && start_ > stop_) {
+    const uint64_t diff =
+        static_cast<uint64_t>(start_) - static_cast<uint64_t>(stop_);
+    count = (diff - 1) / (uint64_t{0} - static_cast<uint64_t>(step_)) + 1;
+  }
+  return static_cast<int64_t>(std::min<uint64_t>(
+      count, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
 }
 
 absl::StatusOr<IteratorPtr> RangeNode::MakeIterator(
@@ -111,17 +123,21 @@ absl::StatusOr<IteratorPtr> RangeNode::MakeIterator(
   class It final : public DatasetIterator {
    public:
     It(int64_t start, int64_t count, int64_t step)
-        : next_(start), left_(count), step_(step) {}
+        : next_(static_cast<uint64_t>(start)),
+          left_(count),
+          step_(static_cast<uint64_t>(step)) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (left_ <= 0) return std::optional<Element>();
       --left_;
-      const int64_t v = next_;
-      next_ += step_;
+      const int64_t v = static_cast<int64_t>(next_);
+      next_ += step_;  // wraps harmlessly after the last element
       return std::optional<Element>(Element(Tensor::Scalar<int64_t>(v)));
     }
 
    private:
-    int64_t next_, left_, step_;
+    uint64_t next_;
+    int64_t left_;
+    uint64_t step_;
   };
   return IteratorPtr(std::make_unique<It>(start_, size(), step_));
 }

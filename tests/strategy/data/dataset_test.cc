@@ -1,6 +1,7 @@
 #include "strategy/data/dataset.h"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -70,6 +71,21 @@ TEST(DatasetTest, RangeHonoursStartStopAndStep) {
   EXPECT_THAT(Scalars(Dataset::Range(10, 0, -3)), ElementsAre(10, 7, 4, 1));
   EXPECT_THAT(Scalars(Dataset::Range(5, 5)), IsEmpty());
   EXPECT_THAT(Scalars(Dataset::Range(5, 2)), IsEmpty());
+}
+
+TEST(DatasetTest, RangeNearInt64LimitsDoesNotOverflow) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_THAT(Scalars(Dataset::Range(kMax - 2, kMax)),
+              ElementsAre(kMax - 2, kMax - 1));
+  EXPECT_THAT(Scalars(Dataset::Range(kMin + 1, kMin, -1)),
+              ElementsAre(kMin + 1));
+  EXPECT_THAT(Scalars(Dataset::Range(kMin, kMax, kMax)),
+              ElementsAre(kMin, -1, kMax - 1));
+  EXPECT_THAT(Scalars(Dataset::Range(kMax, kMin, kMin)), ElementsAre(kMax, -1));
+  const auto& huge =
+      static_cast<const RangeNode&>(*Dataset::Range(kMin, kMax).node());
+  EXPECT_EQ(huge.size(), kMax);
 }
 
 TEST(DatasetTest, RangeRejectsZeroStep) {
@@ -654,12 +670,13 @@ TEST(DatasetTest, ZipAndConcatenateMergeOptions) {
 
 TEST(DatasetTest, DebugStringShowsFunctionBodies) {
   Dataset ds = Dataset::TFRecord({"a"});
-  EXPECT_EQ(ds.node()->DebugString(),
-            "FlatMapDataset() -> string[]\n"
-            "  body:\n"
-            "    TFRecordDataset(filenames=arg[0]:string[], "
-            "compression_type=\"\") -> string[]\n"
-            "  TensorSliceDataset(components=[string[1]{\"a\"}]) -> string[]\n");
+  EXPECT_EQ(
+      ds.node()->DebugString(),
+      "FlatMapDataset() -> string[]\n"
+      "  body:\n"
+      "    TFRecordDataset(filenames=arg[0]:string[], "
+      "compression_type=\"\") -> string[]\n"
+      "  TensorSliceDataset(components=[string[1]{\"a\"}]) -> string[]\n");
 }
 
 // ---- graph inspection and rewriting ----
