@@ -422,8 +422,14 @@ absl::StatusOr<ValueType> InferBroadcast(
     const int xi = i - (rank - x.rank());
     if (xi < 0) continue;
     if (x.is_dynamic(xi)) {
-      // The dynamic dim keeps the operand's (true) size; at trace time it must
-      // equal the target's bound.
+      // The dynamic dim keeps the operand's (true) size, which may not exceed
+      // the target.
+      if (x.shape.dim(xi) > target[i]) {
+        return Error(
+            code, ops,
+            absl::StrCat("dynamic dimension ", xi, " of size ", x.shape.dim(xi),
+                         " exceeds the target size ", target[i]));
+      }
       dims[i] = x.shape.dim(xi);
       dynamic |= uint64_t{1} << i;
       continue;

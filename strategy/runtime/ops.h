@@ -133,7 +133,9 @@ struct ValueType {
   }
 
   int rank() const { return shape.rank(); }
-  bool is_dynamic(int dim) const { return (dynamic_dims >> dim) & 1u; }
+  bool is_dynamic(int dim) const {
+    return dim < 64 && ((dynamic_dims >> dim) & 1u);
+  }
   bool any_dynamic() const { return dynamic_dims != 0; }
   // Bytes of the (bound) shape on a device; 0 for kBytes.
   int64_t byte_size() const;

@@ -268,6 +268,21 @@ TEST(OpsTest, BroadcastFollowsNumpyRules) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lower rank")));
 }
 
+TEST(OpsTest, BroadcastKeepsDynamicDimWithinTarget) {
+  OpAttrs a;
+  a.shape = {8, 3};
+  EXPECT_EQ(*Infer(OpCode::kBroadcast, a, {F32({8, 1}, 0b1)}),
+            F32({8, 3}, 0b1));
+  // At execution the true size (here 5) is kept.
+  EXPECT_EQ(*Infer(OpCode::kBroadcast, a, {F32({5, 1}, 0b1)}),
+            F32({5, 3}, 0b1));
+  EXPECT_THAT(
+      Infer(OpCode::kBroadcast, a, {F32({9, 1}, 0b1)}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr(
+                   "dynamic dimension 0 of size 9 exceeds the target size 8")));
+}
+
 TEST(OpsTest, SliceBoundsAndStrides) {
   OpAttrs a;
   a.start = {1, 0};
