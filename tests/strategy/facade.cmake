@@ -6,3 +6,9 @@ tpusim_cc_test(NAME distribute_lib_test SRCS distribute_lib_test.cc
 tpusim_cc_test(NAME tpu_strategy_test SRCS tpu_strategy_test.cc
                DEPS tpusim::strategy::tpu_strategy tpusim::strategy::runtime::host_backend
                     tpusim::strategy::runtime::slice)
+tpusim_cc_test(NAME variables_test SRCS variables_test.cc
+               DEPS tpusim::strategy::tpu_strategy tpusim::strategy::runtime::host_backend
+                    tpusim::strategy::runtime::slice)
+tpusim_cc_test(NAME step_runner_test SRCS step_runner_test.cc
+               DEPS tpusim::strategy::tpu_strategy tpusim::strategy::runtime::host_backend
+                    tpusim::strategy::runtime::slice)
