@@ -159,7 +159,8 @@ class ProgramBuilder {
   absl::StatusOr<Value> Parameter(const ValueType& type) {
     return Parameter(type.dtype, type.shape, type.dynamic_dims);
   }
-  // A constant. InvalidArgument for an abstract literal of kBytes.
+  // A constant. An abstract literal gives an abstract value (shape and cost
+  // only).
   absl::StatusOr<Value> Constant(Tensor literal);
   // i32 scalar.
   Value ReplicaId();

@@ -105,6 +105,35 @@ TEST(KernelsTest, UnaryOpsComputeInOperandPrecision) {
   EXPECT_THAT(n->values<int64_t>(), ElementsAre(-3, 4));
 }
 
+TEST(KernelsTest, SqrtMinAndSubCompute) {
+  EXPECT_THAT(F(*Eval(OpCode::kSqrt, {}, {F32({2}, {9, 0.25})})),
+              ElementsAre(3, 0.5));
+  EXPECT_THAT(F(*Eval(OpCode::kMin, {}, {F32({3}, {1, 5, -2}), F32({}, {2})})),
+              ElementsAre(1, 2, -2));
+  EXPECT_THAT(F(*Eval(OpCode::kSub, {}, {F32({2}, {1, 5}), F32({2}, {3, 3})})),
+              ElementsAre(-2, 2));
+  absl::StatusOr<Tensor> d =
+      Eval(OpCode::kDiv, {}, {F32({2}, {1, -1}), F32({}, {0})});
+  EXPECT_EQ(F(*d)[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(F(*d)[1], -std::numeric_limits<float>::infinity());
+}
+
+TEST(KernelsTest, Bfloat16AddRoundsResultToNearestEven) {
+  auto bf = [](float x) {
+    return Tensor::Scalar<BFloat16>(BFloat16::FromFloat(x));
+  };
+  // 1 + 2^-8 computed in f32 is exact, then rounds (tie) to 1.0 in bf16.
+  absl::StatusOr<Tensor> y =
+      Eval(OpCode::kAdd, {}, {bf(1.0f), bf(0.00390625f)});
+  ASSERT_THAT(y, IsOk());
+  EXPECT_EQ(y->scalar<BFloat16>().ToFloat(), 1.0f);
+  // 1.0078125 + 2^-8 = 1.01171875 is a tie between 1.0078125 (odd) and 1.015625
+  // (even).
+  absl::StatusOr<Tensor> z =
+      Eval(OpCode::kAdd, {}, {bf(1.0078125f), bf(0.00390625f)});
+  EXPECT_EQ(z->scalar<BFloat16>().ToFloat(), 1.015625f);
+}
+
 TEST(KernelsTest, CastRoundsToBfloat16NearestEven) {
   OpAttrs a;
   a.dtype = DType::kBF16;
