@@ -6,7 +6,8 @@
 namespace tpusim::common::internal {
 
 CheckFailure::CheckFailure(const char* file, int line, const char* condition) {
-  stream_ << file << ":" << line << ": TPUSIM_CHECK failed: " << condition << " ";
+  stream_ << file << ":" << line << ": TPUSIM_CHECK failed: " << condition
+          << " ";
 }
 
 CheckFailure::~CheckFailure() {

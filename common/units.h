@@ -1,13 +1,14 @@
 // common/units.h
 //
-// Strong unit types so that a size or a duration never travels as a bare integer:
+// Strong unit types so that a size or a duration never travels as a bare
+// integer:
 //
 //   Bytes hbm = Bytes::GiB(32);
 //   Picoseconds hop = Picoseconds::FromMicroseconds(1);
 //   double seconds = (hop * 3).seconds();
 //
-// Simulated time is integer picoseconds (architecture.md, "Built to be partitioned"), so that
-// events order exactly and runs are deterministic.
+// Simulated time is integer picoseconds (architecture.md, "Built to be
+// partitioned"), so that events order exactly and runs are deterministic.
 
 #ifndef TPUSIM_COMMON_UNITS_H_
 #define TPUSIM_COMMON_UNITS_H_
@@ -27,12 +28,17 @@ class Bytes {
   static constexpr Bytes GiB(int64_t n) { return Bytes(n << 30); }
 
   constexpr int64_t count() const { return count_; }
-  constexpr double gib() const { return static_cast<double>(count_) / (1LL << 30); }
+  constexpr double gib() const {
+    return static_cast<double>(count_) / (1LL << 30);
+  }
 
   constexpr Bytes operator+(Bytes o) const { return Bytes(count_ + o.count_); }
   constexpr Bytes operator-(Bytes o) const { return Bytes(count_ - o.count_); }
   constexpr Bytes operator*(int64_t k) const { return Bytes(count_ * k); }
-  Bytes& operator+=(Bytes o) { count_ += o.count_; return *this; }
+  Bytes& operator+=(Bytes o) {
+    count_ += o.count_;
+    return *this;
+  }
   constexpr bool operator==(Bytes o) const { return count_ == o.count_; }
   constexpr bool operator!=(Bytes o) const { return count_ != o.count_; }
   constexpr bool operator<(Bytes o) const { return count_ < o.count_; }
@@ -50,19 +56,34 @@ class Picoseconds {
  public:
   constexpr Picoseconds() = default;
   constexpr explicit Picoseconds(int64_t count) : count_(count) {}
-  static constexpr Picoseconds FromNanoseconds(int64_t n) { return Picoseconds(n * 1000); }
+  static constexpr Picoseconds FromNanoseconds(int64_t n) {
+    return Picoseconds(n * 1000);
+  }
   static constexpr Picoseconds FromMicroseconds(int64_t n) {
     return Picoseconds(n * 1000 * 1000);
   }
 
   constexpr int64_t count() const { return count_; }
-  constexpr double seconds() const { return static_cast<double>(count_) * 1e-12; }
-  constexpr double microseconds() const { return static_cast<double>(count_) * 1e-6; }
+  constexpr double seconds() const {
+    return static_cast<double>(count_) * 1e-12;
+  }
+  constexpr double microseconds() const {
+    return static_cast<double>(count_) * 1e-6;
+  }
 
-  constexpr Picoseconds operator+(Picoseconds o) const { return Picoseconds(count_ + o.count_); }
-  constexpr Picoseconds operator-(Picoseconds o) const { return Picoseconds(count_ - o.count_); }
-  constexpr Picoseconds operator*(int64_t k) const { return Picoseconds(count_ * k); }
-  Picoseconds& operator+=(Picoseconds o) { count_ += o.count_; return *this; }
+  constexpr Picoseconds operator+(Picoseconds o) const {
+    return Picoseconds(count_ + o.count_);
+  }
+  constexpr Picoseconds operator-(Picoseconds o) const {
+    return Picoseconds(count_ - o.count_);
+  }
+  constexpr Picoseconds operator*(int64_t k) const {
+    return Picoseconds(count_ * k);
+  }
+  Picoseconds& operator+=(Picoseconds o) {
+    count_ += o.count_;
+    return *this;
+  }
   constexpr bool operator==(Picoseconds o) const { return count_ == o.count_; }
   constexpr bool operator!=(Picoseconds o) const { return count_ != o.count_; }
   constexpr bool operator<(Picoseconds o) const { return count_ < o.count_; }
@@ -75,12 +96,15 @@ class Picoseconds {
   int64_t count_ = 0;
 };
 
-// Bandwidth in bytes per second; time to move `bytes` rounded up to a whole picosecond.
+// Bandwidth in bytes per second; time to move `bytes` rounded up to a whole
+// picosecond.
 class BytesPerSecond {
  public:
   constexpr BytesPerSecond() = default;
   constexpr explicit BytesPerSecond(double rate) : rate_(rate) {}
-  static constexpr BytesPerSecond GBps(double gb) { return BytesPerSecond(gb * 1e9); }
+  static constexpr BytesPerSecond GBps(double gb) {
+    return BytesPerSecond(gb * 1e9);
+  }
   constexpr double rate() const { return rate_; }
   constexpr double gbps() const { return rate_ * 1e-9; }
   Picoseconds TimeFor(Bytes bytes) const;

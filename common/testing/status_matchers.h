@@ -1,10 +1,11 @@
 // common/testing/status_matchers.h
 //
-// gMock matchers for absl::Status and absl::StatusOr<T> (Debian's Abseil 20220623 has no
-// absl/status/status_matchers.h):
+// gMock matchers for absl::Status and absl::StatusOr<T> (Debian's Abseil
+// 20220623 has no absl/status/status_matchers.h):
 //
 //   EXPECT_THAT(ParseScenario(text), IsOk());
-//   EXPECT_THAT(strategy.Reduce(...), StatusIs(absl::StatusCode::kInvalidArgument,
+//   EXPECT_THAT(strategy.Reduce(...),
+//   StatusIs(absl::StatusCode::kInvalidArgument,
 //                                              HasSubstr("out of range")));
 
 #ifndef TPUSIM_COMMON_TESTING_STATUS_MATCHERS_H_
@@ -20,7 +21,9 @@
 namespace tpusim::testing {
 namespace internal {
 
-inline const absl::Status& GetStatus(const absl::Status& status) { return status; }
+inline const absl::Status& GetStatus(const absl::Status& status) {
+  return status;
+}
 template <typename T>
 const absl::Status& GetStatus(const absl::StatusOr<T>& status_or) {
   return status_or.status();
@@ -35,7 +38,8 @@ MATCHER(IsOk, "is OK") {
 }
 
 MATCHER_P2(StatusIs, code, message_matcher,
-           "has code " + absl::StatusCodeToString(code) + " and a message that " +
+           "has code " + absl::StatusCodeToString(code) +
+               " and a message that " +
                ::testing::DescribeMatcher<std::string>(message_matcher)) {
   const absl::Status& status = internal::GetStatus(arg);
   *result_listener << "whose status is " << status;

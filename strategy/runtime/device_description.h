@@ -1,9 +1,9 @@
 // strategy/runtime/device_description.h
 //
-// What a backend device is, independent of any backend: its id, the host (task) it hangs off,
-// its ordinal on that host, and its physical coordinates. Slice layouts produce these;
-// backends create their devices from them; the TF-facing layer (Topology, DeviceAssignment)
-// reads them.
+// What a backend device is, independent of any backend: its id, the host (task)
+// it hangs off, its ordinal on that host, and its physical coordinates. Slice
+// layouts produce these; backends create their devices from them; the TF-facing
+// layer (Topology, DeviceAssignment) reads them.
 
 #ifndef TPUSIM_STRATEGY_RUNTIME_DEVICE_DESCRIPTION_H_
 #define TPUSIM_STRATEGY_RUNTIME_DEVICE_DESCRIPTION_H_
@@ -20,8 +20,8 @@ struct DeviceDescription {
   int task = 0;
   // Device ordinal on its host (TF's TPU:D).
   int ordinal = 0;
-  // Physical coordinates in the topology's order: (x, y, core) at rank 3, (x, y, z, core) at
-  // rank 4.
+  // Physical coordinates in the topology's order: (x, y, core) at rank 3, (x,
+  // y, z, core) at rank 4.
   std::vector<int> coords;
   // "TPU v3 core", "TPU v4 (megacore)", "host CPU" ...
   std::string kind;

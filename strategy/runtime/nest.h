@@ -1,16 +1,18 @@
 // strategy/runtime/nest.h
 //
-// Nest<Leaf>: a nested structure of leaves, like tf.nest structures: a leaf, a tuple of nests,
-// a dict of nests keyed by string, or None. Dataset elements are Nest<Tensor>; step-function
-// arguments and results are nests too.
+// Nest<Leaf>: a nested structure of leaves, like tf.nest structures: a leaf, a
+// tuple of nests, a dict of nests keyed by string, or None. Dataset elements
+// are Nest<Tensor>; step-function arguments and results are nests too.
 //
-//   Nest<Tensor> element = Nest<Tensor>::Dict({{"x", Nest<Tensor>(x)}, {"y", Nest<Tensor>(y)}});
-//   for (const auto& [path, leaf] : element.FlattenWithPaths()) ...   // "x", "y"
+//   Nest<Tensor> element = Nest<Tensor>::Dict({{"x", Nest<Tensor>(x)}, {"y",
+//   Nest<Tensor>(y)}}); for (const auto& [path, leaf] :
+//   element.FlattenWithPaths()) ...   // "x", "y"
 //
-// Flattening order is tf.nest's: tuple children in order, dict children by sorted key, None
-// contributes no leaf. Paths join the tuple index or dict key of each level with '/'; a bare
-// leaf at the top has path "0" (the first and only component), so that a single-tensor
-// element and a 1-tuple read the same in reports.
+// Flattening order is tf.nest's: tuple children in order, dict children by
+// sorted key, None contributes no leaf. Paths join the tuple index or dict key
+// of each level with '/'; a bare leaf at the top has path "0" (the first and
+// only component), so that a single-tensor element and a 1-tuple read the same
+// in reports.
 
 #ifndef TPUSIM_STRATEGY_RUNTIME_NEST_H_
 #define TPUSIM_STRATEGY_RUNTIME_NEST_H_
@@ -34,7 +36,9 @@ class Nest {
   enum class Kind { kNone, kLeaf, kTuple, kDict };
 
   Nest() = default;  // None
-  Nest(Leaf leaf) : kind_(Kind::kLeaf), leaf_(std::move(leaf)) {}  // NOLINT: implicit by design
+  Nest(Leaf leaf)
+      : kind_(Kind::kLeaf),
+        leaf_(std::move(leaf)) {}  // NOLINT: implicit by design
   static Nest None() { return Nest(); }
   static Nest Tuple(std::vector<Nest> children) {
     Nest n;
@@ -85,7 +89,9 @@ class Nest {
   }
   std::vector<std::pair<std::string, const Leaf*>> FlattenWithPaths() const {
     std::vector<std::pair<std::string, const Leaf*>> out;
-    ForEach([&](const std::string& path, const Leaf& l) { out.emplace_back(path, &l); });
+    ForEach([&](const std::string& path, const Leaf& l) {
+      out.emplace_back(path, &l);
+    });
     return out;
   }
   int num_leaves() const {
@@ -109,8 +115,10 @@ class Nest {
   auto Map(Fn&& fn) const -> Nest<decltype(fn(std::declval<const Leaf&>()))> {
     using Out = Nest<decltype(fn(std::declval<const Leaf&>()))>;
     switch (kind_) {
-      case Kind::kNone: return Out();
-      case Kind::kLeaf: return Out(fn(leaf_));
+      case Kind::kNone:
+        return Out();
+      case Kind::kLeaf:
+        return Out(fn(leaf_));
       case Kind::kTuple: {
         std::vector<Out> c;
         for (const Nest& child : children_) c.push_back(child.Map(fn));
@@ -127,20 +135,22 @@ class Nest {
     return Out();
   }
 
-  // Builds a nest with this structure from `leaves` in flattening order. InvalidArgument if
-  // the count differs.
+  // Builds a nest with this structure from `leaves` in flattening order.
+  // InvalidArgument if the count differs.
   template <typename T>
   absl::StatusOr<Nest<T>> Unflatten(std::vector<T> leaves) const {
     size_t next = 0;
     Nest<T> out = Rebuild<T>(leaves, next);
     if (next != leaves.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("structure ", StructureString(), " has ",
-                                                     next, " leaves, got ", leaves.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("structure ", StructureString(), " has ", next,
+                       " leaves, got ", leaves.size()));
     }
     return out;
   }
 
-  // True when `other` has the same kinds, tuple lengths and dict keys at every level.
+  // True when `other` has the same kinds, tuple lengths and dict keys at every
+  // level.
   template <typename T>
   bool SameStructure(const Nest<T>& other) const {
     if (static_cast<int>(kind_) != static_cast<int>(other.kind())) return false;
@@ -155,17 +165,21 @@ class Nest {
   // "(*, {a: *, b: *})", "*" for a leaf, "None".
   std::string StructureString() const {
     switch (kind_) {
-      case Kind::kNone: return "None";
-      case Kind::kLeaf: return "*";
+      case Kind::kNone:
+        return "None";
+      case Kind::kLeaf:
+        return "*";
       case Kind::kTuple: {
         std::vector<std::string> parts;
         for (const Nest& c : children_) parts.push_back(c.StructureString());
-        return absl::StrCat("(", absl::StrJoin(parts, ", "), children_.size() == 1 ? ",)" : ")");
+        return absl::StrCat("(", absl::StrJoin(parts, ", "),
+                            children_.size() == 1 ? ",)" : ")");
       }
       case Kind::kDict: {
         std::vector<std::string> parts;
         for (size_t i = 0; i < children_.size(); ++i) {
-          parts.push_back(absl::StrCat(keys_[i], ": ", children_[i].StructureString()));
+          parts.push_back(
+              absl::StrCat(keys_[i], ": ", children_[i].StructureString()));
         }
         return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
       }
@@ -177,13 +191,17 @@ class Nest {
   template <typename Fn>
   void Walk(const std::string& prefix, Fn& fn) const {
     switch (kind_) {
-      case Kind::kNone: return;
-      case Kind::kLeaf: fn(prefix, leaf_); return;
+      case Kind::kNone:
+        return;
+      case Kind::kLeaf:
+        fn(prefix, leaf_);
+        return;
       case Kind::kTuple:
       case Kind::kDict:
         for (size_t i = 0; i < children_.size(); ++i) {
           std::string name = is_dict() ? keys_[i] : absl::StrCat(i);
-          children_[i].Walk(prefix.empty() ? name : absl::StrCat(prefix, "/", name), fn);
+          children_[i].Walk(
+              prefix.empty() ? name : absl::StrCat(prefix, "/", name), fn);
         }
         return;
     }
@@ -192,7 +210,8 @@ class Nest {
   template <typename T>
   Nest<T> Rebuild(std::vector<T>& leaves, size_t& next) const {
     switch (kind_) {
-      case Kind::kNone: return Nest<T>();
+      case Kind::kNone:
+        return Nest<T>();
       case Kind::kLeaf:
         if (next >= leaves.size()) {
           ++next;
@@ -201,13 +220,15 @@ class Nest {
         return Nest<T>(std::move(leaves[next++]));
       case Kind::kTuple: {
         std::vector<Nest<T>> c;
-        for (const Nest& child : children_) c.push_back(child.template Rebuild<T>(leaves, next));
+        for (const Nest& child : children_)
+          c.push_back(child.template Rebuild<T>(leaves, next));
         return Nest<T>::Tuple(std::move(c));
       }
       case Kind::kDict: {
         std::vector<std::pair<std::string, Nest<T>>> items;
         for (size_t i = 0; i < children_.size(); ++i) {
-          items.emplace_back(keys_[i], children_[i].template Rebuild<T>(leaves, next));
+          items.emplace_back(keys_[i],
+                             children_[i].template Rebuild<T>(leaves, next));
         }
         return Nest<T>::Dict(std::move(items));
       }

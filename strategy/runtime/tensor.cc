@@ -14,13 +14,20 @@ namespace {
 template <typename Fn>
 auto VisitNumeric(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::kF32: return fn(float{});
-    case DType::kF64: return fn(double{});
-    case DType::kBF16: return fn(BFloat16{});
-    case DType::kI32: return fn(int32_t{});
-    case DType::kI64: return fn(int64_t{});
-    case DType::kU8: return fn(uint8_t{});
-    case DType::kBytes: break;
+    case DType::kF32:
+      return fn(float{});
+    case DType::kF64:
+      return fn(double{});
+    case DType::kBF16:
+      return fn(BFloat16{});
+    case DType::kI32:
+      return fn(int32_t{});
+    case DType::kI64:
+      return fn(int64_t{});
+    case DType::kU8:
+      return fn(uint8_t{});
+    case DType::kBytes:
+      break;
   }
   TPUSIM_CHECK(false) << "not a numeric dtype: " << DTypeName(dtype);
   return fn(float{});
@@ -35,8 +42,9 @@ double ToDouble(T v) {
   }
 }
 
-// tf.cast semantics for one element: float→int truncates toward zero (out-of-range values are
-// implementation-defined in TF; here they saturate), anything→bf16 rounds to nearest even.
+// tf.cast semantics for one element: float→int truncates toward zero
+// (out-of-range values are implementation-defined in TF; here they saturate),
+// anything→bf16 rounds to nearest even.
 template <typename To>
 To ConvertFromDouble(double v) {
   if constexpr (std::is_same_v<To, BFloat16>) {
@@ -60,53 +68,74 @@ To ConvertFromDouble(double v) {
 
 absl::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "float32";
-    case DType::kF64: return "float64";
-    case DType::kBF16: return "bfloat16";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
-    case DType::kU8: return "uint8";
-    case DType::kBytes: return "string";
+    case DType::kF32:
+      return "float32";
+    case DType::kF64:
+      return "float64";
+    case DType::kBF16:
+      return "bfloat16";
+    case DType::kI32:
+      return "int32";
+    case DType::kI64:
+      return "int64";
+    case DType::kU8:
+      return "uint8";
+    case DType::kBytes:
+      return "string";
   }
   return "?";
 }
 
 absl::StatusOr<DType> DTypeFromName(absl::string_view name) {
-  for (DType d : {DType::kF32, DType::kF64, DType::kBF16, DType::kI32, DType::kI64, DType::kU8,
-                  DType::kBytes}) {
+  for (DType d : {DType::kF32, DType::kF64, DType::kBF16, DType::kI32,
+                  DType::kI64, DType::kU8, DType::kBytes}) {
     if (name == DTypeName(d)) return d;
   }
   if (name == "bytes") return DType::kBytes;
   return absl::InvalidArgumentError(
       absl::StrCat("dtype \"", name,
-                   "\" is not known; valid: float32, float64, bfloat16, int32, int64, uint8, "
+                   "\" is not known; valid: float32, float64, bfloat16, int32, "
+                   "int64, uint8, "
                    "string (or bytes)"));
 }
 
 int64_t DTypeSize(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kBF16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kU8: return 1;
-    case DType::kBytes: return 0;
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
+    case DType::kBF16:
+      return 2;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
+    case DType::kU8:
+      return 1;
+    case DType::kBytes:
+      return 0;
   }
   return 0;
 }
 
-bool IsFloating(DType d) { return d == DType::kF32 || d == DType::kF64 || d == DType::kBF16; }
-bool IsInteger(DType d) { return d == DType::kI32 || d == DType::kI64 || d == DType::kU8; }
+bool IsFloating(DType d) {
+  return d == DType::kF32 || d == DType::kF64 || d == DType::kBF16;
+}
+bool IsInteger(DType d) {
+  return d == DType::kI32 || d == DType::kI64 || d == DType::kU8;
+}
 
 BFloat16 BFloat16::FromFloat(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
   if (std::isnan(value)) {
-    // Keep the sign, force a quiet NaN so truncation cannot turn it into infinity.
+    // Keep the sign, force a quiet NaN so truncation cannot turn it into
+    // infinity.
     return BFloat16{static_cast<uint16_t>((bits >> 16) | 0x0040)};
   }
-  // Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then truncate.
+  // Round to nearest, ties to even: add 0x7FFF plus the lowest kept bit, then
+  // truncate.
   const uint32_t lsb = (bits >> 16) & 1;
   bits += 0x7FFF + lsb;
   return BFloat16{static_cast<uint16_t>(bits >> 16)};
@@ -168,13 +197,15 @@ bool Shape::IsCompatibleWith(const Shape& other) const {
   if (!rank_known_ || !other.rank_known_) return true;
   if (dims_.size() != other.dims_.size()) return false;
   for (size_t i = 0; i < dims_.size(); ++i) {
-    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i]) return false;
+    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i])
+      return false;
   }
   return true;
 }
 
 Shape Shape::MostSpecificCompatible(const Shape& other) const {
-  if (!rank_known_ || !other.rank_known_ || dims_.size() != other.dims_.size()) {
+  if (!rank_known_ || !other.rank_known_ ||
+      dims_.size() != other.dims_.size()) {
     return UnknownRank();
   }
   std::vector<int64_t> dims(dims_.size());
@@ -198,7 +229,8 @@ std::string TensorSpec::ToString() const {
 
 // ---- Tensor ----
 
-Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, int64_t offset)
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage,
+               int64_t offset)
     : dtype_(dtype),
       shape_(std::move(shape)),
       num_elements_(shape_.num_elements()),
@@ -226,22 +258,25 @@ int64_t Tensor::byte_size() const {
   if (dtype_ != DType::kBytes) return num_elements_ * DTypeSize(dtype_);
   if (!has_data()) return 0;
   int64_t total = 0;
-  for (const std::string& s : values<std::string>()) total += static_cast<int64_t>(s.size());
+  for (const std::string& s : values<std::string>())
+    total += static_cast<int64_t>(s.size());
   return total;
 }
 
 void Tensor::CheckAccess(DType expected) const {
-  TPUSIM_CHECK(has_data()) << "abstract tensor " << DebugString() << " has no values";
-  TPUSIM_CHECK(dtype_ == expected)
-      << "tensor is " << DTypeName(dtype_) << ", accessed as " << DTypeName(expected);
+  TPUSIM_CHECK(has_data()) << "abstract tensor " << DebugString()
+                           << " has no values";
+  TPUSIM_CHECK(dtype_ == expected) << "tensor is " << DTypeName(dtype_)
+                                   << ", accessed as " << DTypeName(expected);
 }
 
 void Tensor::MakeUnique() {
-  const bool whole = offset_ == 0 &&
-                     (dtype_ == DType::kBytes
-                          ? static_cast<int64_t>(storage_->strings.size()) == num_elements_
-                          : static_cast<int64_t>(storage_->bytes.size()) ==
-                                num_elements_ * DTypeSize(dtype_));
+  const bool whole =
+      offset_ == 0 &&
+      (dtype_ == DType::kBytes
+           ? static_cast<int64_t>(storage_->strings.size()) == num_elements_
+           : static_cast<int64_t>(storage_->bytes.size()) ==
+                 num_elements_ * DTypeSize(dtype_));
   if (whole && storage_.use_count() == 1) return;
   auto copy = std::make_shared<Storage>();
   if (dtype_ == DType::kBytes) {
@@ -249,8 +284,9 @@ void Tensor::MakeUnique() {
                          storage_->strings.begin() + offset_ + num_elements_);
   } else {
     const int64_t size = DTypeSize(dtype_);
-    copy->bytes.assign(storage_->bytes.begin() + offset_ * size,
-                       storage_->bytes.begin() + (offset_ + num_elements_) * size);
+    copy->bytes.assign(
+        storage_->bytes.begin() + offset_ * size,
+        storage_->bytes.begin() + (offset_ + num_elements_) * size);
   }
   storage_ = std::move(copy);
   offset_ = 0;
@@ -288,10 +324,12 @@ absl::Span<const uint8_t> Tensor::raw_bytes() const {
 Tensor Tensor::Slice(int64_t begin, int64_t count) const {
   TPUSIM_CHECK(shape_.rank() >= 1) << "Slice of a scalar";
   TPUSIM_CHECK(begin >= 0 && count >= 0 && begin + count <= shape_.dim(0))
-      << "slice [" << begin << ", " << begin + count << ") of " << shape_.ToString();
+      << "slice [" << begin << ", " << begin + count << ") of "
+      << shape_.ToString();
   Shape shape = shape_.WithDim0(count);
   const int64_t row = shape_.dim(0) == 0 ? 0 : num_elements_ / shape_.dim(0);
-  return Tensor(dtype_, std::move(shape), storage_, storage_ ? offset_ + begin * row : 0);
+  return Tensor(dtype_, std::move(shape), storage_,
+                storage_ ? offset_ + begin * row : 0);
 }
 
 Tensor Tensor::Row(int64_t i) const {
@@ -302,9 +340,9 @@ Tensor Tensor::Row(int64_t i) const {
 
 absl::StatusOr<Tensor> Tensor::Reshape(Shape shape) const {
   if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", spec().ToString(), " (",
-                                                   num_elements_, " elements) to ",
-                                                   shape.ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot reshape ", spec().ToString(), " (", num_elements_,
+                     " elements) to ", shape.ToString()));
   }
   Tensor t = *this;
   t.shape_ = std::move(shape);
@@ -316,10 +354,12 @@ absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
   std::vector<Tensor> rows;
   rows.reserve(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (parts[i].dtype_ != parts[0].dtype_ || parts[i].shape_ != parts[0].shape_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot stack tensors of different specs: element 0 is ", parts[0].spec().ToString(),
-          ", element ", i, " is ", parts[i].spec().ToString()));
+    if (parts[i].dtype_ != parts[0].dtype_ ||
+        parts[i].shape_ != parts[0].shape_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot stack tensors of different specs: element 0 is ",
+                       parts[0].spec().ToString(), ", element ", i, " is ",
+                       parts[i].spec().ToString()));
     }
     absl::StatusOr<Tensor> r = parts[i].Reshape(parts[i].shape_.Prepend(1));
     rows.push_back(*std::move(r));
@@ -328,26 +368,30 @@ absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
 }
 
 absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
-  if (parts.empty()) return absl::InvalidArgumentError("Concat of zero tensors");
+  if (parts.empty())
+    return absl::InvalidArgumentError("Concat of zero tensors");
   const Tensor& first = parts[0];
-  if (first.rank() < 1) return absl::InvalidArgumentError("cannot concatenate scalars");
+  if (first.rank() < 1)
+    return absl::InvalidArgumentError("cannot concatenate scalars");
   int64_t rows = 0;
   bool all_data = true;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& p = parts[i];
     bool ok = p.dtype_ == first.dtype_ && p.rank() == first.rank();
-    for (int d = 1; ok && d < first.rank(); ++d) ok = p.shape_.dim(d) == first.shape_.dim(d);
+    for (int d = 1; ok && d < first.rank(); ++d)
+      ok = p.shape_.dim(d) == first.shape_.dim(d);
     if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot concatenate along dimension 0: part 0 is ",
-                       first.spec().ToString(), ", part ", i, " is ", p.spec().ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot concatenate along dimension 0: part 0 is ",
+          first.spec().ToString(), ", part ", i, " is ", p.spec().ToString()));
     }
     rows += p.shape_.dim(0);
     all_data = all_data && p.has_data();
   }
   Shape shape = first.shape_.WithDim0(rows);
   if (!all_data) return Abstract(first.dtype_, std::move(shape));
-  // A single part, or parts that are adjacent views of one storage, need no copy.
+  // A single part, or parts that are adjacent views of one storage, need no
+  // copy.
   if (parts.size() == 1) {
     Tensor t = first;
     return t;
@@ -374,8 +418,8 @@ absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
 absl::StatusOr<Tensor> Tensor::Cast(DType to) const {
   if (to == dtype_) return *this;
   if (to == DType::kBytes || dtype_ == DType::kBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot cast ", DTypeName(dtype_), " to ",
-                                                   DTypeName(to)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot cast ", DTypeName(dtype_), " to ", DTypeName(to)));
   }
   if (!has_data()) return Abstract(to, shape_);
   Tensor out = Zeros(to, shape_);
@@ -387,7 +431,8 @@ absl::StatusOr<Tensor> Tensor::Cast(DType to) const {
       absl::Span<const From> src = values<From>();
       for (int64_t i = 0; i < num_elements_; ++i) {
         if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
-          dst[i] = static_cast<To>(src[i]);  // two's-complement wrap, as tf.cast
+          dst[i] =
+              static_cast<To>(src[i]);  // two's-complement wrap, as tf.cast
         } else {
           dst[i] = ConvertFromDouble<To>(ToDouble(src[i]));
         }
@@ -420,7 +465,9 @@ std::string Tensor::DebugString(int max_elements) const {
 }
 
 bool operator==(const Tensor& a, const Tensor& b) {
-  if (a.dtype_ != b.dtype_ || a.shape_ != b.shape_ || a.has_data() != b.has_data()) return false;
+  if (a.dtype_ != b.dtype_ || a.shape_ != b.shape_ ||
+      a.has_data() != b.has_data())
+    return false;
   if (!a.has_data()) return true;
   if (a.dtype_ == DType::kBytes) {
     auto va = a.values<std::string>();
@@ -429,7 +476,8 @@ bool operator==(const Tensor& a, const Tensor& b) {
   }
   absl::Span<const uint8_t> ra = a.raw_bytes();
   absl::Span<const uint8_t> rb = b.raw_bytes();
-  return ra.size() == rb.size() && (ra.empty() || std::memcmp(ra.data(), rb.data(), ra.size()) == 0);
+  return ra.size() == rb.size() &&
+         (ra.empty() || std::memcmp(ra.data(), rb.data(), ra.size()) == 0);
 }
 
 }  // namespace tpusim::runtime

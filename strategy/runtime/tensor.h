@@ -1,20 +1,21 @@
 // strategy/runtime/tensor.h
 //
-// Tensor, Shape and DType: the values that flow through datasets, traced programs and
-// backends.
+// Tensor, Shape and DType: the values that flow through datasets, traced
+// programs and backends.
 //
-//   Tensor batch = Tensor::FromVector<int64_t>(Shape({2, 3}), {0, 1, 2, 3, 4, 5});
-//   Tensor row = batch.Slice(1, 1);          // zero-copy view, shape [1, 3]
-//   absl::Span<const int64_t> v = row.values<int64_t>();
+//   Tensor batch = Tensor::FromVector<int64_t>(Shape({2, 3}), {0, 1, 2, 3, 4,
+//   5}); Tensor row = batch.Slice(1, 1);          // zero-copy view, shape [1,
+//   3] absl::Span<const int64_t> v = row.values<int64_t>();
 //
-// A Tensor is an immutable value with shared storage: copies and slices along dimension 0 are
-// cheap views. `mutable_values<T>()` copies the storage first when it is shared (copy on
-// write). A tensor without data is *abstract*: it has a dtype and a shape (and therefore a
-// cost) but no values; pod-scale performance runs use abstract tensors.
+// A Tensor is an immutable value with shared storage: copies and slices along
+// dimension 0 are cheap views. `mutable_values<T>()` copies the storage first
+// when it is shared (copy on write). A tensor without data is *abstract*: it
+// has a dtype and a shape (and therefore a cost) but no values; pod-scale
+// performance runs use abstract tensors.
 //
-// Shape allows unknown dimensions (kUnknownDim) and an unknown rank, like TensorFlow's
-// PartialTensorShape, because dataset element specs need them. A Tensor's own shape is always
-// fully defined.
+// Shape allows unknown dimensions (kUnknownDim) and an unknown rank, like
+// TensorFlow's PartialTensorShape, because dataset element specs need them. A
+// Tensor's own shape is always fully defined.
 
 #ifndef TPUSIM_STRATEGY_RUNTIME_TENSOR_H_
 #define TPUSIM_STRATEGY_RUNTIME_TENSOR_H_
@@ -35,21 +36,22 @@
 
 namespace tpusim::runtime {
 
-// Element types. Names follow TensorFlow's dtype names ("float32", "int64", "string").
+// Element types. Names follow TensorFlow's dtype names ("float32", "int64",
+// "string").
 enum class DType : uint8_t { kF32, kF64, kBF16, kI32, kI64, kU8, kBytes };
 
 // "float32", "float64", "bfloat16", "int32", "int64", "uint8", "string".
 absl::string_view DTypeName(DType dtype);
-// The inverse of DTypeName; also accepts "bytes" for kBytes. InvalidArgument names the
-// unknown name and lists the valid ones.
+// The inverse of DTypeName; also accepts "bytes" for kBytes. InvalidArgument
+// names the unknown name and lists the valid ones.
 absl::StatusOr<DType> DTypeFromName(absl::string_view name);
 // Bytes per element on a device; kBytes (variable length) reports 0.
 int64_t DTypeSize(DType dtype);
 bool IsFloating(DType dtype);  // f32, f64, bf16
 bool IsInteger(DType dtype);   // i32, i64, u8
 
-// bfloat16 stored as its 16 raw bits. Conversion from float rounds to nearest even, as TPUs
-// do; NaN stays a (quiet) NaN.
+// bfloat16 stored as its 16 raw bits. Conversion from float rounds to nearest
+// even, as TPUs do; NaN stays a (quiet) NaN.
 struct BFloat16 {
   uint16_t bits = 0;
   static BFloat16 FromFloat(float value);
@@ -57,21 +59,43 @@ struct BFloat16 {
   friend bool operator==(BFloat16 a, BFloat16 b) { return a.bits == b.bits; }
 };
 
-// Maps a C++ element type to its DType: float, double, BFloat16, int32_t, int64_t, uint8_t,
-// std::string.
+// Maps a C++ element type to its DType: float, double, BFloat16, int32_t,
+// int64_t, uint8_t, std::string.
 template <typename T>
 struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::kF32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::kF64; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::kBF16; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kI32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kI64; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kU8; };
-template <> struct DTypeOf<std::string> { static constexpr DType value = DType::kBytes; };
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::kF32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::kF64;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::kBF16;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::kI32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::kI64;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::kU8;
+};
+template <>
+struct DTypeOf<std::string> {
+  static constexpr DType value = DType::kBytes;
+};
 
 inline constexpr int64_t kUnknownDim = -1;
 
-// A possibly partial shape: dimensions may be kUnknownDim and the rank may be unknown.
+// A possibly partial shape: dimensions may be kUnknownDim and the rank may be
+// unknown.
 class Shape {
  public:
   Shape() = default;  // a scalar: rank 0, fully defined
@@ -88,15 +112,16 @@ class Shape {
   // Product of the dimensions. Precondition: IsFullyDefined().
   int64_t num_elements() const;
 
-  // A copy with dimension 0 replaced (`dim` may be kUnknownDim). Precondition: rank >= 1.
+  // A copy with dimension 0 replaced (`dim` may be kUnknownDim). Precondition:
+  // rank >= 1.
   Shape WithDim0(int64_t dim) const;
   // A copy with `dim` prepended / dimension 0 removed.
   Shape Prepend(int64_t dim) const;
   Shape DropDim0() const;
   // True when every known dimension of both agrees (unknowns match anything).
   bool IsCompatibleWith(const Shape& other) const;
-  // The most specific shape compatible with both (disagreeing dims become unknown; a rank
-  // mismatch gives an unknown rank).
+  // The most specific shape compatible with both (disagreeing dims become
+  // unknown; a rank mismatch gives an unknown rank).
   Shape MostSpecificCompatible(const Shape& other) const;
 
   // "[2,3]", "[?,28,28]", "[]" (scalar), "<unknown>".
@@ -149,14 +174,16 @@ class Tensor {
   int rank() const { return shape_.rank(); }
   int64_t num_elements() const { return num_elements_; }
   bool has_data() const { return storage_ != nullptr; }
-  // Bytes the tensor occupies on a device (dtype size × elements; for kBytes the sum of the
-  // string lengths, or 0 when abstract).
+  // Bytes the tensor occupies on a device (dtype size × elements; for kBytes
+  // the sum of the string lengths, or 0 when abstract).
   int64_t byte_size() const;
 
-  // The elements in row-major order. Precondition: has_data() and DTypeOf<T> == dtype().
+  // The elements in row-major order. Precondition: has_data() and DTypeOf<T> ==
+  // dtype().
   template <typename T>
   absl::Span<const T> values() const;
-  // As values(), but writable; copies the storage first if it is shared or a view.
+  // As values(), but writable; copies the storage first if it is shared or a
+  // view.
   template <typename T>
   absl::Span<T> mutable_values();
   // Precondition: num_elements() == 1.
@@ -165,44 +192,48 @@ class Tensor {
     TPUSIM_CHECK_EQ(num_elements_, 1);
     return values<T>()[0];
   }
-  // Element `flat_index` of a numeric tensor converted to double (bf16 widened exactly).
+  // Element `flat_index` of a numeric tensor converted to double (bf16 widened
+  // exactly).
   double AsDouble(int64_t flat_index) const;
-  // Element `flat_index` converted to int64 (floats truncate). Numeric tensors only.
+  // Element `flat_index` converted to int64 (floats truncate). Numeric tensors
+  // only.
   int64_t AsInt64(int64_t flat_index) const;
   // Raw bytes of a numeric tensor with data.
   absl::Span<const uint8_t> raw_bytes() const;
 
-  // Rows [begin, begin + count) along dimension 0 as a view sharing storage. Abstract tensors
-  // give abstract slices. Precondition: rank >= 1 and the range lies inside dimension 0.
+  // Rows [begin, begin + count) along dimension 0 as a view sharing storage.
+  // Abstract tensors give abstract slices. Precondition: rank >= 1 and the
+  // range lies inside dimension 0.
   Tensor Slice(int64_t begin, int64_t count) const;
   // Row `i` with dimension 0 removed (the i-th element of from_tensor_slices).
   Tensor Row(int64_t i) const;
   // The same data under another shape with the same element count.
   absl::StatusOr<Tensor> Reshape(Shape shape) const;
-  // Stacks equal-shaped tensors along a new dimension 0 (tf.stack; what batch() does).
-  // InvalidArgument on an empty list or on differing dtypes or shapes.
+  // Stacks equal-shaped tensors along a new dimension 0 (tf.stack; what batch()
+  // does). InvalidArgument on an empty list or on differing dtypes or shapes.
   static absl::StatusOr<Tensor> Stack(absl::Span<const Tensor> parts);
-  // Concatenates along dimension 0 (tf.concat axis 0). Parts must agree in dtype, rank and
-  // every dimension but the first.
+  // Concatenates along dimension 0 (tf.concat axis 0). Parts must agree in
+  // dtype, rank and every dimension but the first.
   static absl::StatusOr<Tensor> Concat(absl::Span<const Tensor> parts);
-  // Converts numeric tensors (as tf.cast: float→int truncates toward zero, →bf16 rounds to
-  // nearest even). kBytes converts only to kBytes.
+  // Converts numeric tensors (as tf.cast: float→int truncates toward zero,
+  // →bf16 rounds to nearest even). kBytes converts only to kBytes.
   absl::StatusOr<Tensor> Cast(DType dtype) const;
 
   // "int64[2]{0, 1}"; long tensors are elided after `max_elements`.
   std::string DebugString(int max_elements = 16) const;
 
-  // Same dtype, shape and, when both have data, bit-identical values (so NaN equals NaN).
-  // An abstract tensor never equals one with data.
+  // Same dtype, shape and, when both have data, bit-identical values (so NaN
+  // equals NaN). An abstract tensor never equals one with data.
   friend bool operator==(const Tensor& a, const Tensor& b);
   friend bool operator!=(const Tensor& a, const Tensor& b) { return !(a == b); }
 
  private:
   struct Storage {
-    std::vector<uint8_t> bytes;         // numeric dtypes
-    std::vector<std::string> strings;   // kBytes
+    std::vector<uint8_t> bytes;        // numeric dtypes
+    std::vector<std::string> strings;  // kBytes
   };
-  Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, int64_t offset);
+  Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage,
+         int64_t offset);
   void CheckAccess(DType expected) const;
   void MakeUnique();
 
@@ -225,7 +256,8 @@ Tensor Tensor::FromVector(Shape shape, std::vector<T> values) {
   } else {
     static_assert(std::is_trivially_copyable_v<T>);
     storage->bytes.resize(values.size() * sizeof(T));
-    if (!values.empty()) std::memcpy(storage->bytes.data(), values.data(), storage->bytes.size());
+    if (!values.empty())
+      std::memcpy(storage->bytes.data(), values.data(), storage->bytes.size());
   }
   return Tensor(DTypeOf<T>::value, std::move(shape), std::move(storage), 0);
 }
@@ -234,10 +266,12 @@ template <typename T>
 absl::Span<const T> Tensor::values() const {
   CheckAccess(DTypeOf<T>::value);
   if constexpr (std::is_same_v<T, std::string>) {
-    return absl::Span<const T>(storage_->strings.data() + offset_, num_elements_);
+    return absl::Span<const T>(storage_->strings.data() + offset_,
+                               num_elements_);
   } else {
     return absl::Span<const T>(
-        reinterpret_cast<const T*>(storage_->bytes.data()) + offset_, num_elements_);
+        reinterpret_cast<const T*>(storage_->bytes.data()) + offset_,
+        num_elements_);
   }
 }
 
@@ -248,7 +282,8 @@ absl::Span<T> Tensor::mutable_values() {
   if constexpr (std::is_same_v<T, std::string>) {
     return absl::Span<T>(storage_->strings.data(), num_elements_);
   } else {
-    return absl::Span<T>(reinterpret_cast<T*>(storage_->bytes.data()), num_elements_);
+    return absl::Span<T>(reinterpret_cast<T*>(storage_->bytes.data()),
+                         num_elements_);
   }
 }
 

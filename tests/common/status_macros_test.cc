@@ -13,7 +13,8 @@ using ::tpusim::testing::IsOk;
 using ::tpusim::testing::StatusIs;
 
 absl::StatusOr<int> Half(int x) {
-  if (x % 2 != 0) return absl::InvalidArgumentError(absl::StrCat("x=", x, " is odd"));
+  if (x % 2 != 0)
+    return absl::InvalidArgumentError(absl::StrCat("x=", x, " is odd"));
   return x / 2;
 }
 
@@ -30,18 +31,20 @@ absl::Status CheckEven(int x) {
 
 TEST(StatusMacrosTest, AssignOrReturnPropagatesTheFirstError) {
   EXPECT_EQ(*Quarter(8), 2);
-  EXPECT_THAT(Quarter(6), StatusIs(absl::StatusCode::kInvalidArgument, "x=3 is odd"));
+  EXPECT_THAT(Quarter(6),
+              StatusIs(absl::StatusCode::kInvalidArgument, "x=3 is odd"));
 }
 
 TEST(StatusMacrosTest, ReturnIfErrorReturnsTheStatusUnchanged) {
   EXPECT_THAT(CheckEven(4), IsOk());
-  EXPECT_THAT(CheckEven(5), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("odd")));
+  EXPECT_THAT(CheckEven(5),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("odd")));
 }
 
 TEST(StatusMacrosTest, MatchersRejectTheWrongCode) {
   EXPECT_THAT(CheckEven(5), ::testing::Not(IsOk()));
-  EXPECT_THAT(CheckEven(5),
-              ::testing::Not(StatusIs(absl::StatusCode::kNotFound, HasSubstr("odd"))));
+  EXPECT_THAT(CheckEven(5), ::testing::Not(StatusIs(absl::StatusCode::kNotFound,
+                                                    HasSubstr("odd"))));
 }
 
 TEST(CheckDeathTest, FailedCheckAbortsWithConditionAndMessage) {

@@ -1,1 +1,7 @@
 # Tests of the dataset graph, nodes, readers and formats.
+tpusim_cc_test(NAME dataset_test SRCS dataset_test.cc DEPS tpusim::strategy::data::dataset)
+tpusim_cc_test(NAME crc32c_test SRCS crc32c_test.cc DEPS tpusim::strategy::data::crc32c)
+tpusim_cc_test(NAME tfrecord_test SRCS tfrecord_test.cc DEPS tpusim::strategy::data::tfrecord)
+tpusim_cc_test(NAME readers_test SRCS readers_test.cc DEPS tpusim::strategy::data::dataset)
+tpusim_cc_test(NAME example_parser_test SRCS example_parser_test.cc
+               DEPS tpusim::strategy::data::example_parser)

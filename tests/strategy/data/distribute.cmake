@@ -1,1 +1,8 @@
 # Tests of rebatch, auto-shard and distribution.
+tpusim_cc_test(NAME input_context_test SRCS input_context_test.cc
+               DEPS tpusim::strategy::data::input_context)
+tpusim_cc_test(NAME rebatch_test SRCS rebatch_test.cc DEPS tpusim::strategy::data::distribute)
+tpusim_cc_test(NAME auto_shard_test SRCS auto_shard_test.cc
+               DEPS tpusim::strategy::data::distribute tpusim::strategy::data::tfrecord)
+tpusim_cc_test(NAME distribute_test SRCS distribute_test.cc
+               DEPS tpusim::strategy::data::distribute)

@@ -11,9 +11,12 @@ using ::testing::Pair;
 
 TEST(NestTest, FlattensTuplesInOrderAndDictsBySortedKey) {
   Nest<int> n = Nest<int>::Tuple(
-      {Nest<int>(1), Nest<int>::Dict({{"y", Nest<int>(3)}, {"x", Nest<int>(2)}}), Nest<int>()});
+      {Nest<int>(1),
+       Nest<int>::Dict({{"y", Nest<int>(3)}, {"x", Nest<int>(2)}}),
+       Nest<int>()});
   std::vector<std::pair<std::string, int>> flat;
-  for (const auto& [path, leaf] : n.FlattenWithPaths()) flat.emplace_back(path, *leaf);
+  for (const auto& [path, leaf] : n.FlattenWithPaths())
+    flat.emplace_back(path, *leaf);
   EXPECT_THAT(flat, ElementsAre(Pair("0", 1), Pair("1/x", 2), Pair("1/y", 3)));
   EXPECT_EQ(n.StructureString(), "(*, {x: *, y: *}, None)");
 }

@@ -50,20 +50,24 @@ TEST(TensorTest, MutableValuesCopiesSharedStorage) {
 }
 
 TEST(TensorTest, StackAddsALeadingDimension) {
-  std::vector<Tensor> rows = {Tensor::Vector<int64_t>({0, 1}), Tensor::Vector<int64_t>({2, 3})};
+  std::vector<Tensor> rows = {Tensor::Vector<int64_t>({0, 1}),
+                              Tensor::Vector<int64_t>({2, 3})};
   absl::StatusOr<Tensor> s = Tensor::Stack(rows);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->shape(), Shape({2, 2}));
   EXPECT_THAT(s->values<int64_t>(), ElementsAre(0, 1, 2, 3));
-  std::vector<Tensor> scalars = {Tensor::Scalar<int64_t>(4), Tensor::Scalar<int64_t>(5)};
+  std::vector<Tensor> scalars = {Tensor::Scalar<int64_t>(4),
+                                 Tensor::Scalar<int64_t>(5)};
   EXPECT_EQ(*Tensor::Stack(scalars), Tensor::Vector<int64_t>({4, 5}));
 }
 
 TEST(TensorTest, StackRejectsDifferentShapes) {
-  std::vector<Tensor> rows = {Tensor::Vector<int64_t>({0, 1}), Tensor::Vector<int64_t>({2})};
-  EXPECT_THAT(Tensor::Stack(rows),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("element 0 is int64[2], element 1 is int64[1]")));
+  std::vector<Tensor> rows = {Tensor::Vector<int64_t>({0, 1}),
+                              Tensor::Vector<int64_t>({2})};
+  EXPECT_THAT(
+      Tensor::Stack(rows),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("element 0 is int64[2], element 1 is int64[1]")));
 }
 
 TEST(TensorTest, ConcatJoinsAlongDimensionZero) {
@@ -74,8 +78,9 @@ TEST(TensorTest, ConcatJoinsAlongDimensionZero) {
   EXPECT_THAT(c->values<std::string>(), ElementsAre("a", "b", "c"));
   std::vector<Tensor> bad = {Tensor::Zeros(DType::kF32, Shape({1, 2})),
                              Tensor::Zeros(DType::kF32, Shape({1, 3}))};
-  EXPECT_THAT(Tensor::Concat(bad), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("part 1 is float32[1,3]")));
+  EXPECT_THAT(Tensor::Concat(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("part 1 is float32[1,3]")));
 }
 
 TEST(TensorTest, AbstractTensorsHaveShapeAndCostButNoValues) {
@@ -88,24 +93,31 @@ TEST(TensorTest, AbstractTensorsHaveShapeAndCostButNoValues) {
 }
 
 TEST(TensorTest, BFloat16RoundsToNearestEven) {
-  // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1 + 2^-7: ties go to even (1.0).
+  // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1 + 2^-7: ties go to even
+  // (1.0).
   EXPECT_EQ(BFloat16::FromFloat(1.0f + std::ldexp(1.0f, -8)).ToFloat(), 1.0f);
-  // 1 + 3*2^-8 is halfway between 1 + 2^-7 (odd mantissa) and 1 + 2^-6: rounds up to even.
+  // 1 + 3*2^-8 is halfway between 1 + 2^-7 (odd mantissa) and 1 + 2^-6: rounds
+  // up to even.
   EXPECT_EQ(BFloat16::FromFloat(1.0f + 3 * std::ldexp(1.0f, -8)).ToFloat(),
             1.0f + std::ldexp(1.0f, -6));
   // Just above halfway rounds up.
-  EXPECT_EQ(BFloat16::FromFloat(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)).ToFloat(),
-            1.0f + std::ldexp(1.0f, -7));
+  EXPECT_EQ(
+      BFloat16::FromFloat(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20))
+          .ToFloat(),
+      1.0f + std::ldexp(1.0f, -7));
   EXPECT_TRUE(std::isnan(BFloat16::FromFloat(std::nanf("")).ToFloat()));
-  EXPECT_TRUE(std::isinf(BFloat16::FromFloat(std::numeric_limits<float>::infinity()).ToFloat()));
+  EXPECT_TRUE(std::isinf(
+      BFloat16::FromFloat(std::numeric_limits<float>::infinity()).ToFloat()));
 }
 
 TEST(TensorTest, CastFollowsTfCast) {
   Tensor f = Tensor::Vector<float>({-1.7f, 2.5f, 3.0f});
   EXPECT_THAT(f.Cast(DType::kI32)->values<int32_t>(), ElementsAre(-1, 2, 3));
-  EXPECT_THAT(Tensor::Vector<int64_t>({3}).Cast(DType::kF64)->values<double>(), ElementsAre(3.0));
-  EXPECT_THAT(f.Cast(DType::kBytes), StatusIs(absl::StatusCode::kInvalidArgument,
-                                              HasSubstr("cannot cast float32 to string")));
+  EXPECT_THAT(Tensor::Vector<int64_t>({3}).Cast(DType::kF64)->values<double>(),
+              ElementsAre(3.0));
+  EXPECT_THAT(f.Cast(DType::kBytes),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("cannot cast float32 to string")));
 }
 
 TEST(TensorTest, ShapesTrackUnknownDimensions) {
@@ -122,8 +134,9 @@ TEST(TensorTest, ShapesTrackUnknownDimensions) {
 TEST(TensorTest, DTypeNamesRoundTrip) {
   EXPECT_EQ(*DTypeFromName("int64"), DType::kI64);
   EXPECT_EQ(*DTypeFromName("bytes"), DType::kBytes);
-  EXPECT_THAT(DTypeFromName("float16"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"float16\"")));
+  EXPECT_THAT(
+      DTypeFromName("float16"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"float16\"")));
 }
 
 }  // namespace

@@ -23,13 +23,16 @@ TEST(TpuGenerationTest, V3HasEightDevicesPerHost) {
 TEST(TpuGenerationTest, MegacoreGenerationsShowOneDevicePerChip) {
   EXPECT_EQ((*FindTpuGeneration("v4"))->devices_per_chip, 1);
   EXPECT_EQ((*FindTpuGeneration("v5p"))->cores_per_chip, 2);
-  EXPECT_EQ((*FindTpuGeneration("v5e"))->slice_prefix, std::string("v5litepod"));
+  EXPECT_EQ((*FindTpuGeneration("v5e"))->slice_prefix,
+            std::string("v5litepod"));
 }
 
 TEST(TpuGenerationTest, UnknownNameListsValidOnes) {
-  EXPECT_THAT(FindTpuGeneration("v7"),
-              StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("\"v7\" is not known; valid: v2, v3, v4, v5e, v5p, v6e")));
+  EXPECT_THAT(
+      FindTpuGeneration("v7"),
+      StatusIs(
+          absl::StatusCode::kNotFound,
+          HasSubstr("\"v7\" is not known; valid: v2, v3, v4, v5e, v5p, v6e")));
 }
 
 }  // namespace

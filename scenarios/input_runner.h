@@ -1,0 +1,77 @@
+// scenarios/input_runner.h
+//
+// Runs a scenario's input side: builds the pipeline, distributes it over the
+// scenario's input workers the way TPUStrategy does
+// (strategy/data/distribute.h) and records what every replica receives, step by
+// step, until the data ends, an error occurs, or a step limit is reached.
+// `tpusim inspect-input` prints the result (tools/inspect_input_report.h).
+//
+//   TPUSIM_ASSIGN_OR_RETURN(LoadedScenario s, LoadScenarioFile(path));
+//   TPUSIM_ASSIGN_OR_RETURN(InputListing listing, RunInputScenario(s,
+//   {/*max_steps=*/3})); listing.steps[0].replicas[2].element   // replica 2's
+//   element at step 0
+//
+// The first error of the run (TF raising in experimental_distribute_dataset or
+// in get_next) ends the listing and is recorded in `end`; it is not a failure
+// of RunInputScenario, which fails only for problems of the scenario itself
+// (see pipeline_builder.h) or of writing its synthetic files.
+
+#ifndef TPUSIM_SCENARIOS_INPUT_RUNNER_H_
+#define TPUSIM_SCENARIOS_INPUT_RUNNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "scenarios/scenario_loader.h"
+#include "strategy/data/dataset.h"
+
+namespace tpusim::scenarios {
+
+struct ReplicaInput {
+  int replica = 0;
+  int worker = 0;
+  data::Element element;
+};
+
+struct InputStep {
+  int64_t step = 0;
+  std::vector<ReplicaInput> replicas;  // replica order
+};
+
+struct InputListing {
+  std::string name;          // the scenario's name ("" when unset)
+  std::string semantics;     // "2.2" / "2.4"
+  std::string shard_policy;  // "AUTO", ...
+  std::string api;           // "DISTRIBUTE_DATASET", ...
+  int workers = 0;
+  int replicas = 0;
+  std::vector<int> replica_workers;  // worker of replica r
+  std::vector<InputStep> steps;
+  // How the listing ended: OutOfRange at the end of data; the error that ended
+  // it; OK when the step limit stopped it (message "stopped after K steps").
+  absl::Status end;
+  int64_t end_at_step = 0;  // the step at which it ended (= steps.size())
+  std::vector<std::string> warnings;
+};
+
+struct RunInputOptions {
+  // At most this many steps are listed; reaching it ends the listing with OK
+  // (without fetching step max_steps, so nothing past the limit is evaluated).
+  int64_t max_steps = 1000;
+  // Where synthetic file sets are written (pipeline_builder.h,
+  // DefaultDataDir()).
+  std::string data_dir;
+};
+
+// Runs the input side of `scenario`. Errors: the cluster's and pipeline
+// builder's (InvalidArgument naming the field), the file system's when writing
+// file sets.
+absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
+                                              const RunInputOptions& options);
+
+}  // namespace tpusim::scenarios
+
+#endif  // TPUSIM_SCENARIOS_INPUT_RUNNER_H_

@@ -1,0 +1,683 @@
+#include "scenarios/pipeline_builder.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "common/units.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "strategy/data/example.pb.h"
+#include "strategy/data/example_parser.h"
+#include "strategy/data/glob.h"
+#include "strategy/data/tfrecord.h"
+
+namespace tpusim::scenarios {
+namespace {
+
+using data::Dataset;
+using data::Element;
+using data::ElementSpec;
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::TensorSpec;
+
+// ---- synthetic TFRecord files ----
+
+// FNV-1a 64 of the definition (stable across runs and machines).
+uint64_t Fingerprint(const FileSet& set) {
+  const std::string key =
+      absl::StrCat("tpusim-fileset-v1|", set.name(), "|", set.num_files(), "|",
+                   set.records_per_file(), "|", set.float_feature() ? 1 : 0);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string Resolve(const LoadedScenario& s, const std::string& path) {
+  if (path.empty() || path[0] == '/' || s.base_dir.empty()) return path;
+  return absl::StrCat(s.base_dir, "/", path);
+}
+
+// ---- inline tensors ----
+
+absl::StatusOr<Tensor> LiteralTensor(const TensorLiteral& lit,
+                                     const std::string& path) {
+  const std::string dtype_name = lit.has_dtype() ? lit.dtype() : "int64";
+  TPUSIM_ASSIGN_OR_RETURN(DType dtype, runtime::DTypeFromName(dtype_name));
+  const int64_t count = lit.int_values_size() + lit.float_values_size() +
+                        lit.string_values_size();
+  Shape shape = lit.scalar() ? Shape() : Shape({count});
+  if (lit.shape_size() > 0)
+    shape = Shape(std::vector<int64_t>(lit.shape().begin(), lit.shape().end()));
+  auto ints = [&](int64_t lo, int64_t hi) -> absl::Status {
+    for (int i = 0; i < lit.int_values_size(); ++i) {
+      if (lit.int_values(i) < lo || lit.int_values(i) > hi) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ".int_values[", i, "]=", lit.int_values(i),
+                         ": out of range for ", dtype_name));
+      }
+    }
+    return absl::OkStatus();
+  };
+  switch (dtype) {
+    case DType::kI64:
+      return Tensor::FromVector<int64_t>(
+          shape, std::vector<int64_t>(lit.int_values().begin(),
+                                      lit.int_values().end()));
+    case DType::kI32:
+      TPUSIM_RETURN_IF_ERROR(ints(std::numeric_limits<int32_t>::min(),
+                                  std::numeric_limits<int32_t>::max()));
+      return Tensor::FromVector<int32_t>(
+          shape, std::vector<int32_t>(lit.int_values().begin(),
+                                      lit.int_values().end()));
+    case DType::kU8:
+      TPUSIM_RETURN_IF_ERROR(ints(0, 255));
+      return Tensor::FromVector<uint8_t>(
+          shape, std::vector<uint8_t>(lit.int_values().begin(),
+                                      lit.int_values().end()));
+    case DType::kF32:
+      return Tensor::FromVector<float>(
+          shape, std::vector<float>(lit.float_values().begin(),
+                                    lit.float_values().end()));
+    case DType::kF64:
+      return Tensor::FromVector<double>(
+          shape, std::vector<double>(lit.float_values().begin(),
+                                     lit.float_values().end()));
+    case DType::kBF16: {
+      std::vector<runtime::BFloat16> v;
+      for (double d : lit.float_values()) {
+        v.push_back(runtime::BFloat16::FromFloat(static_cast<float>(d)));
+      }
+      return Tensor::FromVector<runtime::BFloat16>(shape, std::move(v));
+    }
+    case DType::kBytes:
+      return Tensor::FromVector<std::string>(
+          shape, std::vector<std::string>(lit.string_values().begin(),
+                                          lit.string_values().end()));
+  }
+  return absl::InternalError(
+      absl::StrCat(path, ": unhandled dtype ", dtype_name));
+}
+
+absl::StatusOr<data::TensorRefNest> Components(const TensorsStage& t,
+                                               const std::string& path) {
+  std::vector<Tensor> tensors;
+  for (int i = 0; i < t.component_size(); ++i) {
+    TPUSIM_ASSIGN_OR_RETURN(
+        Tensor tensor,
+        LiteralTensor(t.component(i),
+                      absl::StrCat(path, ".component[", i, "]")));
+    tensors.push_back(std::move(tensor));
+  }
+  if (t.component(0).has_key()) {
+    std::vector<std::pair<std::string, data::TensorRefNest>> items;
+    for (int i = 0; i < t.component_size(); ++i) {
+      items.emplace_back(t.component(i).key(),
+                         data::TensorRefNest(data::TensorRef(tensors[i])));
+    }
+    return data::TensorRefNest::Dict(std::move(items));
+  }
+  if (tensors.size() == 1)
+    return data::TensorRefNest(data::TensorRef(tensors[0]));
+  std::vector<data::TensorRefNest> children;
+  for (Tensor& tensor : tensors)
+    children.emplace_back(data::TensorRef(std::move(tensor)));
+  return data::TensorRefNest::Tuple(std::move(children));
+}
+
+// ---- built-in map functions and predicates ----
+
+template <typename T, typename IntOp, typename FloatOp>
+Tensor MapValues(const Tensor& t, IntOp int_op, FloatOp float_op) {
+  absl::Span<const T> in = t.values<T>();
+  std::vector<T> out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      out[i] = static_cast<T>(float_op(static_cast<double>(in[i])));
+    } else {
+      out[i] = static_cast<T>(int_op(static_cast<int64_t>(in[i])));
+    }
+  }
+  return Tensor::FromVector<T>(t.shape(), std::move(out));
+}
+
+// Applies an elementwise numeric function to every leaf.
+template <typename IntOp, typename FloatOp>
+absl::StatusOr<Element> Elementwise(const Element& e,
+                                    const std::string& fn_name, IntOp int_op,
+                                    FloatOp float_op) {
+  std::vector<Tensor> leaves;
+  for (const auto& [path, leaf] : e.FlattenWithPaths()) {
+    const Tensor& t = *leaf;
+    if (!t.has_data()) {
+      leaves.push_back(t);
+      continue;
+    }
+    switch (t.dtype()) {
+      case DType::kI64:
+        leaves.push_back(MapValues<int64_t>(t, int_op, float_op));
+        break;
+      case DType::kI32:
+        leaves.push_back(MapValues<int32_t>(t, int_op, float_op));
+        break;
+      case DType::kU8:
+        leaves.push_back(MapValues<uint8_t>(t, int_op, float_op));
+        break;
+      case DType::kF32:
+        leaves.push_back(MapValues<float>(t, int_op, float_op));
+        break;
+      case DType::kF64:
+        leaves.push_back(MapValues<double>(t, int_op, float_op));
+        break;
+      case DType::kBF16: {
+        std::vector<runtime::BFloat16> out;
+        for (runtime::BFloat16 v : t.values<runtime::BFloat16>()) {
+          out.push_back(runtime::BFloat16::FromFloat(
+              static_cast<float>(float_op(static_cast<double>(v.ToFloat())))));
+        }
+        leaves.push_back(
+            Tensor::FromVector<runtime::BFloat16>(t.shape(), std::move(out)));
+        break;
+      }
+      case DType::kBytes:
+        return absl::InvalidArgumentError(
+            absl::StrCat("map fn \"", fn_name, "\": component \"", path,
+                         "\" has dtype string; the function takes numbers"));
+    }
+  }
+  return e.Unflatten(std::move(leaves));
+}
+
+// Two's-complement wrap-around like TF's integer ops, without signed-overflow
+// UB.
+int64_t WrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) *
+                              static_cast<uint64_t>(b));
+}
+int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) +
+                              static_cast<uint64_t>(b));
+}
+
+absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
+                                             const ElementSpec& input_spec,
+                                             const std::string& path) {
+  data::MapFunction f;
+  f.name = m.fn();
+  f.cost = common::Picoseconds::FromNanoseconds(m.cpu_cost_ns());
+  f.output_spec = input_spec;
+  const std::string fn = m.fn();
+  if (fn == "identity") {
+    f.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  } else if (fn == "square") {
+    f.fn = [fn](const Element& e) {
+      return Elementwise(
+          e, fn, [](int64_t v) { return WrapMul(v, v); },
+          [](double v) { return v * v; });
+    };
+  } else if (fn == "negate") {
+    f.fn = [fn](const Element& e) {
+      return Elementwise(
+          e, fn, [](int64_t v) { return WrapMul(v, -1); },
+          [](double v) { return -v; });
+    };
+  } else if (fn == "add_one") {
+    f.fn = [fn](const Element& e) {
+      return Elementwise(
+          e, fn, [](int64_t v) { return WrapAdd(v, 1); },
+          [](double v) { return v + 1; });
+    };
+  } else if (fn == "parse_example") {
+    data::FeatureSpec features;
+    for (const FeatureSpec& spec : m.feature()) {
+      data::FixedLenFeature feature;
+      TPUSIM_ASSIGN_OR_RETURN(
+          feature.dtype,
+          runtime::DTypeFromName(spec.has_dtype() ? spec.dtype() : "int64"));
+      feature.shape =
+          Shape(std::vector<int64_t>(spec.shape().begin(), spec.shape().end()));
+      features.emplace_back(spec.name(), std::move(feature));
+    }
+    // tf.io.parse_single_example on string scalars, tf.io.parse_example on
+    // string vectors (e.g. after batch).
+    if (!input_spec.is_leaf() || input_spec.leaf().dtype != DType::kBytes ||
+        !input_spec.leaf().shape.rank_known() ||
+        input_spec.leaf().shape.rank() > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path,
+                       ".fn=\"parse_example\": the input elements must be "
+                       "serialized examples "
+                       "(a string scalar or vector), got ",
+                       data::ElementSpecToString(input_spec)));
+    }
+    data::MapFunction parse =
+        input_spec.leaf().shape.rank() == 0
+            ? data::ParseSingleExampleFn(std::move(features))
+            : data::ParseExampleFn(std::move(features));
+    parse.cost = f.cost;
+    return parse;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".fn=\"", fn, "\": unknown"));
+  }
+  return f;
+}
+
+data::PredicateFn BuiltinPredicate(const std::string& name) {
+  return [name](const Element& e) -> absl::StatusOr<bool> {
+    if (!e.is_leaf() || e.leaf().rank() != 0 ||
+        !runtime::IsInteger(e.leaf().dtype()) || !e.leaf().has_data()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("filter predicate \"", name,
+                       "\" needs elements that are one integer scalar, got ",
+                       data::ElementSpecToString(data::SpecOf(e))));
+    }
+    const int64_t v = e.leaf().AsInt64(0);
+    if (name == "even") return v % 2 == 0;
+    if (name == "odd") return v % 2 != 0;
+    return v > 0;  // "positive"
+  };
+}
+
+// ---- the builder ----
+
+class Builder {
+ public:
+  Builder(const LoadedScenario& s, const FileSetPaths& files,
+          const std::optional<data::InputContext>& ctx)
+      : s_(s), files_(files), ctx_(ctx) {}
+
+  template <typename Stages>
+  absl::StatusOr<Dataset> Build(const Stages& stages, const std::string& path) {
+    Dataset ds;
+    for (int i = 0; i < stages.size(); ++i) {
+      const std::string p = absl::StrCat(path, "[", i, "]");
+      TPUSIM_ASSIGN_OR_RETURN(ds,
+                              Apply(i == 0 ? nullptr : &ds, stages.Get(i), p));
+      if (!ds.ok()) return ds;  // TF would raise here; later stages never run
+    }
+    return ds;
+  }
+
+ private:
+  absl::StatusOr<std::vector<std::string>> Files(const ReaderStage& r,
+                                                 const std::string& path) {
+    if (r.has_file_set()) return FileSet(r.file_set(), path);
+    if (r.has_glob()) {
+      const std::string pattern = Resolve(s_, r.glob());
+      TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> matches,
+                              data::MatchingFiles({pattern}));
+      if (matches.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(s_.source_name, ": ", path, ".glob=\"", r.glob(),
+                         "\": no file matches \"", pattern, "\""));
+      }
+      return matches;
+    }
+    std::vector<std::string> out;
+    for (const std::string& f : r.file()) out.push_back(Resolve(s_, f));
+    return out;
+  }
+
+  absl::StatusOr<std::vector<std::string>> FileSet(const std::string& name,
+                                                   const std::string& path) {
+    auto it = files_.find(name);
+    if (it == files_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(s_.source_name, ": ", path, ".file_set=\"", name,
+                       "\": the file set was not generated"));
+    }
+    return it->second;
+  }
+
+  static data::FixedLengthRecordOptions FixedOptions(int64_t record,
+                                                     int64_t header,
+                                                     int64_t footer) {
+    data::FixedLengthRecordOptions o;
+    o.record_bytes = record;
+    o.header_bytes = header;
+    o.footer_bytes = footer;
+    return o;
+  }
+
+  absl::StatusOr<Dataset> Reader(const Dataset* input, const Stage& st,
+                                 const ReaderStage& r,
+                                 const std::string& path) {
+    std::optional<int64_t> parallel;
+    if (r.has_num_parallel_reads()) parallel = r.num_parallel_reads();
+    if (input == nullptr) {
+      TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files, Files(r, path));
+      switch (st.kind_case()) {
+        case Stage::kTfrecord: {
+          data::TFRecordOptions o;
+          o.num_parallel_reads = parallel;
+          return Dataset::TFRecord(std::move(files), o);
+        }
+        case Stage::kTextLine:
+          return Dataset::TextLine(std::move(files), parallel);
+        default: {
+          data::FixedLengthRecordOptions o = FixedOptions(
+              r.record_bytes(), r.header_bytes(), r.footer_bytes());
+          o.num_parallel_reads = parallel;
+          return Dataset::FixedLengthRecord(std::move(files), o);
+        }
+      }
+    }
+    switch (st.kind_case()) {
+      case Stage::kTfrecord: {
+        data::TFRecordOptions o;
+        o.num_parallel_reads = parallel;
+        return Dataset::TFRecord(*input, o);
+      }
+      case Stage::kTextLine:
+        return Dataset::TextLine(*input, parallel);
+      default: {
+        data::FixedLengthRecordOptions o =
+            FixedOptions(r.record_bytes(), r.header_bytes(), r.footer_bytes());
+        o.num_parallel_reads = parallel;
+        return Dataset::FixedLengthRecord(*input, o);
+      }
+    }
+  }
+
+  absl::StatusOr<Dataset> Interleave(const Dataset& input,
+                                     const InterleaveStage& in, bool interleave,
+                                     const std::string& path) {
+    const ElementSpec& spec = input.element_spec();
+    if (!spec.is_leaf() || spec.leaf().dtype != DType::kBytes ||
+        spec.leaf().shape.rank_known() == false ||
+        spec.leaf().shape.rank() > 1) {
+      return Dataset::FromError(absl::InvalidArgumentError(absl::StrCat(
+          path, ": the ", in.reader(),
+          " reader needs file names (string scalars) as input, got ",
+          data::ElementSpecToString(spec))));
+    }
+    const std::string reader = in.reader();
+    const data::FixedLengthRecordOptions fixed =
+        FixedOptions(in.record_bytes(), in.header_bytes(), in.footer_bytes());
+    data::DatasetFn fn = [reader, fixed](const data::FunctionArg& arg) {
+      if (reader == "tfrecord") return Dataset::TFRecordReader(arg.leaf());
+      if (reader == "text_line") return Dataset::TextLineReader(arg.leaf());
+      return Dataset::FixedLengthRecordReader(arg.leaf(), fixed);
+    };
+    if (!interleave) return input.FlatMap(fn);
+    return input.Interleave(
+        fn, in.has_cycle_length() ? in.cycle_length() : data::kAutotune,
+        in.has_block_length() ? in.block_length() : 1);
+  }
+
+  absl::StatusOr<Dataset> Apply(const Dataset* in, const Stage& st,
+                                const std::string& path) {
+    switch (st.kind_case()) {
+      case Stage::kRange: {
+        const RangeStage& r = st.range();
+        return Dataset::Range(r.start(), r.stop(), r.has_step() ? r.step() : 1);
+      }
+      case Stage::kFromTensorSlices: {
+        TPUSIM_ASSIGN_OR_RETURN(
+            data::TensorRefNest c,
+            Components(st.from_tensor_slices(),
+                       absl::StrCat(path, ".from_tensor_slices")));
+        return Dataset::FromTensorSlices(std::move(c));
+      }
+      case Stage::kFromTensors: {
+        TPUSIM_ASSIGN_OR_RETURN(
+            data::TensorRefNest c,
+            Components(st.from_tensors(), absl::StrCat(path, ".from_tensors")));
+        return Dataset::FromTensors(std::move(c));
+      }
+      case Stage::kListFiles: {
+        const ListFilesStage& l = st.list_files();
+        std::vector<std::string> patterns;
+        if (l.has_file_set()) {
+          TPUSIM_ASSIGN_OR_RETURN(
+              patterns,
+              FileSet(l.file_set(), absl::StrCat(path, ".list_files")));
+        }
+        for (const std::string& p : l.pattern())
+          patterns.push_back(Resolve(s_, p));
+        std::optional<uint64_t> seed;
+        if (l.has_seed()) seed = l.seed();
+        return Dataset::ListFiles(std::move(patterns),
+                                  l.has_shuffle() ? l.shuffle() : true, seed);
+      }
+      case Stage::kTfrecord:
+        return Reader(in, st, st.tfrecord(), absl::StrCat(path, ".tfrecord"));
+      case Stage::kTextLine:
+        return Reader(in, st, st.text_line(), absl::StrCat(path, ".text_line"));
+      case Stage::kFixedLength:
+        return Reader(in, st, st.fixed_length(),
+                      absl::StrCat(path, ".fixed_length"));
+      case Stage::kZip: {
+        std::vector<Dataset> inputs;
+        for (int i = 0; i < st.zip().input_size(); ++i) {
+          TPUSIM_ASSIGN_OR_RETURN(
+              Dataset d,
+              Build(st.zip().input(i).pipeline(),
+                    absl::StrCat(path, ".zip.input[", i, "].pipeline")));
+          if (!d.ok()) return d;
+          inputs.push_back(std::move(d));
+        }
+        Dataset zipped = Dataset::Zip(inputs);
+        if (!st.zip().input(0).has_key() || !zipped.ok()) return zipped;
+        // Dict zip (tf.data.Dataset.zip({"a": a, "b": b})): zip as a tuple,
+        // then name the components.
+        std::vector<std::string> keys;
+        for (const Pipeline& p : st.zip().input()) keys.push_back(p.key());
+        std::vector<std::pair<std::string, ElementSpec>> spec_items;
+        for (size_t i = 0; i < keys.size(); ++i) {
+          spec_items.emplace_back(keys[i], zipped.element_spec().children()[i]);
+        }
+        data::MapFunction named;
+        named.name = "zip_dict";
+        named.output_spec = ElementSpec::Dict(std::move(spec_items));
+        named.fn = [keys](const Element& e) -> absl::StatusOr<Element> {
+          std::vector<std::pair<std::string, Element>> items;
+          for (size_t i = 0; i < keys.size(); ++i)
+            items.emplace_back(keys[i], e.children()[i]);
+          return Element::Dict(std::move(items));
+        };
+        return zipped.Map(std::move(named));
+      }
+      default:
+        break;
+    }
+    const Dataset& ds = *in;
+    switch (st.kind_case()) {
+      case Stage::kBatch: {
+        int64_t size = st.batch().batch_size();
+        if (st.batch().use_global_batch()) {
+          size = s_.proto.global_batch_size();
+          if (ctx_.has_value()) {
+            absl::StatusOr<int64_t> per_replica =
+                ctx_->GetPerReplicaBatchSize(size);
+            if (!per_replica.ok())
+              return Dataset::FromError(per_replica.status());
+            size = *per_replica;
+          }
+        }
+        return ds.Batch(size, st.batch().drop_remainder());
+      }
+      case Stage::kShard:
+        if (st.shard().by_input_context()) {
+          return ds.Shard(ctx_->num_input_pipelines(),
+                          ctx_->input_pipeline_id());
+        }
+        return ds.Shard(st.shard().num_shards(), st.shard().index());
+      case Stage::kRepeat:
+        return ds.Repeat(st.repeat().has_count() ? st.repeat().count() : -1);
+      case Stage::kMap: {
+        absl::StatusOr<data::MapFunction> fn =
+            BuiltinMap(st.map(), ds.element_spec(), absl::StrCat(path, ".map"));
+        if (!fn.ok()) return Dataset::FromError(fn.status());
+        return ds.Map(*std::move(fn));
+      }
+      case Stage::kFilter:
+        return ds.Filter(BuiltinPredicate(st.filter().predicate()));
+      case Stage::kShuffle: {
+        const ShuffleStage& s = st.shuffle();
+        return ds.Shuffle(s.buffer_size(), s.seed(),
+                          s.has_reshuffle_each_iteration()
+                              ? s.reshuffle_each_iteration()
+                              : true);
+      }
+      case Stage::kTake:
+        return ds.Take(st.take().count());
+      case Stage::kSkip:
+        return ds.Skip(st.skip().count());
+      case Stage::kPrefetch:
+        return ds.Prefetch(st.prefetch().has_buffer_size()
+                               ? st.prefetch().buffer_size()
+                               : data::kAutotune);
+      case Stage::kCache:
+        return ds.Cache();
+      case Stage::kInterleave:
+        return Interleave(ds, st.interleave(), true,
+                          absl::StrCat(path, ".interleave"));
+      case Stage::kFlatMap:
+        return Interleave(ds, st.flat_map(), false,
+                          absl::StrCat(path, ".flat_map"));
+      case Stage::kConcatenate: {
+        TPUSIM_ASSIGN_OR_RETURN(
+            Dataset other, Build(st.concatenate().pipeline(),
+                                 absl::StrCat(path, ".concatenate.pipeline")));
+        if (!other.ok()) return other;
+        return ds.Concatenate(other);
+      }
+      default:
+        break;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        s_.source_name, ": ", path, ": stage cannot be built here"));
+  }
+
+  const LoadedScenario& s_;
+  const FileSetPaths& files_;
+  const std::optional<data::InputContext>& ctx_;
+};
+
+}  // namespace
+
+std::string DefaultDataDir() {
+  if (const char* dir = std::getenv("TPUSIM_DATA_DIR");
+      dir != nullptr && dir[0] != '\0') {
+    return dir;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  return absl::StrCat(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp",
+                      "/tpusim-data");
+}
+
+std::string SyntheticExample(const FileSet& set, int file, int record) {
+  const int64_t id = int64_t{file} * set.records_per_file() + record;
+  tensorflow::Example example;
+  auto& features = *example.mutable_features()->mutable_feature();
+  features["file"].mutable_int64_list()->add_value(file);
+  features["id"].mutable_int64_list()->add_value(id);
+  if (set.float_feature()) {
+    features["x"].mutable_float_list()->add_value(static_cast<float>(id) /
+                                                  2.0f);
+  }
+  // Deterministic serialization writes map entries in key order, so the bytes
+  // are stable.
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    example.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
+                                                 const std::string& data_dir) {
+  FileSetPaths out;
+  for (const FileSet& set : scenario.proto.file_set()) {
+    const std::string dir =
+        absl::StrFormat("%s/%s-%016x", data_dir, set.name(), Fingerprint(set));
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "file_set \"", set.name(), "\": cannot create directory \"", dir,
+          "\": ", ec.message()));
+    }
+    std::vector<std::string>& paths = out[set.name()];
+    for (int f = 0; f < set.num_files(); ++f) {
+      const std::string path = absl::StrFormat(
+          "%s/%s-%05d-of-%05d.tfrecord", dir, set.name(), f, set.num_files());
+      std::string bytes;
+      for (int r = 0; r < set.records_per_file(); ++r) {
+        bytes += data::EncodeTFRecord(SyntheticExample(set, f, r));
+      }
+      // Unique per process so that concurrent runs never write the same
+      // temporary file.
+      const std::string tmp =
+          absl::StrCat(path, ".tmp.", static_cast<long>(::getpid()));
+      {
+        std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+        o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        if (!o) {
+          return absl::PermissionDeniedError(absl::StrCat(
+              "file_set \"", set.name(), "\": cannot write \"", tmp, "\""));
+        }
+      }
+      std::filesystem::rename(tmp, path, ec);
+      if (ec) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("file_set \"", set.name(), "\": cannot rename to \"",
+                         path, "\": ", ec.message()));
+      }
+      paths.push_back(path);
+    }
+  }
+  return out;
+}
+
+data::AutoShardPolicy ShardPolicyOf(const Scenario& scenario) {
+  switch (scenario.shard_policy()) {
+    case Scenario::FILE:
+      return data::AutoShardPolicy::kFile;
+    case Scenario::DATA:
+      return data::AutoShardPolicy::kData;
+    case Scenario::OFF:
+      return data::AutoShardPolicy::kOff;
+    case Scenario::AUTO:
+    default:
+      return data::AutoShardPolicy::kAuto;
+  }
+}
+
+absl::StatusOr<data::Dataset> BuildPipeline(
+    const LoadedScenario& scenario, const FileSetPaths& file_sets,
+    const std::optional<data::InputContext>& input_context) {
+  Builder builder(scenario, file_sets, input_context);
+  TPUSIM_ASSIGN_OR_RETURN(Dataset ds,
+                          builder.Build(scenario.proto.pipeline(), "pipeline"));
+  if (!ds.ok()) return ds;
+  data::Options options = ds.options();
+  options.auto_shard_policy = ShardPolicyOf(scenario.proto);
+  return ds.WithOptions(options);
+}
+
+}  // namespace tpusim::scenarios

@@ -1,0 +1,474 @@
+#include "strategy/data/dataset.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "strategy/data/dataset_nodes.h"
+
+namespace tpusim::data {
+
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::TensorSpec;
+
+// ---- specs ----
+
+ElementSpec SpecOf(const Element& element) {
+  return element.Map([](const Tensor& t) { return t.spec(); });
+}
+
+namespace {
+
+void SpecString(const ElementSpec& spec, std::string* out) {
+  switch (spec.kind()) {
+    case ElementSpec::Kind::kNone:
+      absl::StrAppend(out, "None");
+      return;
+    case ElementSpec::Kind::kLeaf:
+      absl::StrAppend(out, spec.leaf().ToString());
+      return;
+    case ElementSpec::Kind::kTuple:
+      absl::StrAppend(out, "(");
+      for (size_t i = 0; i < spec.children().size(); ++i) {
+        if (i > 0) absl::StrAppend(out, ", ");
+        SpecString(spec.children()[i], out);
+      }
+      absl::StrAppend(out, spec.children().size() == 1 ? ",)" : ")");
+      return;
+    case ElementSpec::Kind::kDict:
+      absl::StrAppend(out, "{");
+      for (size_t i = 0; i < spec.children().size(); ++i) {
+        if (i > 0) absl::StrAppend(out, ", ");
+        absl::StrAppend(out, spec.keys()[i], ": ");
+        SpecString(spec.children()[i], out);
+      }
+      absl::StrAppend(out, "}");
+      return;
+  }
+}
+
+}  // namespace
+
+std::string ElementSpecToString(const ElementSpec& spec) {
+  std::string out;
+  SpecString(spec, &out);
+  return out;
+}
+
+bool IsCompatible(const ElementSpec& a, const ElementSpec& b) {
+  if (!a.SameStructure(b)) return false;
+  auto fa = a.Flatten();
+  auto fb = b.Flatten();
+  for (size_t i = 0; i < fa.size(); ++i) {
+    if (fa[i]->dtype != fb[i]->dtype ||
+        !fa[i]->shape.IsCompatibleWith(fb[i]->shape)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<ElementSpec> MostSpecificCompatible(const ElementSpec& a,
+                                                   const ElementSpec& b) {
+  auto fa = a.Flatten();
+  auto fb = b.Flatten();
+  bool ok = a.SameStructure(b);
+  for (size_t i = 0; ok && i < fa.size(); ++i)
+    ok = fa[i]->dtype == fb[i]->dtype;
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "incompatible element specs: ", ElementSpecToString(a), " and ",
+        ElementSpecToString(b), " (structure and dtypes must match)"));
+  }
+  std::vector<TensorSpec> leaves;
+  for (size_t i = 0; i < fa.size(); ++i) {
+    leaves.push_back(
+        {fa[i]->dtype, fa[i]->shape.MostSpecificCompatible(fb[i]->shape)});
+  }
+  return a.Unflatten(std::move(leaves));
+}
+
+absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
+  switch (policy) {
+    case AutoShardPolicy::kAuto:
+      return "AUTO";
+    case AutoShardPolicy::kFile:
+      return "FILE";
+    case AutoShardPolicy::kData:
+      return "DATA";
+    case AutoShardPolicy::kOff:
+      return "OFF";
+  }
+  return "?";
+}
+
+// ---- TensorRef / FunctionArg ----
+
+TensorRef::TensorRef(Tensor constant) : constant_(std::move(constant)) {
+  spec_ = constant_->spec();
+}
+
+TensorRef TensorRef::Argument(int arg_index, TensorSpec spec) {
+  TPUSIM_CHECK(arg_index >= 0);
+  TensorRef r;
+  r.constant_.reset();
+  r.arg_index_ = arg_index;
+  r.spec_ = std::move(spec);
+  return r;
+}
+
+const Tensor& TensorRef::constant() const {
+  TPUSIM_CHECK(!is_argument());
+  return *constant_;
+}
+
+absl::StatusOr<Tensor> TensorRef::Resolve(const IteratorContext& ctx) const {
+  if (!is_argument()) return *constant_;
+  if (ctx.argument == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("function argument component ", arg_index_,
+                     " referenced outside a function instantiation (a traced "
+                     "body cannot be iterated "
+                     "on its own)"));
+  }
+  std::vector<const Tensor*> flat = ctx.argument->Flatten();
+  if (arg_index_ >= static_cast<int>(flat.size())) {
+    return absl::InternalError(
+        absl::StrCat("function argument has ", flat.size(),
+                     " components, body references component ", arg_index_));
+  }
+  return *flat[arg_index_];
+}
+
+std::string TensorRef::DebugString() const {
+  if (is_argument())
+    return absl::StrCat("arg[", arg_index_, "]:", spec_.ToString());
+  return constant_->DebugString(4);
+}
+
+FunctionArg::FunctionArg(ElementSpec spec) : spec_(std::move(spec)) {
+  int index = 0;
+  nest_ = spec_.Map([&](const TensorSpec& leaf) {
+    return TensorRef::Argument(index++, leaf);
+  });
+  nest_.ForEach(
+      [&](const std::string&, const TensorRef& r) { flat_.push_back(r); });
+}
+
+const TensorRef& FunctionArg::leaf() const {
+  TPUSIM_CHECK(spec_.is_leaf())
+      << "FunctionArg::leaf() on structure " << spec_.StructureString();
+  return flat_[0];
+}
+
+const TensorRef& FunctionArg::component(int i) const {
+  TPUSIM_CHECK(i >= 0 && i < static_cast<int>(flat_.size()))
+      << "component " << i << " of " << flat_.size();
+  return flat_[i];
+}
+
+// ---- graph helpers ----
+
+std::string DatasetNode::ShortString() const {
+  std::vector<std::string> parts;
+  for (const NodeAttr& a : attrs())
+    parts.push_back(absl::StrCat(a.name, "=", a.value));
+  return absl::StrCat(op(), "(", absl::StrJoin(parts, ", "), ")");
+}
+
+namespace {
+
+void AppendDebug(const DatasetNode& node, int indent, std::string* out) {
+  absl::StrAppend(out, std::string(indent * 2, ' '), node.ShortString(), " -> ",
+                  ElementSpecToString(node.element_spec()), "\n");
+  if (const auto* fn = dynamic_cast<const FunctionNode*>(&node)) {
+    absl::StrAppend(out, std::string(indent * 2 + 2, ' '), "body:\n");
+    AppendDebug(*fn->body(), indent + 2, out);
+  }
+  for (const NodePtr& in : node.inputs()) AppendDebug(*in, indent + 1, out);
+}
+
+void Topo(const NodePtr& node, std::set<const DatasetNode*>* seen,
+          std::vector<NodePtr>* out) {
+  if (!seen->insert(node.get()).second) return;
+  for (const NodePtr& in : node->inputs()) Topo(in, seen, out);
+  out->push_back(node);
+}
+
+void Costs(const NodePtr& root, std::vector<NodeCost>* out) {
+  for (const NodePtr& n : TopologicalOrder(root)) {
+    if (const auto* fn = dynamic_cast<const FunctionNode*>(n.get()))
+      Costs(fn->body(), out);
+    if (n->host_cost_per_element().count() != 0)
+      out->push_back({n, n->host_cost_per_element()});
+  }
+}
+
+}  // namespace
+
+std::string DatasetNode::DebugString() const {
+  std::string out;
+  AppendDebug(*this, 0, &out);
+  return out;
+}
+
+std::vector<NodePtr> TopologicalOrder(const NodePtr& root) {
+  std::set<const DatasetNode*>
+      seen;  // membership only; order comes from the walk
+  std::vector<NodePtr> out;
+  Topo(root, &seen, &out);
+  return out;
+}
+
+std::vector<NodeCost> CollectHostCosts(const NodePtr& root) {
+  std::vector<NodeCost> out;
+  Costs(root, &out);
+  return out;
+}
+
+// ---- Dataset ----
+
+Dataset::Dataset()
+    : status_(absl::UnknownError("empty Dataset (use the builders)")) {}
+
+Dataset::Dataset(NodePtr node, Options options)
+    : node_(std::move(node)), options_(options) {
+  TPUSIM_CHECK(node_ != nullptr);
+}
+
+Dataset Dataset::FromError(absl::Status status) {
+  TPUSIM_CHECK(!status.ok());
+  Dataset d;
+  d.status_ = std::move(status);
+  return d;
+}
+
+const NodePtr& Dataset::node() const {
+  TPUSIM_CHECK(ok()) << status_.ToString();
+  return node_;
+}
+
+const ElementSpec& Dataset::element_spec() const {
+  return node()->element_spec();
+}
+
+namespace {
+
+Dataset Wrap(absl::StatusOr<NodePtr> node, Options options = {}) {
+  if (!node.ok()) return Dataset::FromError(node.status());
+  return Dataset(*std::move(node), options);
+}
+
+}  // namespace
+
+Dataset Dataset::Then(
+    const std::function<absl::StatusOr<NodePtr>(const NodePtr&)>& make) const {
+  if (!ok()) return *this;
+  return Wrap(make(node_), options_);
+}
+
+Dataset Dataset::Range(int64_t stop) { return Range(0, stop, 1); }
+Dataset Dataset::Range(int64_t start, int64_t stop, int64_t step) {
+  return Wrap(RangeNode::Make(start, stop, step));
+}
+Dataset Dataset::FromTensors(TensorRefNest components) {
+  return Wrap(TensorNode::Make(std::move(components)));
+}
+Dataset Dataset::FromTensorSlices(TensorRefNest components) {
+  return Wrap(TensorSliceNode::Make(std::move(components)));
+}
+
+namespace {
+
+// readers.py's _create_or_validate_filenames_dataset for a dataset argument.
+absl::Status ValidateFilenamesDataset(const Dataset& filenames,
+                                      absl::string_view reader) {
+  TPUSIM_RETURN_IF_ERROR(filenames.status());
+  const ElementSpec& spec = filenames.element_spec();
+  if (!spec.is_leaf() || spec.leaf().dtype != DType::kBytes ||
+      !spec.leaf().shape.rank_known() || spec.leaf().shape.rank() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        reader,
+        ": `filenames` must be a dataset of string scalars, got element spec ",
+        ElementSpecToString(spec)));
+  }
+  return absl::OkStatus();
+}
+
+Dataset FilenameList(const std::vector<std::string>& filenames) {
+  // readers.py converts the names to a tensor and reshapes it to [-1].
+  return Dataset::FromTensorSlices(
+      TensorRefNest(Tensor::Vector<std::string>(filenames)));
+}
+
+Dataset ReadFiles(const Dataset& filenames,
+                  std::optional<int64_t> num_parallel_reads,
+                  const DatasetFn& reader) {
+  if (!num_parallel_reads.has_value()) return filenames.FlatMap(reader);
+  return filenames.Interleave(reader, *num_parallel_reads, 1);
+}
+
+}  // namespace
+
+Dataset Dataset::TFRecord(std::vector<std::string> filenames,
+                          TFRecordOptions options) {
+  return TFRecord(FilenameList(filenames), std::move(options));
+}
+Dataset Dataset::TFRecord(const Dataset& filenames, TFRecordOptions options) {
+  absl::Status s = ValidateFilenamesDataset(filenames, "TFRecordDataset");
+  if (!s.ok()) return FromError(s);
+  const std::string compression = options.compression_type;
+  return ReadFiles(filenames, options.num_parallel_reads,
+                   [compression](const FunctionArg& arg) {
+                     return TFRecordReader(
+                         arg.leaf(),
+                         TFRecordOptions{compression, std::nullopt});
+                   });
+}
+Dataset Dataset::TextLine(std::vector<std::string> filenames,
+                          std::optional<int64_t> num_parallel_reads) {
+  return TextLine(FilenameList(filenames), num_parallel_reads);
+}
+Dataset Dataset::TextLine(const Dataset& filenames,
+                          std::optional<int64_t> num_parallel_reads) {
+  absl::Status s = ValidateFilenamesDataset(filenames, "TextLineDataset");
+  if (!s.ok()) return FromError(s);
+  return ReadFiles(filenames, num_parallel_reads, [](const FunctionArg& arg) {
+    return TextLineReader(arg.leaf());
+  });
+}
+Dataset Dataset::FixedLengthRecord(std::vector<std::string> filenames,
+                                   FixedLengthRecordOptions options) {
+  return FixedLengthRecord(FilenameList(filenames), options);
+}
+Dataset Dataset::FixedLengthRecord(const Dataset& filenames,
+                                   FixedLengthRecordOptions options) {
+  absl::Status s =
+      ValidateFilenamesDataset(filenames, "FixedLengthRecordDataset");
+  if (!s.ok()) return FromError(s);
+  return ReadFiles(filenames, options.num_parallel_reads,
+                   [options](const FunctionArg& arg) {
+                     return FixedLengthRecordReader(arg.leaf(), options);
+                   });
+}
+Dataset Dataset::TFRecordReader(TensorRef filenames, TFRecordOptions options) {
+  return Wrap(
+      TFRecordReaderNode::Make(std::move(filenames), options.compression_type));
+}
+Dataset Dataset::TextLineReader(TensorRef filenames) {
+  return Wrap(TextLineReaderNode::Make(std::move(filenames)));
+}
+Dataset Dataset::FixedLengthRecordReader(TensorRef filenames,
+                                         FixedLengthRecordOptions options) {
+  return Wrap(FixedLengthRecordReaderNode::Make(
+      std::move(filenames), options.record_bytes, options.header_bytes,
+      options.footer_bytes));
+}
+
+Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
+  return Then([&](const NodePtr& in) {
+    return BatchNode::Make(in, batch_size, drop_remainder);
+  });
+}
+Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
+  return Then([&](const NodePtr& in) {
+    return ShardNode::Make(in, num_shards, index);
+  });
+}
+Dataset Dataset::Repeat(int64_t count) const {
+  return Then([&](const NodePtr& in) { return RepeatNode::Make(in, count); });
+}
+Dataset Dataset::Map(MapFunction fn) const {
+  return Then(
+      [&](const NodePtr& in) { return MapNode::Make(in, std::move(fn)); });
+}
+Dataset Dataset::Map(MapFn fn, common::Picoseconds cost) const {
+  MapFunction f;
+  f.fn = std::move(fn);
+  f.cost = cost;
+  return Map(std::move(f));
+}
+Dataset Dataset::Filter(PredicateFn predicate) const {
+  return Then([&](const NodePtr& in) {
+    return FilterNode::Make(in, std::move(predicate));
+  });
+}
+Dataset Dataset::Shuffle(int64_t buffer_size, std::optional<uint64_t> seed,
+                         bool reshuffle_each_iteration) const {
+  return Then([&](const NodePtr& in) {
+    return ShuffleNode::Make(in, buffer_size, seed.value_or(0),
+                             reshuffle_each_iteration);
+  });
+}
+Dataset Dataset::Take(int64_t count) const {
+  return Then([&](const NodePtr& in) { return TakeNode::Make(in, count); });
+}
+Dataset Dataset::Skip(int64_t count) const {
+  return Then([&](const NodePtr& in) { return SkipNode::Make(in, count); });
+}
+Dataset Dataset::Prefetch(int64_t buffer_size) const {
+  return Then(
+      [&](const NodePtr& in) { return PrefetchNode::Make(in, buffer_size); });
+}
+Dataset Dataset::Cache(const std::string& filename) const {
+  if (!filename.empty()) {
+    return FromError(absl::UnimplementedError(
+        absl::StrCat("cache(filename=\"", filename,
+                     "\"): only the in-memory cache (filename \"\") exists")));
+  }
+  return Then([&](const NodePtr& in) { return CacheNode::Make(in); });
+}
+Dataset Dataset::FlatMap(const DatasetFn& fn) const {
+  return Then([&](const NodePtr& in) { return FlatMapNode::Make(in, fn); });
+}
+Dataset Dataset::Interleave(const DatasetFn& fn, int64_t cycle_length,
+                            int64_t block_length) const {
+  return Then([&](const NodePtr& in) {
+    return InterleaveNode::Make(in, fn, cycle_length, block_length);
+  });
+}
+Dataset Dataset::Zip(std::vector<Dataset> datasets) {
+  std::vector<NodePtr> nodes;
+  Options options;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    if (!datasets[i].ok()) return datasets[i];
+    if (i == 0) options = datasets[i].options();
+    nodes.push_back(datasets[i].node());
+  }
+  return Wrap(ZipNode::Make(std::move(nodes)), options);
+}
+Dataset Dataset::Concatenate(const Dataset& other) const {
+  if (!other.ok()) return other;
+  return Then([&](const NodePtr& in) {
+    return ConcatenateNode::Make(in, other.node());
+  });
+}
+Dataset Dataset::WithOptions(Options options) const {
+  Dataset d = *this;
+  d.options_ = options;
+  return d;
+}
+
+absl::StatusOr<IteratorPtr> Dataset::MakeIterator() const {
+  TPUSIM_RETURN_IF_ERROR(status_);
+  return node_->MakeIterator(IteratorContext{});
+}
+
+absl::StatusOr<std::vector<Element>> Dataset::Collect(
+    int64_t max_elements) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr it, MakeIterator());
+  std::vector<Element> out;
+  while (static_cast<int64_t>(out.size()) < max_elements) {
+    TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+    if (!e.has_value()) break;
+    out.push_back(*std::move(e));
+  }
+  return out;
+}
+
+}  // namespace tpusim::data

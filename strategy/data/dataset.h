@@ -1,0 +1,450 @@
+// strategy/data/dataset.h
+//
+// The tf.data dataset graph: an immutable DAG of DatasetNode objects (one class
+// per TF dataset op, named with TF's op names), wrapped by the cheap value type
+// Dataset with builder methods.
+//
+//   Dataset ds = Dataset::Range(0, 10).Batch(4,
+//   /*drop_remainder=*/false).Shard(2, 0); if (!ds.ok()) return ds.status(); //
+//   construction errors are sticky TPUSIM_ASSIGN_OR_RETURN(auto it,
+//   ds.MakeIterator()); while (true) {
+//     TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+//     if (!e) break;                              // end of sequence
+//   }
+//
+// Graph form matters: auto-shard and rebatch (strategy/data/auto_shard.h,
+// rebatch.h) are graph rewrites, like TensorFlow's grappler passes. A rewrite
+// walks `node()->inputs()`, inspects a node through `op()` and its concrete
+// class (strategy/data/dataset_nodes.h, e.g. BatchNode), and rebuilds the nodes
+// above a changed one with `DatasetNode::WithInputs`.
+//
+// Functions. map and filter take plain C++ callables on Elements. flat_map and
+// interleave take a *traced* function `Dataset(const FunctionArg&)`: it is
+// called once at construction with a symbolic argument, and the returned body
+// graph is kept (`FunctionNode::body()`), so a rewrite can see e.g. "the body
+// is TFRecordDataset(filenames = argument)". Where TF takes a tensor input
+// (from_tensors, from_tensor_slices, the readers' filenames), the builders take
+// a TensorRef, which is either a constant tensor or a component of the function
+// argument; at iteration time the body is instantiated with the actual element
+// (IteratorContext::argument).
+//
+// Errors. A builder never crashes on bad input: an invalid argument (e.g.
+// Shard(0, 0)) makes the resulting Dataset carry the error (`ok()` false,
+// `status()`), every builder applied to it keeps that error, and MakeIterator()
+// returns it. This mirrors TF's eager mode, where the op raises when the
+// dataset is created.
+//
+// Determinism: iteration is single-threaded and deterministic. Two iterators
+// made from the same Dataset produce the same sequence (shuffle included; see
+// ShuffleNode).
+
+#ifndef TPUSIM_STRATEGY_DATA_DATASET_H_
+#define TPUSIM_STRATEGY_DATA_DATASET_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "common/units.h"
+#include "strategy/runtime/nest.h"
+#include "strategy/runtime/tensor.h"
+
+namespace tpusim::data {
+
+using Element = runtime::Nest<runtime::Tensor>;
+using ElementSpec = runtime::Nest<runtime::TensorSpec>;
+
+// The spec of an element (the dtype and shape of every leaf).
+ElementSpec SpecOf(const Element& element);
+// "(int64[?], {a: string[]})"-style rendering of a spec.
+std::string ElementSpecToString(const ElementSpec& spec);
+// True when both have the same structure and every leaf has the same dtype and
+// compatible shapes.
+bool IsCompatible(const ElementSpec& a, const ElementSpec& b);
+// The most specific spec compatible with both (leafwise
+// Shape::MostSpecificCompatible). InvalidArgument when structures or dtypes
+// differ, naming both specs.
+absl::StatusOr<ElementSpec> MostSpecificCompatible(const ElementSpec& a,
+                                                   const ElementSpec& b);
+
+// tf.data.experimental.AutoShardPolicy, with TF's integer values.
+enum class AutoShardPolicy : int { kAuto = 0, kFile = 1, kData = 2, kOff = -1 };
+absl::string_view AutoShardPolicyName(
+    AutoShardPolicy policy);  // "AUTO", "FILE", ...
+
+// tf.data.Options (the fields tpusim uses).
+struct Options {
+  AutoShardPolicy auto_shard_policy = AutoShardPolicy::kAuto;
+  // Set by experimental_distribute_dataset (spec (b) step 2); informational
+  // only.
+  bool make_stateless = false;
+  friend bool operator==(const Options& a, const Options& b) {
+    return a.auto_shard_policy == b.auto_shard_policy &&
+           a.make_stateless == b.make_stateless;
+  }
+};
+
+// tf.data.experimental.AUTOTUNE.
+inline constexpr int64_t kAutotune = -1;
+// tpusim choice: AUTOTUNE for interleave's cycle_length means this fixed number
+// (never the CPU count, so results do not depend on the machine). block_length
+// AUTOTUNE means 1.
+inline constexpr int64_t kAutotuneCycleLength = 4;
+
+// ---------------------------------------------------------------------------------------------
+// Iteration.
+
+// One pass over a dataset. Not thread-safe.
+class DatasetIterator {
+ public:
+  virtual ~DatasetIterator() = default;
+  // The next element; OK + nullopt at the end of the sequence (after which
+  // every call returns nullopt again). Errors (DataLoss from a corrupt file,
+  // InvalidArgument from a map function, ...) are returned as they occur.
+  virtual absl::StatusOr<std::optional<Element>> GetNext() = 0;
+};
+using IteratorPtr = std::unique_ptr<DatasetIterator>;
+
+// What an iterator is made in.
+struct IteratorContext {
+  // The actual argument when instantiating the body of a flat_map/interleave
+  // function; null at top level. Only the innermost function's argument is
+  // visible (no captures of outer function arguments). Shared so that iterators
+  // made later (e.g. by repeat inside a body) can still resolve it.
+  std::shared_ptr<const Element> argument;
+  // Distinguishes the passes that repeat() makes over its input (0 for the
+  // first pass of the outermost repeat; nested repeats mix their counts in).
+  // Shuffle with reshuffle_each_iteration mixes it into its seed.
+  uint64_t epoch = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-valued node inputs.
+
+// A tensor input of a node: a constant tensor, or leaf `arg_index` (flattening
+// order) of the enclosing function's argument.
+class TensorRef {
+ public:
+  // The constant abstract float32 scalar (needed by Nest; not useful on its
+  // own).
+  TensorRef() : TensorRef(runtime::Tensor()) {}
+  TensorRef(runtime::Tensor
+                constant);  // NOLINT: implicit, constants are the common case
+  static TensorRef Argument(int arg_index, runtime::TensorSpec spec);
+
+  bool is_argument() const { return arg_index_ >= 0; }
+  // Precondition: !is_argument().
+  const runtime::Tensor& constant() const;
+  // -1 for a constant.
+  int arg_index() const { return arg_index_; }
+  const runtime::TensorSpec& spec() const { return spec_; }
+  // The value: the constant, or the argument's leaf from ctx.
+  // FailedPrecondition when an argument is referenced outside a function
+  // instantiation; Internal on a leaf-count mismatch.
+  absl::StatusOr<runtime::Tensor> Resolve(const IteratorContext& ctx) const;
+  // "int64[3]{0, 1, 2}" or "arg[0]:string[]".
+  std::string DebugString() const;
+
+ private:
+  std::optional<runtime::Tensor> constant_;
+  int arg_index_ = -1;
+  runtime::TensorSpec spec_;
+};
+using TensorRefNest = runtime::Nest<TensorRef>;
+
+// The symbolic argument of a traced function (flat_map, interleave).
+class FunctionArg {
+ public:
+  explicit FunctionArg(ElementSpec spec);
+  const ElementSpec& spec() const { return spec_; }
+  // The whole argument as a nest of references (same structure as spec()).
+  const TensorRefNest& nest() const { return nest_; }
+  // The argument when it is a single tensor. Precondition: spec().is_leaf().
+  const TensorRef& leaf() const;
+  // Leaf `i` in flattening order. Precondition: 0 <= i < number of leaves.
+  const TensorRef& component(int i) const;
+
+ private:
+  ElementSpec spec_;
+  TensorRefNest nest_;
+  std::vector<TensorRef> flat_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The graph.
+
+class Dataset;
+class DatasetNode;
+using NodePtr = std::shared_ptr<const DatasetNode>;
+
+// A named parameter of a node, rendered as text (for debugging, DebugString and
+// tests).
+struct NodeAttr {
+  std::string name;
+  std::string value;
+};
+
+// One dataset op. Immutable after construction; shared between graphs.
+// Subclasses (also in other files, e.g. rebatch) implement the virtual methods;
+// they must compute element_spec at construction.
+class DatasetNode {
+ public:
+  virtual ~DatasetNode() = default;
+  DatasetNode(const DatasetNode&) = delete;
+  DatasetNode& operator=(const DatasetNode&) = delete;
+
+  // TF's op name: "RangeDataset", "BatchDatasetV2", "TFRecordDataset", ...
+  virtual absl::string_view op() const = 0;
+  const std::vector<NodePtr>& inputs() const { return inputs_; }
+  const ElementSpec& element_spec() const { return element_spec_; }
+  // The op's parameters (batch_size, drop_remainder, ...) as text, in a fixed
+  // order.
+  virtual std::vector<NodeAttr> attrs() const { return {}; }
+
+  // A new iterator over this node's elements. Errors: those of resolving tensor
+  // inputs (e.g. FailedPrecondition for an argument reference outside a
+  // function), opening files (NotFound), and node-specific ones.
+  virtual absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const = 0;
+
+  // A copy of this node with `inputs` instead of inputs() (same count; element
+  // specs may differ: the copy recomputes its own spec from them). Errors as
+  // the node's builder, e.g. InvalidArgument when the new inputs' specs are
+  // unacceptable.
+  virtual absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const = 0;
+
+  // Declared host CPU cost of producing one output element in this node itself
+  // (not its inputs); zero unless declared (map). Used by the host timing
+  // model.
+  virtual common::Picoseconds host_cost_per_element() const {
+    return common::Picoseconds(0);
+  }
+
+  // A one-line description: op(attr=value, ...).
+  std::string ShortString() const;
+  // The graph above and including this node, one node per line, inputs
+  // indented, function bodies shown under their node.
+  std::string DebugString() const;
+
+ protected:
+  DatasetNode(std::vector<NodePtr> inputs, ElementSpec element_spec)
+      : inputs_(std::move(inputs)), element_spec_(std::move(element_spec)) {}
+
+ private:
+  std::vector<NodePtr> inputs_;
+  ElementSpec element_spec_;
+};
+
+// A node that owns a traced function body (FlatMapDataset, InterleaveDataset).
+// Rewrites descend into body() and rebuild the node around a changed body with
+// WithBody().
+class FunctionNode : public DatasetNode {
+ public:
+  // The function body graph, traced with a symbolic argument whose spec is
+  // argument_spec().
+  const NodePtr& body() const { return body_; }
+  const ElementSpec& argument_spec() const {
+    return inputs().front()->element_spec();
+  }
+  // A copy of this node with another body (its spec becomes the new body's
+  // spec).
+  virtual absl::StatusOr<NodePtr> WithBody(NodePtr body) const = 0;
+
+ protected:
+  FunctionNode(std::vector<NodePtr> inputs, NodePtr body,
+               ElementSpec element_spec)
+      : DatasetNode(std::move(inputs), std::move(element_spec)),
+        body_(std::move(body)) {}
+
+ private:
+  NodePtr body_;
+};
+
+// Every node of the graph rooted at `root` (inputs before users; each node
+// once), not descending into function bodies.
+std::vector<NodePtr> TopologicalOrder(const NodePtr& root);
+
+// A node's declared per-element host CPU cost together with the node.
+struct NodeCost {
+  NodePtr node;
+  common::Picoseconds per_element;
+};
+// The nodes with a non-zero declared cost, from the source towards the root,
+// including nodes inside function bodies (after their FunctionNode's inputs).
+std::vector<NodeCost> CollectHostCosts(const NodePtr& root);
+
+// ---------------------------------------------------------------------------------------------
+// Functions.
+
+using MapFn = std::function<absl::StatusOr<Element>(const Element&)>;
+using PredicateFn = std::function<absl::StatusOr<bool>(const Element&)>;
+// A traced dataset-valued function (flat_map, interleave).
+using DatasetFn = std::function<Dataset(const FunctionArg&)>;
+
+// A map function with its metadata.
+struct MapFunction {
+  MapFn fn;
+  // The output spec. When absent, Map infers it by calling fn on probe elements
+  // (zeros; unknown dims set to 1 and then 2, dims that differ become unknown);
+  // if a probe fails, the Dataset carries InvalidArgument asking for an
+  // explicit output_spec.
+  std::optional<ElementSpec> output_spec;
+  // Alternatively a shape function: the output spec from the input spec (used
+  // when output_spec is absent; e.g. parse_example keeps the input's batch
+  // dimension).
+  std::function<absl::StatusOr<ElementSpec>(const ElementSpec& input)> spec_fn;
+  // Declared host CPU cost per element (for the host timing model).
+  common::Picoseconds cost = common::Picoseconds(0);
+  // Shown in DebugString; optional.
+  std::string name;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The value type.
+
+// Options of the file readers.
+struct TFRecordOptions {
+  // Only "" (no compression) is supported; others give Unimplemented.
+  std::string compression_type;
+  // AUTOTUNE/None in TF picks sequential flat_map; a value > 0 makes an
+  // interleave with this cycle_length (TF's parallel interleave, deterministic
+  // order).
+  std::optional<int64_t> num_parallel_reads;
+};
+struct FixedLengthRecordOptions {
+  int64_t record_bytes = 0;
+  int64_t header_bytes = 0;
+  int64_t footer_bytes = 0;
+  std::optional<int64_t> num_parallel_reads;
+};
+
+class Dataset {
+ public:
+  // An invalid dataset (status Unknown "empty Dataset"); use the builders.
+  Dataset();
+  // Wraps a node (not null).
+  explicit Dataset(NodePtr node, Options options = {});
+  // A dataset carrying a construction error (status must not be OK).
+  static Dataset FromError(absl::Status status);
+
+  bool ok() const { return status_.ok(); }
+  const absl::Status& status() const { return status_; }
+  // Precondition for the accessors below: ok().
+  const NodePtr& node() const;
+  const ElementSpec& element_spec() const;
+  const Options& options() const { return options_; }
+
+  // ---- sources ----
+  // tf.data.Dataset.range(start, stop, step), int64 scalars. step == 0 →
+  // InvalidArgument.
+  static Dataset Range(int64_t stop);
+  static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
+  // One element (TensorDataset).
+  static Dataset FromTensors(TensorRefNest components);
+  // Slices along dimension 0 (TensorSliceDataset). Every component needs rank
+  // >= 1 and the same dimension 0 (known); else InvalidArgument.
+  static Dataset FromTensorSlices(TensorRefNest components);
+  // tf.data.Dataset.list_files: the files matching any pattern (all matches
+  // sorted bytewise together, as TF's MatchingFiles), then, if shuffle,
+  // shuffled with tpusim's PRNG and `seed` (buffer = all files, reshuffled each
+  // iteration as in TF). No match → InvalidArgument "No files matched pattern:
+  // <patterns>".
+  static Dataset ListFiles(std::vector<std::string> patterns,
+                           bool shuffle = true,
+                           std::optional<uint64_t> seed = std::nullopt);
+  // tf.data.TFRecordDataset(filenames):
+  // from_tensor_slices(filenames).flat_map(TFRecordReader) (or interleave when
+  // num_parallel_reads is set), as TF 2.2's readers.py builds it.
+  static Dataset TFRecord(std::vector<std::string> filenames,
+                          TFRecordOptions options = {});
+  // The same over a dataset of string scalars (e.g. ListFiles); other specs →
+  // InvalidArgument.
+  static Dataset TFRecord(const Dataset& filenames,
+                          TFRecordOptions options = {});
+  static Dataset TextLine(
+      std::vector<std::string> filenames,
+      std::optional<int64_t> num_parallel_reads = std::nullopt);
+  static Dataset TextLine(
+      const Dataset& filenames,
+      std::optional<int64_t> num_parallel_reads = std::nullopt);
+  static Dataset FixedLengthRecord(std::vector<std::string> filenames,
+                                   FixedLengthRecordOptions options);
+  static Dataset FixedLengthRecord(const Dataset& filenames,
+                                   FixedLengthRecordOptions options);
+  // The reader ops themselves (TF's "TFRecordDataset", "TextLineDataset",
+  // "FixedLengthRecordDataset"): read the files of a string scalar or vector,
+  // in order. Used inside traced functions with an argument reference.
+  static Dataset TFRecordReader(TensorRef filenames,
+                                TFRecordOptions options = {});
+  static Dataset TextLineReader(TensorRef filenames);
+  static Dataset FixedLengthRecordReader(TensorRef filenames,
+                                         FixedLengthRecordOptions options);
+
+  // ---- transformations ----
+  // batch_size <= 0 → InvalidArgument.
+  Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // num_shards > 0 and 0 <= index < num_shards, else InvalidArgument.
+  Dataset Shard(int64_t num_shards, int64_t index) const;
+  // count -1 = forever; count < -1 → InvalidArgument.
+  Dataset Repeat(int64_t count = -1) const;
+  Dataset Map(MapFunction fn) const;
+  Dataset Map(MapFn fn,
+              common::Picoseconds cost = common::Picoseconds(0)) const;
+  Dataset Filter(PredicateFn predicate) const;
+  // buffer_size >= 1, else InvalidArgument. seed absent = seed 0 (tpusim
+  // choice: deterministic).
+  Dataset Shuffle(int64_t buffer_size,
+                  std::optional<uint64_t> seed = std::nullopt,
+                  bool reshuffle_each_iteration = true) const;
+  // count -1 = all.
+  Dataset Take(int64_t count) const;
+  // count -1 = skip all.
+  Dataset Skip(int64_t count) const;
+  // buffer_size >= 0 or kAutotune. Elements pass through unchanged (no
+  // threads).
+  Dataset Prefetch(int64_t buffer_size) const;
+  // In-memory cache (filename "" only; others → Unimplemented).
+  Dataset Cache(const std::string& filename = "") const;
+  Dataset FlatMap(const DatasetFn& fn) const;
+  // cycle_length >= 1 or kAutotune (→ kAutotuneCycleLength); block_length >= 1
+  // or kAutotune (→ 1).
+  Dataset Interleave(const DatasetFn& fn, int64_t cycle_length = kAutotune,
+                     int64_t block_length = 1) const;
+  // Ends at the shortest input; the element is the tuple of the inputs'
+  // elements.
+  static Dataset Zip(std::vector<Dataset> datasets);
+  // Element specs must be compatible (same structure and dtypes); the result's
+  // spec is the most specific compatible one. Else InvalidArgument.
+  Dataset Concatenate(const Dataset& other) const;
+  // Attaches options (replacing those carried so far).
+  Dataset WithOptions(Options options) const;
+
+  // ---- iteration ----
+  absl::StatusOr<IteratorPtr> MakeIterator() const;
+  // Every element (for tests and small datasets). Errors from iteration
+  // propagate.
+  absl::StatusOr<std::vector<Element>> Collect(
+      int64_t max_elements = int64_t{1} << 40) const;
+
+ private:
+  // Applies `make` to this dataset's node unless it carries an error.
+  Dataset Then(
+      const std::function<absl::StatusOr<NodePtr>(const NodePtr&)>& make) const;
+
+  NodePtr node_;
+  Options options_;
+  absl::Status status_;
+};
+
+}  // namespace tpusim::data
+
+#endif  // TPUSIM_STRATEGY_DATA_DATASET_H_

@@ -1,0 +1,1237 @@
+#include "strategy/data/dataset_nodes.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "strategy/data/random.h"
+
+namespace tpusim::data {
+
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::TensorSpec;
+
+namespace {
+
+std::string B(bool b) { return b ? "true" : "false"; }
+
+absl::Status CheckInputCount(absl::string_view op,
+                             const std::vector<NodePtr>& inputs,
+                             size_t expected) {
+  if (inputs.size() != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": WithInputs got ", inputs.size(),
+                     " inputs, the node has ", expected));
+  }
+  for (const NodePtr& n : inputs) {
+    if (n == nullptr)
+      return absl::InvalidArgumentError(absl::StrCat(op, ": null input node"));
+  }
+  return absl::OkStatus();
+}
+
+ElementSpec RefSpec(const TensorRefNest& refs) {
+  return refs.Map([](const TensorRef& r) { return r.spec(); });
+}
+
+// Resolves every reference of `refs` in ctx, keeping the structure.
+absl::StatusOr<Element> ResolveNest(const TensorRefNest& refs,
+                                    const IteratorContext& ctx) {
+  std::vector<Tensor> leaves;
+  absl::Status status;
+  refs.ForEach([&](const std::string&, const TensorRef& r) {
+    if (!status.ok()) return;
+    absl::StatusOr<Tensor> t = r.Resolve(ctx);
+    if (!t.ok()) {
+      status = t.status();
+      return;
+    }
+    leaves.push_back(*std::move(t));
+  });
+  TPUSIM_RETURN_IF_ERROR(status);
+  return refs.Unflatten(std::move(leaves));
+}
+
+// An iterator over a fixed list of elements.
+class VectorIterator final : public DatasetIterator {
+ public:
+  explicit VectorIterator(std::vector<Element> elements)
+      : elements_(std::move(elements)) {}
+  absl::StatusOr<std::optional<Element>> GetNext() override {
+    if (next_ >= elements_.size()) return std::optional<Element>();
+    return std::optional<Element>(elements_[next_++]);
+  }
+
+ private:
+  std::vector<Element> elements_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// RangeNode
+
+RangeNode::RangeNode(int64_t start, int64_t stop, int64_t step)
+    : DatasetNode({}, ElementSpec(TensorSpec{DType::kI64, Shape()})),
+      start_(start),
+      stop_(stop),
+      step_(step) {}
+
+absl::StatusOr<NodePtr> RangeNode::Make(int64_t start, int64_t stop,
+                                        int64_t step) {
+  if (step == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "range: step must be a non-zero integer, got step=0 (start=", start,
+        ", stop=", stop, ")"));
+  }
+  return NodePtr(std::make_shared<RangeNode>(start, stop, step));
+}
+
+std::vector<NodeAttr> RangeNode::attrs() const {
+  return {{"start", absl::StrCat(start_)},
+          {"stop", absl::StrCat(stop_)},
+          {"step", absl::StrCat(step_)}};
+}
+
+int64_t RangeNode::size() const {
+  if (step_ > 0)
+    return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
+  return start_ > stop_ ? (start_ - stop_ - step_ - 1) / (-step_) : 0;
+}
+
+absl::StatusOr<IteratorPtr> RangeNode::MakeIterator(
+    const IteratorContext&) const {
+  class It final : public DatasetIterator {
+   public:
+    It(int64_t start, int64_t count, int64_t step)
+        : next_(start), left_(count), step_(step) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (left_ <= 0) return std::optional<Element>();
+      --left_;
+      const int64_t v = next_;
+      next_ += step_;
+      return std::optional<Element>(Element(Tensor::Scalar<int64_t>(v)));
+    }
+
+   private:
+    int64_t next_, left_, step_;
+  };
+  return IteratorPtr(std::make_unique<It>(start_, size(), step_));
+}
+
+absl::StatusOr<NodePtr> RangeNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 0));
+  return Make(start_, stop_, step_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorNode
+
+TensorNode::TensorNode(TensorRefNest components, ElementSpec spec)
+    : DatasetNode({}, std::move(spec)), components_(std::move(components)) {}
+
+absl::StatusOr<NodePtr> TensorNode::Make(TensorRefNest components) {
+  ElementSpec spec = RefSpec(components);
+  return NodePtr(
+      std::make_shared<TensorNode>(std::move(components), std::move(spec)));
+}
+
+std::vector<NodeAttr> TensorNode::attrs() const {
+  std::vector<std::string> parts;
+  components_.ForEach([&](const std::string&, const TensorRef& r) {
+    parts.push_back(r.DebugString());
+  });
+  return {{"components", absl::StrCat("[", absl::StrJoin(parts, ", "), "]")}};
+}
+
+absl::StatusOr<IteratorPtr> TensorNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(Element e, ResolveNest(components_, ctx));
+  std::vector<Element> v;
+  v.push_back(std::move(e));
+  return IteratorPtr(std::make_unique<VectorIterator>(std::move(v)));
+}
+
+absl::StatusOr<NodePtr> TensorNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 0));
+  return Make(components_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorSliceNode
+
+namespace {
+
+// The common dimension 0 of the leaves of `specs`, kUnknownDim if unknown;
+// InvalidArgument on a scalar or disagreeing dimension 0.
+absl::StatusOr<int64_t> SliceDim0(
+    const std::vector<std::pair<std::string, Shape>>& shapes) {
+  if (shapes.empty()) {
+    return absl::InvalidArgumentError(
+        "from_tensor_slices: at least one component is required");
+  }
+  int64_t dim0 = runtime::kUnknownDim;
+  std::string first_path;
+  for (const auto& [path, shape] : shapes) {
+    if (!shape.rank_known()) continue;
+    if (shape.rank() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("from_tensor_slices: component ", path,
+                       " is a scalar; every component needs rank >= 1"));
+    }
+    const int64_t d = shape.dim(0);
+    if (d == runtime::kUnknownDim) continue;
+    if (dim0 == runtime::kUnknownDim) {
+      dim0 = d;
+      first_path = path;
+    } else if (d != dim0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "from_tensor_slices: dimension 0 of every component must match; "
+          "component ",
+          first_path, " has ", dim0, " and component ", path, " has ", d));
+    }
+  }
+  return dim0;
+}
+
+}  // namespace
+
+TensorSliceNode::TensorSliceNode(TensorRefNest components, ElementSpec spec)
+    : DatasetNode({}, std::move(spec)), components_(std::move(components)) {}
+
+absl::StatusOr<NodePtr> TensorSliceNode::Make(TensorRefNest components) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  components.ForEach([&](const std::string& path, const TensorRef& r) {
+    shapes.emplace_back(path, r.spec().shape);
+  });
+  TPUSIM_RETURN_IF_ERROR(SliceDim0(shapes).status());
+  ElementSpec spec = RefSpec(components).Map([](const TensorSpec& s) {
+    return TensorSpec{s.dtype,
+                      s.shape.rank_known() ? s.shape.DropDim0() : s.shape};
+  });
+  return NodePtr(std::make_shared<TensorSliceNode>(std::move(components),
+                                                   std::move(spec)));
+}
+
+std::vector<NodeAttr> TensorSliceNode::attrs() const {
+  std::vector<std::string> parts;
+  components_.ForEach([&](const std::string&, const TensorRef& r) {
+    parts.push_back(r.DebugString());
+  });
+  return {{"components", absl::StrCat("[", absl::StrJoin(parts, ", "), "]")}};
+}
+
+absl::StatusOr<IteratorPtr> TensorSliceNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(Element e, ResolveNest(components_, ctx));
+  std::vector<std::pair<std::string, Shape>> shapes;
+  std::vector<Tensor> leaves;
+  e.ForEach([&](const std::string& path, const Tensor& t) {
+    shapes.emplace_back(path, t.shape());
+    leaves.push_back(t);
+  });
+  TPUSIM_ASSIGN_OR_RETURN(int64_t n, SliceDim0(shapes));
+  class It final : public DatasetIterator {
+   public:
+    It(Element structure, std::vector<Tensor> leaves, int64_t n)
+        : structure_(std::move(structure)), leaves_(std::move(leaves)), n_(n) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (i_ >= n_) return std::optional<Element>();
+      std::vector<Tensor> rows;
+      rows.reserve(leaves_.size());
+      for (const Tensor& t : leaves_)
+        rows.push_back(t.Row(i_));  // zero-copy views
+      ++i_;
+      TPUSIM_ASSIGN_OR_RETURN(Element e, structure_.Unflatten(std::move(rows)));
+      return std::optional<Element>(std::move(e));
+    }
+
+   private:
+    Element structure_;
+    std::vector<Tensor> leaves_;
+    int64_t n_;
+    int64_t i_ = 0;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(e), std::move(leaves), n));
+}
+
+absl::StatusOr<NodePtr> TensorSliceNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 0));
+  return Make(components_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// BatchNode
+
+BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
+    : DatasetNode({input}, input->element_spec().Map([&](const TensorSpec& s) {
+        return TensorSpec{
+            s.dtype,
+            s.shape.rank_known()
+                ? s.shape.Prepend(drop_remainder ? batch_size
+                                                 : runtime::kUnknownDim)
+                : s.shape};
+      })),
+      batch_size_(batch_size),
+      drop_remainder_(drop_remainder) {}
+
+absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
+                                        bool drop_remainder) {
+  if (batch_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch: batch_size must be greater than zero, got ", batch_size));
+  }
+  return NodePtr(std::make_shared<BatchNode>(std::move(input), batch_size,
+                                             drop_remainder));
+}
+
+std::vector<NodeAttr> BatchNode::attrs() const {
+  return {{"batch_size", absl::StrCat(batch_size_)},
+          {"drop_remainder", B(drop_remainder_)}};
+}
+
+absl::StatusOr<Element> StackElements(const std::vector<Element>& elements) {
+  TPUSIM_CHECK(!elements.empty());
+  const Element& first = elements[0];
+  const int n_leaves = first.num_leaves();
+  std::vector<std::vector<Tensor>> columns(n_leaves);
+  for (auto& c : columns) c.reserve(elements.size());
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (!elements[i].SameStructure(first)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch: element ", i, " has structure ",
+                       elements[i].StructureString(), ", element 0 has ",
+                       first.StructureString()));
+    }
+    int k = 0;
+    elements[i].ForEach([&](const std::string&, const Tensor& t) {
+      columns[k++].push_back(t);
+    });
+  }
+  std::vector<Tensor> stacked;
+  stacked.reserve(n_leaves);
+  for (int k = 0; k < n_leaves; ++k) {
+    const std::vector<Tensor>& col = columns[k];
+    for (size_t i = 1; i < col.size(); ++i) {
+      if (col[i].shape() != col[0].shape() ||
+          col[i].dtype() != col[0].dtype()) {
+        // TF: "Cannot batch tensors with different shapes in component 0. First
+        // element had shape [2] and element 1 had shape [3]."
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Cannot batch tensors with different shapes in component ", k,
+            ". First element had shape ", col[0].spec().ToString(),
+            " and element ", i, " had shape ", col[i].spec().ToString(), "."));
+      }
+    }
+    TPUSIM_ASSIGN_OR_RETURN(Tensor t, Tensor::Stack(col));
+    stacked.push_back(std::move(t));
+  }
+  return first.Unflatten(std::move(stacked));
+}
+
+absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, int64_t b, bool drop)
+        : input_(std::move(input)), b_(b), drop_(drop) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (done_) return std::optional<Element>();
+      std::vector<Element> parts;
+      parts.reserve(static_cast<size_t>(std::min<int64_t>(b_, 1 << 16)));
+      while (static_cast<int64_t>(parts.size()) < b_) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+        if (!e.has_value()) {
+          done_ = true;
+          break;
+        }
+        parts.push_back(*std::move(e));
+      }
+      if (parts.empty() || (drop_ && static_cast<int64_t>(parts.size()) < b_)) {
+        return std::optional<Element>();
+      }
+      TPUSIM_ASSIGN_OR_RETURN(Element out, StackElements(parts));
+      return std::optional<Element>(std::move(out));
+    }
+
+   private:
+    IteratorPtr input_;
+    int64_t b_;
+    bool drop_;
+    bool done_ = false;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), batch_size_, drop_remainder_));
+}
+
+absl::StatusOr<NodePtr> BatchNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], batch_size_, drop_remainder_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ShardNode
+
+ShardNode::ShardNode(NodePtr input, int64_t num_shards, int64_t index)
+    : DatasetNode({input}, input->element_spec()),
+      num_shards_(num_shards),
+      index_(index) {}
+
+absl::StatusOr<NodePtr> ShardNode::Make(NodePtr input, int64_t num_shards,
+                                        int64_t index) {
+  // TF (shard_dataset_op.cc): "Number of shards must be greater than zero
+  // (currently num_shards = 0)." and "Index must be between 0 and 1 (currently
+  // index = 2)."
+  if (num_shards <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard: Number of shards must be greater than zero "
+                     "(currently num_shards = ",
+                     num_shards, ")."));
+  }
+  if (index < 0 || index >= num_shards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard: Index must be between 0 and ", num_shards - 1,
+                     " (currently index = ", index, ")."));
+  }
+  return NodePtr(
+      std::make_shared<ShardNode>(std::move(input), num_shards, index));
+}
+
+std::vector<NodeAttr> ShardNode::attrs() const {
+  return {{"num_shards", absl::StrCat(num_shards_)},
+          {"index", absl::StrCat(index_)}};
+}
+
+absl::StatusOr<IteratorPtr> ShardNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, int64_t n, int64_t i)
+        : input_(std::move(input)), n_(n), i_(i) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (!done_) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+        if (!e.has_value()) {
+          done_ = true;
+          break;
+        }
+        const int64_t k = pos_++;
+        if (k % n_ == i_) return e;
+      }
+      return std::optional<Element>();
+    }
+
+   private:
+    IteratorPtr input_;
+    int64_t n_, i_;
+    int64_t pos_ = 0;
+    bool done_ = false;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), num_shards_, index_));
+}
+
+absl::StatusOr<NodePtr> ShardNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], num_shards_, index_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RepeatNode
+
+RepeatNode::RepeatNode(NodePtr input, int64_t count)
+    : DatasetNode({input}, input->element_spec()), count_(count) {}
+
+absl::StatusOr<NodePtr> RepeatNode::Make(NodePtr input, int64_t count) {
+  if (count < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "repeat: count must be -1 (forever) or >= 0, got ", count));
+  }
+  return NodePtr(std::make_shared<RepeatNode>(std::move(input), count));
+}
+
+std::vector<NodeAttr> RepeatNode::attrs() const {
+  return {{"count", absl::StrCat(count_)}};
+}
+
+absl::StatusOr<IteratorPtr> RepeatNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  class It final : public DatasetIterator {
+   public:
+    It(NodePtr input, int64_t count, IteratorContext ctx)
+        : input_(std::move(input)), count_(count), ctx_(std::move(ctx)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (count_ < 0 || pass_ < count_) {
+        if (current_ == nullptr) {
+          IteratorContext c = ctx_;
+          c.epoch = ctx_.epoch * 1000003u + static_cast<uint64_t>(pass_);
+          TPUSIM_ASSIGN_OR_RETURN(current_, input_->MakeIterator(c));
+          produced_in_pass_ = false;
+        }
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, current_->GetNext());
+        if (e.has_value()) {
+          produced_in_pass_ = true;
+          return e;
+        }
+        current_.reset();
+        ++pass_;
+        // As TF: an input that produced nothing in a pass ends the repetition
+        // (avoids an endless loop over an empty dataset).
+        if (!produced_in_pass_) break;
+      }
+      count_ = 0;
+      pass_ = 0;
+      return std::optional<Element>();
+    }
+
+   private:
+    NodePtr input_;
+    int64_t count_;
+    IteratorContext ctx_;
+    int64_t pass_ = 0;
+    bool produced_in_pass_ = false;
+    IteratorPtr current_;
+  };
+  return IteratorPtr(std::make_unique<It>(inputs()[0], count_, ctx));
+}
+
+absl::StatusOr<NodePtr> RepeatNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], count_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MapNode
+
+namespace {
+
+// A probe element of zeros for `spec`, unknown dims set to `unknown_as`,
+// unknown ranks as scalars.
+Element ProbeElement(const ElementSpec& spec, int64_t unknown_as) {
+  return spec.Map([&](const TensorSpec& s) {
+    std::vector<int64_t> dims;
+    if (s.shape.rank_known()) {
+      for (int64_t d : s.shape.dims())
+        dims.push_back(d == runtime::kUnknownDim ? unknown_as : d);
+    }
+    return Tensor::Zeros(s.dtype, Shape(std::move(dims)));
+  });
+}
+
+absl::StatusOr<ElementSpec> InferMapSpec(const ElementSpec& input,
+                                         const MapFn& fn,
+                                         absl::string_view name) {
+  auto fail = [&](const absl::Status& s) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("map", name.empty() ? "" : absl::StrCat(" '", name, "'"),
+                     ": cannot infer the output spec by calling the function "
+                     "on a zero element of spec ",
+                     ElementSpecToString(input), " (", s.message(),
+                     "); declare MapFunction::output_spec"));
+  };
+  absl::StatusOr<Element> a = fn(ProbeElement(input, 1));
+  if (!a.ok()) return fail(a.status());
+  absl::StatusOr<Element> b = fn(ProbeElement(input, 2));
+  if (!b.ok()) return fail(b.status());
+  ElementSpec sa = SpecOf(*a);
+  ElementSpec sb = SpecOf(*b);
+  absl::StatusOr<ElementSpec> merged = MostSpecificCompatible(sa, sb);
+  if (!merged.ok()) return fail(merged.status());
+  return merged;
+}
+
+}  // namespace
+
+MapNode::MapNode(NodePtr input, MapFunction fn, ElementSpec spec)
+    : DatasetNode({std::move(input)}, std::move(spec)), fn_(std::move(fn)) {}
+
+absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
+  if (!fn.fn) return absl::InvalidArgumentError("map: the function is empty");
+  ElementSpec spec;
+  if (fn.output_spec.has_value()) {
+    spec = *fn.output_spec;
+  } else if (fn.spec_fn) {
+    TPUSIM_ASSIGN_OR_RETURN(spec, fn.spec_fn(input->element_spec()));
+  } else {
+    TPUSIM_ASSIGN_OR_RETURN(
+        spec, InferMapSpec(input->element_spec(), fn.fn, fn.name));
+  }
+  return NodePtr(std::make_shared<MapNode>(std::move(input), std::move(fn),
+                                           std::move(spec)));
+}
+
+std::vector<NodeAttr> MapNode::attrs() const {
+  std::vector<NodeAttr> a;
+  if (!fn_.name.empty()) a.push_back({"f", fn_.name});
+  if (fn_.cost.count() != 0) a.push_back({"cost", fn_.cost.ToString()});
+  return a;
+}
+
+absl::StatusOr<IteratorPtr> MapNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, MapFn fn, ElementSpec spec)
+        : input_(std::move(input)),
+          fn_(std::move(fn)),
+          spec_(std::move(spec)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      if (!e.has_value()) return e;
+      TPUSIM_ASSIGN_OR_RETURN(Element out, fn_(*e));
+      if (!IsCompatible(SpecOf(out), spec_)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("map: the function returned an element of spec ",
+                         ElementSpecToString(SpecOf(out)),
+                         ", incompatible with its output spec ",
+                         ElementSpecToString(spec_)));
+      }
+      return std::optional<Element>(std::move(out));
+    }
+
+   private:
+    IteratorPtr input_;
+    MapFn fn_;
+    ElementSpec spec_;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), fn_.fn, element_spec()));
+}
+
+absl::StatusOr<NodePtr> MapNode::WithInputs(std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], fn_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// FilterNode
+
+FilterNode::FilterNode(NodePtr input, PredicateFn predicate)
+    : DatasetNode({input}, input->element_spec()),
+      predicate_(std::move(predicate)) {}
+
+absl::StatusOr<NodePtr> FilterNode::Make(NodePtr input, PredicateFn predicate) {
+  if (!predicate)
+    return absl::InvalidArgumentError("filter: the predicate is empty");
+  return NodePtr(
+      std::make_shared<FilterNode>(std::move(input), std::move(predicate)));
+}
+
+absl::StatusOr<IteratorPtr> FilterNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, PredicateFn p)
+        : input_(std::move(input)), p_(std::move(p)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (true) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+        if (!e.has_value()) return e;
+        TPUSIM_ASSIGN_OR_RETURN(bool keep, p_(*e));
+        if (keep) return e;
+      }
+    }
+
+   private:
+    IteratorPtr input_;
+    PredicateFn p_;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input), predicate_));
+}
+
+absl::StatusOr<NodePtr> FilterNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], predicate_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ShuffleNode
+
+ShuffleNode::ShuffleNode(NodePtr input, int64_t buffer_size, uint64_t seed,
+                         bool reshuffle_each_iteration)
+    : DatasetNode({input}, input->element_spec()),
+      buffer_size_(buffer_size),
+      seed_(seed),
+      reshuffle_each_iteration_(reshuffle_each_iteration) {}
+
+absl::StatusOr<NodePtr> ShuffleNode::Make(NodePtr input, int64_t buffer_size,
+                                          uint64_t seed,
+                                          bool reshuffle_each_iteration) {
+  if (buffer_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shuffle: buffer_size must be greater than zero, got ", buffer_size));
+  }
+  return NodePtr(std::make_shared<ShuffleNode>(std::move(input), buffer_size,
+                                               seed, reshuffle_each_iteration));
+}
+
+std::vector<NodeAttr> ShuffleNode::attrs() const {
+  return {{"buffer_size", absl::StrCat(buffer_size_)},
+          {"seed", absl::StrCat(seed_)},
+          {"reshuffle_each_iteration", B(reshuffle_each_iteration_)}};
+}
+
+absl::StatusOr<IteratorPtr> ShuffleNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  const uint64_t seed =
+      reshuffle_each_iteration_ ? MixSeed(seed_, ctx.epoch) : MixSeed(seed_, 0);
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, int64_t size, uint64_t seed)
+        : input_(std::move(input)), size_(size), rng_(seed) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (!input_done_ && static_cast<int64_t>(buffer_.size()) < size_) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+        if (!e.has_value()) {
+          input_done_ = true;
+          break;
+        }
+        buffer_.push_back(*std::move(e));
+      }
+      if (buffer_.empty()) return std::optional<Element>();
+      const size_t k = static_cast<size_t>(rng_.Uniform(buffer_.size()));
+      Element out = std::move(buffer_[k]);
+      if (!input_done_) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+        if (e.has_value()) {
+          buffer_[k] = *std::move(e);
+          return std::optional<Element>(std::move(out));
+        }
+        input_done_ = true;
+      }
+      buffer_[k] = std::move(buffer_.back());
+      buffer_.pop_back();
+      return std::optional<Element>(std::move(out));
+    }
+
+   private:
+    IteratorPtr input_;
+    int64_t size_;
+    Prng rng_;
+    std::vector<Element> buffer_;
+    bool input_done_ = false;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), buffer_size_, seed));
+}
+
+absl::StatusOr<NodePtr> ShuffleNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], buffer_size_, seed_, reshuffle_each_iteration_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TakeNode / SkipNode / PrefetchNode
+
+TakeNode::TakeNode(NodePtr input, int64_t count)
+    : DatasetNode({input}, input->element_spec()), count_(count) {}
+
+absl::StatusOr<NodePtr> TakeNode::Make(NodePtr input, int64_t count) {
+  if (count < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("take: count must be -1 (all) or >= 0, got ", count));
+  }
+  return NodePtr(std::make_shared<TakeNode>(std::move(input), count));
+}
+
+std::vector<NodeAttr> TakeNode::attrs() const {
+  return {{"count", absl::StrCat(count_)}};
+}
+
+absl::StatusOr<IteratorPtr> TakeNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, int64_t left)
+        : input_(std::move(input)), left_(left) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (left_ == 0) return std::optional<Element>();
+      TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      if (!e.has_value()) {
+        left_ = 0;
+        return e;
+      }
+      if (left_ > 0) --left_;
+      return e;
+    }
+
+   private:
+    IteratorPtr input_;
+    int64_t left_;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input), count_));
+}
+
+absl::StatusOr<NodePtr> TakeNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], count_);
+}
+
+SkipNode::SkipNode(NodePtr input, int64_t count)
+    : DatasetNode({input}, input->element_spec()), count_(count) {}
+
+absl::StatusOr<NodePtr> SkipNode::Make(NodePtr input, int64_t count) {
+  if (count < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("skip: count must be -1 (all) or >= 0, got ", count));
+  }
+  return NodePtr(std::make_shared<SkipNode>(std::move(input), count));
+}
+
+std::vector<NodeAttr> SkipNode::attrs() const {
+  return {{"count", absl::StrCat(count_)}};
+}
+
+absl::StatusOr<IteratorPtr> SkipNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, int64_t skip)
+        : input_(std::move(input)), skip_(skip) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (skip_ != 0) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+        if (!e.has_value()) {
+          skip_ = 0;
+          return e;
+        }
+        if (skip_ > 0) --skip_;
+      }
+      return input_->GetNext();
+    }
+
+   private:
+    IteratorPtr input_;
+    int64_t skip_;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input), count_));
+}
+
+absl::StatusOr<NodePtr> SkipNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], count_);
+}
+
+PrefetchNode::PrefetchNode(NodePtr input, int64_t buffer_size)
+    : DatasetNode({input}, input->element_spec()), buffer_size_(buffer_size) {}
+
+absl::StatusOr<NodePtr> PrefetchNode::Make(NodePtr input, int64_t buffer_size) {
+  if (buffer_size < 0 && buffer_size != kAutotune) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prefetch: buffer_size must be >= 0 or AUTOTUNE (-1), got ",
+        buffer_size));
+  }
+  return NodePtr(std::make_shared<PrefetchNode>(std::move(input), buffer_size));
+}
+
+std::vector<NodeAttr> PrefetchNode::attrs() const {
+  return {{"buffer_size", absl::StrCat(buffer_size_)}};
+}
+
+absl::StatusOr<IteratorPtr> PrefetchNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  // Prefetching changes timing, never values: a pass-through here (the host
+  // timing model reads buffer_size()).
+  return inputs()[0]->MakeIterator(ctx);
+}
+
+absl::StatusOr<NodePtr> PrefetchNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], buffer_size_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// CacheNode
+
+struct CacheNode::State {
+  bool complete = false;
+  std::vector<Element> elements;
+};
+
+CacheNode::CacheNode(NodePtr input, std::shared_ptr<State> state)
+    : DatasetNode({input}, input->element_spec()), state_(std::move(state)) {}
+
+absl::StatusOr<NodePtr> CacheNode::Make(NodePtr input) {
+  return NodePtr(
+      std::make_shared<CacheNode>(std::move(input), std::make_shared<State>()));
+}
+
+absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  if (state_->complete)
+    return IteratorPtr(std::make_unique<VectorIterator>(state_->elements));
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, std::shared_ptr<State> state)
+        : input_(std::move(input)), state_(std::move(state)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (input_ == nullptr) return std::optional<Element>();
+      TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      if (!e.has_value()) {
+        input_.reset();
+        if (!state_->complete) {
+          state_->complete = true;
+          state_->elements = std::move(seen_);
+        }
+        return e;
+      }
+      seen_.push_back(*e);
+      return e;
+    }
+
+   private:
+    IteratorPtr input_;
+    std::shared_ptr<State> state_;
+    std::vector<Element> seen_;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input), state_));
+}
+
+absl::StatusOr<NodePtr> CacheNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0]);  // a new graph gets a new, empty cache
+}
+
+// ---------------------------------------------------------------------------------------------
+// Function nodes
+
+namespace {
+
+absl::StatusOr<NodePtr> Trace(const NodePtr& input, const DatasetFn& fn,
+                              absl::string_view op) {
+  if (!fn)
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the function is empty"));
+  FunctionArg arg(input->element_spec());
+  Dataset body = fn(arg);
+  if (!body.ok()) {
+    return absl::Status(
+        body.status().code(),
+        absl::StrCat(op, " function: ", body.status().message()));
+  }
+  return body.node();
+}
+
+// Makes an iterator over `body` instantiated with `element`.
+absl::StatusOr<IteratorPtr> Instantiate(const NodePtr& body, Element element,
+                                        const IteratorContext& outer) {
+  IteratorContext ctx;
+  ctx.argument = std::make_shared<const Element>(std::move(element));
+  ctx.epoch = outer.epoch;
+  return body->MakeIterator(ctx);
+}
+
+}  // namespace
+
+FlatMapNode::FlatMapNode(NodePtr input, NodePtr body)
+    : FunctionNode({std::move(input)}, body, body->element_spec()) {}
+
+absl::StatusOr<NodePtr> FlatMapNode::Make(NodePtr input, const DatasetFn& fn) {
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr body, Trace(input, fn, "flat_map"));
+  return MakeWithBody(std::move(input), std::move(body));
+}
+
+absl::StatusOr<NodePtr> FlatMapNode::MakeWithBody(NodePtr input, NodePtr body) {
+  if (body == nullptr) return absl::InvalidArgumentError("flat_map: null body");
+  return NodePtr(
+      std::make_shared<FlatMapNode>(std::move(input), std::move(body)));
+}
+
+absl::StatusOr<IteratorPtr> FlatMapNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, NodePtr body, IteratorContext ctx)
+        : input_(std::move(input)),
+          body_(std::move(body)),
+          ctx_(std::move(ctx)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (input_ != nullptr) {
+        if (current_ == nullptr) {
+          TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> arg,
+                                  input_->GetNext());
+          if (!arg.has_value()) {
+            input_.reset();
+            break;
+          }
+          TPUSIM_ASSIGN_OR_RETURN(current_,
+                                  Instantiate(body_, *std::move(arg), ctx_));
+        }
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, current_->GetNext());
+        if (e.has_value()) return e;
+        current_.reset();
+      }
+      return std::optional<Element>();
+    }
+
+   private:
+    IteratorPtr input_;
+    NodePtr body_;
+    IteratorContext ctx_;
+    IteratorPtr current_;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input), body(), ctx));
+}
+
+absl::StatusOr<NodePtr> FlatMapNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return MakeWithBody(inputs[0], body());
+}
+
+absl::StatusOr<NodePtr> FlatMapNode::WithBody(NodePtr body) const {
+  return MakeWithBody(inputs()[0], std::move(body));
+}
+
+InterleaveNode::InterleaveNode(NodePtr input, NodePtr body,
+                               int64_t cycle_length, int64_t block_length)
+    : FunctionNode({std::move(input)}, body, body->element_spec()),
+      cycle_length_(cycle_length),
+      block_length_(block_length) {}
+
+absl::StatusOr<NodePtr> InterleaveNode::Make(NodePtr input, const DatasetFn& fn,
+                                             int64_t cycle_length,
+                                             int64_t block_length) {
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr body, Trace(input, fn, "interleave"));
+  return MakeWithBody(std::move(input), std::move(body), cycle_length,
+                      block_length);
+}
+
+absl::StatusOr<NodePtr> InterleaveNode::MakeWithBody(NodePtr input,
+                                                     NodePtr body,
+                                                     int64_t cycle_length,
+                                                     int64_t block_length) {
+  if (body == nullptr)
+    return absl::InvalidArgumentError("interleave: null body");
+  if (cycle_length == kAutotune) cycle_length = kAutotuneCycleLength;
+  if (block_length == kAutotune) block_length = 1;
+  if (cycle_length < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "interleave: cycle_length must be >= 1 or AUTOTUNE (-1), got ",
+        cycle_length));
+  }
+  if (block_length < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "interleave: block_length must be >= 1 or AUTOTUNE (-1), got ",
+        block_length));
+  }
+  return NodePtr(std::make_shared<InterleaveNode>(
+      std::move(input), std::move(body), cycle_length, block_length));
+}
+
+std::vector<NodeAttr> InterleaveNode::attrs() const {
+  return {{"cycle_length", absl::StrCat(cycle_length_)},
+          {"block_length", absl::StrCat(block_length_)}};
+}
+
+absl::StatusOr<IteratorPtr> InterleaveNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  // TF's InterleaveDataset order: a cycle of `cycle_length` slots visited in
+  // turn; each visit takes up to block_length elements from the slot's
+  // iterator. An empty slot is filled from the next input element when the
+  // cycle reaches it; an exhausted iterator empties its slot and the cycle
+  // moves on.
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, NodePtr body, IteratorContext ctx, int64_t cycle,
+       int64_t block)
+        : input_(std::move(input)),
+          body_(std::move(body)),
+          ctx_(std::move(ctx)),
+          slots_(static_cast<size_t>(cycle)),
+          block_(block) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (!end_of_input_ || open_ > 0) {
+        IteratorPtr& slot = slots_[cycle_index_];
+        if (slot != nullptr) {
+          TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, slot->GetNext());
+          if (e.has_value()) {
+            if (++block_index_ == block_) Advance();
+            return e;
+          }
+          slot.reset();
+          --open_;
+          Advance();
+        } else if (!end_of_input_) {
+          TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> arg,
+                                  input_->GetNext());
+          if (!arg.has_value()) {
+            end_of_input_ = true;
+            continue;
+          }
+          TPUSIM_ASSIGN_OR_RETURN(slot,
+                                  Instantiate(body_, *std::move(arg), ctx_));
+          ++open_;
+        } else {
+          Advance();
+        }
+      }
+      return std::optional<Element>();
+    }
+
+   private:
+    void Advance() {
+      block_index_ = 0;
+      cycle_index_ = (cycle_index_ + 1) % slots_.size();
+    }
+    IteratorPtr input_;
+    NodePtr body_;
+    IteratorContext ctx_;
+    std::vector<IteratorPtr> slots_;
+    int64_t block_;
+    size_t cycle_index_ = 0;
+    int64_t block_index_ = 0;
+    int64_t open_ = 0;
+    bool end_of_input_ = false;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input), body(), ctx,
+                                          cycle_length_, block_length_));
+}
+
+absl::StatusOr<NodePtr> InterleaveNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return MakeWithBody(inputs[0], body(), cycle_length_, block_length_);
+}
+
+absl::StatusOr<NodePtr> InterleaveNode::WithBody(NodePtr body) const {
+  return MakeWithBody(inputs()[0], std::move(body), cycle_length_,
+                      block_length_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZipNode / ConcatenateNode
+
+ZipNode::ZipNode(std::vector<NodePtr> inputs, ElementSpec spec)
+    : DatasetNode(std::move(inputs), std::move(spec)) {}
+
+absl::StatusOr<NodePtr> ZipNode::Make(std::vector<NodePtr> inputs) {
+  if (inputs.empty())
+    return absl::InvalidArgumentError("zip: at least one dataset is required");
+  std::vector<ElementSpec> specs;
+  for (const NodePtr& n : inputs) {
+    if (n == nullptr) return absl::InvalidArgumentError("zip: null input");
+    specs.push_back(n->element_spec());
+  }
+  ElementSpec spec = ElementSpec::Tuple(std::move(specs));
+  return NodePtr(std::make_shared<ZipNode>(std::move(inputs), std::move(spec)));
+}
+
+absl::StatusOr<IteratorPtr> ZipNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  std::vector<IteratorPtr> its;
+  for (const NodePtr& n : inputs()) {
+    TPUSIM_ASSIGN_OR_RETURN(IteratorPtr it, n->MakeIterator(ctx));
+    its.push_back(std::move(it));
+  }
+  class It final : public DatasetIterator {
+   public:
+    explicit It(std::vector<IteratorPtr> its) : its_(std::move(its)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (done_) return std::optional<Element>();
+      std::vector<Element> parts;
+      for (IteratorPtr& it : its_) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, it->GetNext());
+        if (!e.has_value()) {
+          done_ = true;
+          return std::optional<Element>();
+        }
+        parts.push_back(*std::move(e));
+      }
+      return std::optional<Element>(Element::Tuple(std::move(parts)));
+    }
+
+   private:
+    std::vector<IteratorPtr> its_;
+    bool done_ = false;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(its)));
+}
+
+absl::StatusOr<NodePtr> ZipNode::WithInputs(std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, this->inputs().size()));
+  return Make(std::move(inputs));
+}
+
+ConcatenateNode::ConcatenateNode(NodePtr input, NodePtr to_concatenate,
+                                 ElementSpec spec)
+    : DatasetNode({std::move(input), std::move(to_concatenate)},
+                  std::move(spec)) {}
+
+absl::StatusOr<NodePtr> ConcatenateNode::Make(NodePtr input,
+                                              NodePtr to_concatenate) {
+  absl::StatusOr<ElementSpec> spec = MostSpecificCompatible(
+      input->element_spec(), to_concatenate->element_spec());
+  if (!spec.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("concatenate: ", spec.status().message()));
+  }
+  return NodePtr(std::make_shared<ConcatenateNode>(
+      std::move(input), std::move(to_concatenate), *std::move(spec)));
+}
+
+absl::StatusOr<IteratorPtr> ConcatenateNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  class It final : public DatasetIterator {
+   public:
+    It(NodePtr second, IteratorPtr first, IteratorContext ctx)
+        : second_(std::move(second)),
+          current_(std::move(first)),
+          ctx_(std::move(ctx)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (current_ != nullptr) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, current_->GetNext());
+        if (e.has_value()) return e;
+        current_.reset();
+        if (second_ != nullptr) {
+          TPUSIM_ASSIGN_OR_RETURN(current_, second_->MakeIterator(ctx_));
+          second_.reset();
+        }
+      }
+      return std::optional<Element>();
+    }
+
+   private:
+    NodePtr second_;
+    IteratorPtr current_;
+    IteratorContext ctx_;
+  };
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr first, inputs()[0]->MakeIterator(ctx));
+  return IteratorPtr(std::make_unique<It>(inputs()[1], std::move(first), ctx));
+}
+
+absl::StatusOr<NodePtr> ConcatenateNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 2));
+  return Make(inputs[0], inputs[1]);
+}
+
+}  // namespace tpusim::data

@@ -1,0 +1,481 @@
+// strategy/data/dataset_nodes.h
+//
+// The concrete dataset node classes, one per TF dataset op, with typed
+// accessors for the parameters that graph rewrites inspect:
+//
+//   if (node->op() == BatchNode::kOp) {
+//     const auto& batch = static_cast<const BatchNode&>(*node);
+//     if (!batch.drop_remainder() && batch.batch_size() % n == 0) ...
+//     TPUSIM_ASSIGN_OR_RETURN(NodePtr smaller,
+//                             BatchNode::Make(batch.inputs()[0],
+//                             batch.batch_size() / n,
+//                                             batch.drop_remainder()));
+//   }
+//
+// Every class has `static constexpr absl::string_view kOp` (TF's op name) and a
+// `static absl::StatusOr<NodePtr> Make(...)` that validates its arguments the
+// way the Dataset builders do (the builders call Make).
+
+#ifndef TPUSIM_STRATEGY_DATA_DATASET_NODES_H_
+#define TPUSIM_STRATEGY_DATA_DATASET_NODES_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "strategy/data/dataset.h"
+
+namespace tpusim::data {
+
+// ---- sources ----
+
+class RangeNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "RangeDataset";
+  // step == 0 → InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(int64_t start, int64_t stop,
+                                      int64_t step);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t start() const { return start_; }
+  int64_t stop() const { return stop_; }
+  int64_t step() const { return step_; }
+  // Number of elements.
+  int64_t size() const;
+
+  RangeNode(int64_t start, int64_t stop, int64_t step);  // use Make
+
+ private:
+  int64_t start_, stop_, step_;
+};
+
+// from_tensors: TF op "TensorDataset".
+class TensorNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "TensorDataset";
+  static absl::StatusOr<NodePtr> Make(TensorRefNest components);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  const TensorRefNest& components() const { return components_; }
+
+  TensorNode(TensorRefNest components, ElementSpec spec);  // use Make
+
+ private:
+  TensorRefNest components_;
+};
+
+// from_tensor_slices: TF op "TensorSliceDataset".
+class TensorSliceNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "TensorSliceDataset";
+  // InvalidArgument: no components, a scalar component, or differing dimension
+  // 0.
+  static absl::StatusOr<NodePtr> Make(TensorRefNest components);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  const TensorRefNest& components() const { return components_; }
+
+  TensorSliceNode(TensorRefNest components, ElementSpec spec);  // use Make
+
+ private:
+  TensorRefNest components_;
+};
+
+// The single-op file readers. `filenames` is a string scalar or vector
+// (constant or function argument); the files are read in order. Element: a
+// string scalar per record.
+class ReaderNode : public DatasetNode {
+ public:
+  const TensorRef& filenames() const { return filenames_; }
+
+ protected:
+  explicit ReaderNode(TensorRef filenames);
+  // The file names resolved in ctx. InvalidArgument when not a string
+  // scalar/vector.
+  absl::StatusOr<std::vector<std::string>> ResolveFilenames(
+      const IteratorContext& ctx) const;
+
+ private:
+  TensorRef filenames_;
+};
+
+class TFRecordReaderNode final : public ReaderNode {
+ public:
+  static constexpr absl::string_view kOp = "TFRecordDataset";
+  // InvalidArgument when filenames is not string[] or string[?]; Unimplemented
+  // for a compression_type other than "".
+  static absl::StatusOr<NodePtr> Make(TensorRef filenames,
+                                      std::string compression_type = "");
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  const std::string& compression_type() const { return compression_type_; }
+
+  TFRecordReaderNode(TensorRef filenames,
+                     std::string compression_type);  // use Make
+
+ private:
+  std::string compression_type_;
+};
+
+class TextLineReaderNode final : public ReaderNode {
+ public:
+  static constexpr absl::string_view kOp = "TextLineDataset";
+  static absl::StatusOr<NodePtr> Make(TensorRef filenames);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  explicit TextLineReaderNode(TensorRef filenames);  // use Make
+};
+
+class FixedLengthRecordReaderNode final : public ReaderNode {
+ public:
+  static constexpr absl::string_view kOp = "FixedLengthRecordDataset";
+  // record_bytes > 0, header_bytes >= 0, footer_bytes >= 0, else
+  // InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(TensorRef filenames, int64_t record_bytes,
+                                      int64_t header_bytes,
+                                      int64_t footer_bytes);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t record_bytes() const { return record_bytes_; }
+  int64_t header_bytes() const { return header_bytes_; }
+  int64_t footer_bytes() const { return footer_bytes_; }
+
+  FixedLengthRecordReaderNode(TensorRef filenames, int64_t record_bytes,
+                              int64_t header_bytes,
+                              int64_t footer_bytes);  // use Make
+
+ private:
+  int64_t record_bytes_, header_bytes_, footer_bytes_;
+};
+
+// True for the reader ops auto-shard looks for (TFRecord, TextLine,
+// FixedLengthRecord).
+bool IsReaderOp(absl::string_view op);
+
+// ---- unary transformations ----
+
+// batch: TF op "BatchDatasetV2". Components are stacked along a new dimension
+// 0.
+class BatchNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "BatchDatasetV2";
+  // batch_size <= 0 → InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t batch_size,
+                                      bool drop_remainder);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t batch_size() const { return batch_size_; }
+  bool drop_remainder() const { return drop_remainder_; }
+
+  BatchNode(NodePtr input, int64_t batch_size,
+            bool drop_remainder);  // use Make
+
+ private:
+  int64_t batch_size_;
+  bool drop_remainder_;
+};
+
+class ShardNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "ShardDataset";
+  // num_shards > 0 and 0 <= index < num_shards, else InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t num_shards,
+                                      int64_t index);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t num_shards() const { return num_shards_; }
+  int64_t index() const { return index_; }
+
+  ShardNode(NodePtr input, int64_t num_shards, int64_t index);  // use Make
+
+ private:
+  int64_t num_shards_, index_;
+};
+
+class RepeatNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "RepeatDataset";
+  // count -1 = forever; count < -1 → InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t count() const { return count_; }
+
+  RepeatNode(NodePtr input, int64_t count);  // use Make
+
+ private:
+  int64_t count_;
+};
+
+class MapNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "MapDataset";
+  // Infers the output spec when fn.output_spec is absent (see MapFunction).
+  static absl::StatusOr<NodePtr> Make(NodePtr input, MapFunction fn);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  // Re-infers the output spec unless it was declared.
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  common::Picoseconds host_cost_per_element() const override {
+    return fn_.cost;
+  }
+  const MapFunction& function() const { return fn_; }
+
+  MapNode(NodePtr input, MapFunction fn, ElementSpec spec);  // use Make
+
+ private:
+  MapFunction fn_;  // output_spec as given by the user (may be absent)
+};
+
+class FilterNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "FilterDataset";
+  static absl::StatusOr<NodePtr> Make(NodePtr input, PredicateFn predicate);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  const PredicateFn& predicate() const { return predicate_; }
+
+  FilterNode(NodePtr input, PredicateFn predicate);  // use Make
+
+ private:
+  PredicateFn predicate_;
+};
+
+// shuffle: TF op "ShuffleDataset". tpusim choice: the order comes from tpusim's
+// own PRNG (SplitMix64-seeded xoshiro256**), deterministic for a given seed and
+// epoch, not TF-identical. The algorithm is TF's: fill a buffer of buffer_size
+// elements, then repeatedly emit a uniformly chosen slot and refill it from the
+// input.
+class ShuffleNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "ShuffleDataset";
+  // buffer_size >= 1, else InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t buffer_size,
+                                      uint64_t seed,
+                                      bool reshuffle_each_iteration);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t buffer_size() const { return buffer_size_; }
+  uint64_t seed() const { return seed_; }
+  bool reshuffle_each_iteration() const { return reshuffle_each_iteration_; }
+
+  ShuffleNode(NodePtr input, int64_t buffer_size, uint64_t seed,
+              bool reshuffle_each_iteration);  // use Make
+
+ private:
+  int64_t buffer_size_;
+  uint64_t seed_;
+  bool reshuffle_each_iteration_;
+};
+
+class TakeNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "TakeDataset";
+  // count >= -1 (-1 = all), else InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t count() const { return count_; }
+
+  TakeNode(NodePtr input, int64_t count);  // use Make
+
+ private:
+  int64_t count_;
+};
+
+class SkipNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "SkipDataset";
+  // count >= -1 (-1 = skip all), else InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t count() const { return count_; }
+
+  SkipNode(NodePtr input, int64_t count);  // use Make
+
+ private:
+  int64_t count_;
+};
+
+class PrefetchNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "PrefetchDataset";
+  // buffer_size >= 0 or kAutotune, else InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t buffer_size);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t buffer_size() const { return buffer_size_; }
+
+  PrefetchNode(NodePtr input, int64_t buffer_size);  // use Make
+
+ private:
+  int64_t buffer_size_;
+};
+
+// cache(): in memory. The first iterator to reach the end of the input fills
+// the cache; iterators made after that read from it. (tpusim: a pass that stops
+// early fills nothing.)
+class CacheNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "CacheDataset";
+  static absl::StatusOr<NodePtr> Make(NodePtr input);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  struct State;
+  CacheNode(NodePtr input, std::shared_ptr<State> state);  // use Make
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// ---- function nodes ----
+
+class FlatMapNode final : public FunctionNode {
+ public:
+  static constexpr absl::string_view kOp = "FlatMapDataset";
+  // Traces fn with a FunctionArg of input's spec. The Dataset fn returns must
+  // be ok().
+  static absl::StatusOr<NodePtr> Make(NodePtr input, const DatasetFn& fn);
+  static absl::StatusOr<NodePtr> MakeWithBody(NodePtr input, NodePtr body);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  absl::StatusOr<NodePtr> WithBody(NodePtr body) const override;
+
+  FlatMapNode(NodePtr input, NodePtr body);  // use Make
+
+ private:
+};
+
+class InterleaveNode final : public FunctionNode {
+ public:
+  static constexpr absl::string_view kOp = "InterleaveDataset";
+  // cycle_length >= 1 or kAutotune, block_length >= 1 or kAutotune, else
+  // InvalidArgument. The stored values are the resolved ones (AUTOTUNE
+  // replaced).
+  static absl::StatusOr<NodePtr> Make(NodePtr input, const DatasetFn& fn,
+                                      int64_t cycle_length,
+                                      int64_t block_length);
+  static absl::StatusOr<NodePtr> MakeWithBody(NodePtr input, NodePtr body,
+                                              int64_t cycle_length,
+                                              int64_t block_length);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  absl::StatusOr<NodePtr> WithBody(NodePtr body) const override;
+  int64_t cycle_length() const { return cycle_length_; }
+  int64_t block_length() const { return block_length_; }
+
+  InterleaveNode(NodePtr input, NodePtr body, int64_t cycle_length,
+                 int64_t block_length);  // use Make
+
+ private:
+  int64_t cycle_length_, block_length_;
+};
+
+// ---- n-ary ----
+
+class ZipNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "ZipDataset";
+  // At least one input, else InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(std::vector<NodePtr> inputs);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  ZipNode(std::vector<NodePtr> inputs, ElementSpec spec);  // use Make
+};
+
+class ConcatenateNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "ConcatenateDataset";
+  // Specs must have the same structure and dtypes, else InvalidArgument.
+  static absl::StatusOr<NodePtr> Make(NodePtr input, NodePtr to_concatenate);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  ConcatenateNode(NodePtr input, NodePtr to_concatenate,
+                  ElementSpec spec);  // use Make
+};
+
+}  // namespace tpusim::data
+
+#endif  // TPUSIM_STRATEGY_DATA_DATASET_NODES_H_

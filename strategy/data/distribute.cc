@@ -1,0 +1,321 @@
+// strategy/data/distribute.cc
+
+#include "strategy/data/distribute.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/check.h"
+#include "common/status_macros.h"
+#include "strategy/data/auto_shard.h"
+#include "strategy/data/dataset_nodes.h"
+
+namespace tpusim::data {
+namespace {
+
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::TensorSpec;
+
+absl::Status ValidateCommon(const InputWorkers& workers,
+                            const DistributeOptions& options) {
+  TPUSIM_RETURN_IF_ERROR(workers.Validate());
+  return ParseSemanticsVersion(options.semantics_version).status();
+}
+
+Element DummyElement(const ElementSpec& spec) {
+  return spec.Map([](const TensorSpec& s) { return DummyTensor(s); });
+}
+
+Options Stateless(Options options) {
+  options.make_stateless = true;
+  return options;
+}
+
+}  // namespace
+
+Tensor DummyTensor(const TensorSpec& spec) {
+  if (!spec.shape.rank_known()) return Tensor::Zeros(spec.dtype, Shape({0}));
+  std::vector<int64_t> dims = spec.shape.dims();
+  if (dims.empty()) return Tensor::Zeros(spec.dtype, Shape());
+  const bool fully_known = spec.shape.IsFullyDefined();
+  for (int64_t& d : dims) {
+    if (d == runtime::kUnknownDim) d = 0;
+  }
+  if (fully_known) dims[0] = 0;
+  return Tensor::Zeros(spec.dtype, Shape(std::move(dims)));
+}
+
+bool IsStaticallyShaped(const ElementSpec& spec) {
+  for (const TensorSpec* leaf : spec.Flatten()) {
+    if (!leaf->shape.rank_known() || !leaf->shape.IsFullyDefined())
+      return false;
+  }
+  return true;
+}
+
+// ---- DistributedIterator ----
+
+absl::StatusOr<DistributedIterator> DistributedIterator::Create(
+    InputWorkers workers, std::vector<WorkerInput> inputs,
+    ElementSpec element_spec, bool get_next_as_optional) {
+  TPUSIM_CHECK(static_cast<int>(inputs.size()) == workers.num_workers())
+      << inputs.size() << " inputs for " << workers.num_workers() << " workers";
+  DistributedIterator it;
+  it.workers_ = std::move(workers);
+  it.inputs_ = std::move(inputs);
+  it.element_spec_ = std::move(element_spec);
+  it.optional_ = get_next_as_optional;
+  TPUSIM_RETURN_IF_ERROR(it.Initialize());
+  return it;
+}
+
+absl::Status DistributedIterator::Initialize() {
+  std::vector<IteratorPtr> iterators(inputs_.size());
+  for (size_t w = 0; w < inputs_.size(); ++w) {
+    if (inputs_[w].dataset.has_value()) {
+      TPUSIM_ASSIGN_OR_RETURN(iterators[w], inputs_[w].dataset->MakeIterator());
+    }
+  }
+  iterators_ = std::move(iterators);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<strategy::PerReplica<Element>> DistributedIterator::GetNext() {
+  const int n = workers_.num_replicas();
+  std::vector<std::optional<Element>> per_replica(n);
+  int workers_with_data = 0;
+  bool any_missing = false;
+  for (int w = 0; w < workers_.num_workers(); ++w) {
+    const std::vector<int>& replicas = workers_.replicas_per_worker[w];
+    bool ended = false;
+    for (size_t j = 0; j < replicas.size(); ++j) {
+      if (inputs_[w].callable) {
+        TPUSIM_ASSIGN_OR_RETURN(Element e, inputs_[w].callable());
+        per_replica[replicas[j]] = std::move(e);
+        continue;
+      }
+      if (ended) {
+        any_missing = true;
+        continue;
+      }
+      TPUSIM_ASSIGN_OR_RETURN(per_replica[replicas[j]],
+                              iterators_[w]->GetNext());
+      if (!per_replica[replicas[j]].has_value()) {
+        ended = true;
+        any_missing = true;
+      }
+    }
+    if (per_replica[replicas[0]].has_value()) ++workers_with_data;
+  }
+  if (optional_) {
+    if (workers_with_data == 0) {
+      return absl::OutOfRangeError(
+          "End of sequence: no worker's first replica has data");
+    }
+  } else if (any_missing) {
+    return absl::OutOfRangeError(
+        "End of sequence: a replica's input ran out (static shapes: no partial "
+        "steps)");
+  }
+  std::vector<Element> out;
+  out.reserve(n);
+  for (int r = 0; r < n; ++r) {
+    out.push_back(per_replica[r].has_value() ? std::move(*per_replica[r])
+                                             : DummyElement(element_spec_));
+  }
+  return strategy::PerReplica<Element>(std::move(out));
+}
+
+// ---- DistributedDataset ----
+
+DistributedDataset::DistributedDataset(InputWorkers workers,
+                                       std::vector<Dataset> worker_datasets,
+                                       std::vector<AutoShardPolicy> applied,
+                                       ElementSpec element_spec,
+                                       bool get_next_as_optional,
+                                       std::optional<RebatchKind> rebatch_kind,
+                                       std::vector<std::string> warnings)
+    : workers_(std::move(workers)),
+      worker_datasets_(std::move(worker_datasets)),
+      applied_(std::move(applied)),
+      element_spec_(std::move(element_spec)),
+      optional_(get_next_as_optional),
+      rebatch_kind_(rebatch_kind),
+      warnings_(std::move(warnings)) {}
+
+absl::StatusOr<DistributedIterator> DistributedDataset::MakeIterator() const {
+  std::vector<DistributedIterator::WorkerInput> inputs;
+  for (const Dataset& ds : worker_datasets_) inputs.push_back({ds, nullptr});
+  return DistributedIterator::Create(workers_, std::move(inputs), element_spec_,
+                                     optional_);
+}
+
+const Dataset& DistributedDataset::worker_dataset(int i) const {
+  TPUSIM_CHECK(i >= 0 && i < num_workers()) << i;
+  return worker_datasets_[i];
+}
+
+AutoShardPolicy DistributedDataset::applied_policy(int i) const {
+  TPUSIM_CHECK(i >= 0 && i < num_workers()) << i;
+  return applied_[i];
+}
+
+// ---- entry points ----
+
+absl::StatusOr<DistributedDataset> DistributeDataset(
+    const Dataset& dataset, const InputWorkers& workers,
+    const DistributeOptions& options) {
+  TPUSIM_RETURN_IF_ERROR(ValidateCommon(workers, options));
+  TPUSIM_ASSIGN_OR_RETURN(SemanticsVersion version,
+                          ParseSemanticsVersion(options.semantics_version));
+  if (!dataset.ok()) return dataset.status();
+  const int64_t n = workers.num_replicas();
+  const int w = workers.num_workers();
+  const AutoShardPolicy policy = dataset.options().auto_shard_policy;
+  const Options worker_options = Stateless(dataset.options());
+
+  std::vector<Dataset> worker_datasets;
+  std::vector<AutoShardPolicy> applied;
+  std::vector<std::string> warnings;
+  ElementSpec spec;
+  std::optional<RebatchKind> kind;
+
+  if (version == SemanticsVersion::k2_2) {
+    TPUSIM_RETURN_IF_ERROR(CheckNoScalarComponents(dataset.element_spec()));
+    TPUSIM_ASSIGN_OR_RETURN(RebatchResult rebatched,
+                            RebatchGraph(dataset.node(), n));
+    kind = rebatched.kind;
+    TPUSIM_ASSIGN_OR_RETURN(NodePtr root,
+                            PrefetchNode::Make(rebatched.node, n));
+    spec = RebatchedElementSpec(dataset.element_spec(), n);
+    for (int i = 0; i < w; ++i) {
+      TPUSIM_ASSIGN_OR_RETURN(AutoShardResult sharded,
+                              AutoShard(root, w, i, policy, n, version));
+      worker_datasets.emplace_back(sharded.node, worker_options);
+      applied.push_back(sharded.applied);
+      for (std::string& warning : sharded.warnings)
+        warnings.push_back(std::move(warning));
+    }
+  } else {
+    const int r = static_cast<int>(workers.replicas_per_worker[0].size());
+    for (int i = 0; i < w; ++i) {
+      if (static_cast<int>(workers.replicas_per_worker[i].size()) != r) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "semantics 2.4 needs the same number of replicas on every worker; "
+            "worker 0 has ",
+            r, ", worker ", i, " has ", workers.replicas_per_worker[i].size()));
+      }
+    }
+    int64_t global_batch = -1;
+    if (n > 1) {
+      TPUSIM_RETURN_IF_ERROR(CheckNoScalarComponents(dataset.element_spec()));
+      global_batch = ComputeBatchSize(dataset.node());
+    }
+    for (int i = 0; i < w; ++i) {
+      NodePtr node = dataset.node();
+      if (n > 1) {
+        if (global_batch > 0) {
+          TPUSIM_ASSIGN_OR_RETURN(
+              node, RebatchV2Node::Make(
+                        node, BatchSizesForWorker(global_batch, w, r, i)));
+        } else {
+          TPUSIM_ASSIGN_OR_RETURN(node, LegacyRebatchNode::Make(node, n));
+        }
+        TPUSIM_ASSIGN_OR_RETURN(node, PrefetchNode::Make(node, r));
+      }
+      if (i == 0) spec = node->element_spec();
+      TPUSIM_ASSIGN_OR_RETURN(AutoShardResult sharded,
+                              AutoShard(node, w, i, policy, n, version));
+      worker_datasets.emplace_back(sharded.node, worker_options);
+      applied.push_back(sharded.applied);
+      for (std::string& warning : sharded.warnings)
+        warnings.push_back(std::move(warning));
+    }
+  }
+  const bool optional =
+      options.enable_get_next_as_optional && !IsStaticallyShaped(spec);
+  return DistributedDataset(workers, std::move(worker_datasets),
+                            std::move(applied), std::move(spec), optional, kind,
+                            std::move(warnings));
+}
+
+absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunctionWithContexts(
+    const DatasetFunction& dataset_fn, const InputWorkers& workers,
+    const std::vector<InputContext>& contexts,
+    const DistributeOptions& options) {
+  TPUSIM_RETURN_IF_ERROR(ValidateCommon(workers, options));
+  if (static_cast<int>(contexts.size()) != workers.num_workers()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the number of input contexts (", contexts.size(),
+                     ") must equal the number of input workers (",
+                     workers.num_workers(), ")"));
+  }
+  std::vector<Dataset> datasets;
+  for (const InputContext& ctx : contexts) {
+    Dataset ds = dataset_fn(ctx);
+    if (!ds.ok()) return ds.status();
+    datasets.push_back(std::move(ds));
+  }
+  ElementSpec spec = datasets[0].element_spec();
+  const bool optional =
+      options.enable_get_next_as_optional && !IsStaticallyShaped(spec);
+  std::vector<AutoShardPolicy> applied(datasets.size(), AutoShardPolicy::kOff);
+  return DistributedDataset(workers, std::move(datasets), std::move(applied),
+                            std::move(spec), optional, std::nullopt, {});
+}
+
+absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunction(
+    const DatasetFunction& dataset_fn, const InputWorkers& workers,
+    const DistributeOptions& options) {
+  TPUSIM_RETURN_IF_ERROR(ValidateCommon(workers, options));
+  return DistributeDatasetsFromFunctionWithContexts(
+      dataset_fn, workers, MakeInputContexts(workers), options);
+}
+
+absl::StatusOr<DistributedIterator> MakeDatasetIterator(
+    const Dataset& dataset, const InputWorkers& workers,
+    const DistributeOptions& options) {
+  TPUSIM_ASSIGN_OR_RETURN(DistributedDataset dist,
+                          DistributeDataset(dataset, workers, options));
+  return dist.MakeIterator();
+}
+
+absl::StatusOr<DistributedIterator> MakeInputFnIterator(
+    const InputFn& input_fn, const InputWorkers& workers,
+    InputReplicationMode replication_mode, const DistributeOptions& options) {
+  if (replication_mode != InputReplicationMode::kPerWorker) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Input replication mode not supported: ",
+        static_cast<int>(replication_mode), "; only PER_WORKER (0) is"));
+  }
+  TPUSIM_RETURN_IF_ERROR(ValidateCommon(workers, options));
+  std::vector<DistributedIterator::WorkerInput> inputs;
+  std::optional<ElementSpec> spec;
+  for (const InputContext& ctx : MakeInputContexts(workers)) {
+    InputFnResult result = input_fn(ctx);
+    if (auto* ds = std::get_if<Dataset>(&result)) {
+      if (!ds->ok()) return ds->status();
+      if (!spec.has_value()) spec = ds->element_spec();
+      inputs.push_back({*ds, nullptr});
+    } else if (auto* fn = std::get_if<ElementFn>(&result);
+               fn != nullptr && *fn) {
+      inputs.push_back({std::nullopt, *fn});
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input_fn must return a tf.data.Dataset or a callable; for ",
+          ctx.DebugString(), " it returned neither"));
+    }
+  }
+  // tpusim choice [U]: a dataset-returning input_fn uses get-next-as-optional
+  // like distribute_datasets_from_function (worker 0's spec decides); callables
+  // never end.
+  const bool optional = spec.has_value() &&
+                        options.enable_get_next_as_optional &&
+                        !IsStaticallyShaped(*spec);
+  return DistributedIterator::Create(workers, std::move(inputs),
+                                     spec.value_or(ElementSpec()), optional);
+}
+
+}  // namespace tpusim::data

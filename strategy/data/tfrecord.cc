@@ -1,0 +1,176 @@
+#include "strategy/data/tfrecord.h"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "strategy/data/crc32c.h"
+
+namespace tpusim::data {
+namespace {
+
+void PutU64(uint64_t v, char* out) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+void PutU32(uint32_t v, char* out) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+}  // namespace
+
+absl::Status FileError(absl::string_view what, const std::string& path,
+                       int err) {
+  const std::string msg =
+      absl::StrCat(what, " \"", path, "\": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(msg);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(msg);
+    default:
+      return absl::UnknownError(msg);
+  }
+}
+
+std::string EncodeTFRecord(absl::string_view data) {
+  std::string out(8 + 4 + data.size() + 4, '\0');
+  PutU64(data.size(), &out[0]);
+  PutU32(MaskCrc32c(Crc32c(out.data(), 8)), &out[8]);
+  if (!data.empty()) std::memcpy(&out[12], data.data(), data.size());
+  PutU32(MaskCrc32c(Crc32c(data)), &out[12 + data.size()]);
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Open(
+    const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr)
+    return FileError("cannot create TFRecord file", path, errno);
+  return std::unique_ptr<TFRecordWriter>(new TFRecordWriter(path, f));
+}
+
+TFRecordWriter::~TFRecordWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+absl::Status TFRecordWriter::Write(absl::string_view record) {
+  if (file_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("TFRecord file \"", path_, "\" is closed"));
+  }
+  char header[12];
+  PutU64(record.size(), header);
+  PutU32(MaskCrc32c(Crc32c(header, 8)), header + 8);
+  char footer[4];
+  PutU32(MaskCrc32c(Crc32c(record)), footer);
+  if (std::fwrite(header, 1, 12, file_) != 12 ||
+      (!record.empty() &&
+       std::fwrite(record.data(), 1, record.size(), file_) != record.size()) ||
+      std::fwrite(footer, 1, 4, file_) != 4) {
+    return FileError("cannot write TFRecord file", path_, errno);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TFRecordWriter::Close() {
+  if (file_ == nullptr) return absl::OkStatus();
+  const int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) return FileError("cannot close TFRecord file", path_, errno);
+  return absl::OkStatus();
+}
+
+absl::Status WriteTFRecordFile(const std::string& path,
+                               const std::vector<std::string>& records) {
+  absl::StatusOr<std::unique_ptr<TFRecordWriter>> w =
+      TFRecordWriter::Open(path);
+  if (!w.ok()) return w.status();
+  for (const std::string& r : records) {
+    absl::Status s = (*w)->Write(r);
+    if (!s.ok()) return s;
+  }
+  return (*w)->Close();
+}
+
+absl::StatusOr<std::unique_ptr<TFRecordFileReader>> TFRecordFileReader::Open(
+    const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return FileError("cannot open TFRecord file", path, errno);
+  std::unique_ptr<TFRecordFileReader> reader(new TFRecordFileReader(path, f));
+  if (std::fseek(f, 0, SEEK_END) != 0)
+    return FileError("cannot seek in", path, errno);
+  reader->file_size_ = std::ftell(f);
+  std::rewind(f);
+  return reader;
+}
+
+TFRecordFileReader::~TFRecordFileReader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+absl::StatusOr<std::optional<std::string>> TFRecordFileReader::ReadNext() {
+  const int64_t start = offset_;
+  auto truncated = [&]() {
+    return absl::DataLossError(
+        absl::StrCat("TFRecord file \"", path_,
+                     "\": truncated record at byte offset ", start));
+  };
+  auto corrupted = [&](absl::string_view which) {
+    return absl::DataLossError(absl::StrCat(
+        "TFRecord file \"", path_, "\": corrupted record at byte offset ",
+        start, " (", which, " checksum mismatch)"));
+  };
+  char header[12];
+  const size_t got = std::fread(header, 1, sizeof(header), file_);
+  if (got == 0 && std::feof(file_)) return std::optional<std::string>();
+  if (got != sizeof(header)) {
+    if (std::ferror(file_))
+      return FileError("cannot read TFRecord file", path_, errno);
+    return truncated();
+  }
+  if (UnmaskCrc32c(GetU32(header + 8)) != Crc32c(header, 8))
+    return corrupted("length");
+  const uint64_t length = GetU64(header);
+  // Guard the allocation against a length that cannot fit in the rest of the
+  // file.
+  if (length > static_cast<uint64_t>(file_size_ - (start + 12)))
+    return truncated();
+  std::string data(length, '\0');
+  if (length > 0 && std::fread(&data[0], 1, length, file_) != length)
+    return truncated();
+  char footer[4];
+  if (std::fread(footer, 1, 4, file_) != 4) return truncated();
+  if (UnmaskCrc32c(GetU32(footer)) != Crc32c(data)) return corrupted("data");
+  offset_ = start + 12 + static_cast<int64_t>(length) + 4;
+  return std::optional<std::string>(std::move(data));
+}
+
+absl::StatusOr<std::vector<std::string>> ReadTFRecordFile(
+    const std::string& path) {
+  absl::StatusOr<std::unique_ptr<TFRecordFileReader>> r =
+      TFRecordFileReader::Open(path);
+  if (!r.ok()) return r.status();
+  std::vector<std::string> out;
+  while (true) {
+    absl::StatusOr<std::optional<std::string>> rec = (*r)->ReadNext();
+    if (!rec.ok()) return rec.status();
+    if (!rec->has_value()) break;
+    out.push_back(**std::move(rec));
+  }
+  return out;
+}
+
+}  // namespace tpusim::data

@@ -1,0 +1,93 @@
+// strategy/data/tfrecord.h
+//
+// The TFRecord file format: each record is
+//   uint64 length (little-endian) | uint32 masked_crc32c(length bytes) | data |
+//   uint32 masked_crc32c(data)
+// (spec, "Binary formats"). Writer and reader:
+//
+//   TPUSIM_RETURN_IF_ERROR(WriteTFRecordFile(path, {"a", "bc"}));
+//   TPUSIM_ASSIGN_OR_RETURN(auto reader, TFRecordFileReader::Open(path));
+//   while (true) {
+//     TPUSIM_ASSIGN_OR_RETURN(std::optional<std::string> record,
+//     reader->ReadNext()); if (!record) break;
+//   }
+//
+// A corrupt (CRC mismatch) or truncated record is DataLoss naming the file and
+// the byte offset of the record's first byte.
+
+#ifndef TPUSIM_STRATEGY_DATA_TFRECORD_H_
+#define TPUSIM_STRATEGY_DATA_TFRECORD_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace tpusim::data {
+
+// The encoded bytes of one record.
+std::string EncodeTFRecord(absl::string_view data);
+
+// An absl::Status for a failed file operation on `path` from errno (NotFound
+// for ENOENT, PermissionDenied for EACCES, else Unknown), naming the path and
+// `what`.
+absl::Status FileError(absl::string_view what, const std::string& path,
+                       int err);
+
+class TFRecordWriter {
+ public:
+  // Creates or truncates `path`. Errors from the file system (NotFound,
+  // PermissionDenied, ...) name the path.
+  static absl::StatusOr<std::unique_ptr<TFRecordWriter>> Open(
+      const std::string& path);
+  ~TFRecordWriter();
+  absl::Status Write(absl::string_view record);
+  // Flushes and closes; later Writes fail with FailedPrecondition.
+  absl::Status Close();
+
+ private:
+  TFRecordWriter(std::string path, std::FILE* file)
+      : path_(std::move(path)), file_(file) {}
+  std::string path_;
+  std::FILE* file_;
+};
+
+// Writes `records` to a new file at `path`.
+absl::Status WriteTFRecordFile(const std::string& path,
+                               const std::vector<std::string>& records);
+
+class TFRecordFileReader {
+ public:
+  // NotFound (naming the path) when the file does not exist.
+  static absl::StatusOr<std::unique_ptr<TFRecordFileReader>> Open(
+      const std::string& path);
+  ~TFRecordFileReader();
+  // The next record, nullopt at a clean end of file. DataLoss "<path>:
+  // truncated record at byte offset N" / "<path>: corrupted record at byte
+  // offset N (... checksum mismatch)".
+  absl::StatusOr<std::optional<std::string>> ReadNext();
+  // Byte offset of the next record.
+  int64_t offset() const { return offset_; }
+
+ private:
+  TFRecordFileReader(std::string path, std::FILE* file)
+      : path_(std::move(path)), file_(file) {}
+  std::string path_;
+  std::FILE* file_;
+  int64_t file_size_ = 0;
+  int64_t offset_ = 0;
+};
+
+// Every record of the file at `path`.
+absl::StatusOr<std::vector<std::string>> ReadTFRecordFile(
+    const std::string& path);
+
+}  // namespace tpusim::data
+
+#endif  // TPUSIM_STRATEGY_DATA_TFRECORD_H_

@@ -1,0 +1,50 @@
+#include "strategy/data/crc32c.h"
+
+#include <cstdint>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace tpusim::data {
+namespace {
+
+TEST(Crc32cTest, StandardCheckValue) {
+  EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
+}
+
+TEST(Crc32cTest, Rfc3720TestVectors) {
+  EXPECT_EQ(Crc32c(std::string(32, '\0')), 0x8A9136AAu);
+  EXPECT_EQ(Crc32c(std::string(32, '\xff')), 0x62A8AB43u);
+  std::string up, down;
+  for (int i = 0; i < 32; ++i) {
+    up.push_back(static_cast<char>(i));
+    down.push_back(static_cast<char>(31 - i));
+  }
+  EXPECT_EQ(Crc32c(up), 0x46DD794Eu);
+  EXPECT_EQ(Crc32c(down), 0x113FDB5Cu);
+}
+
+TEST(Crc32cTest, EmptyInputIsZero) { EXPECT_EQ(Crc32c(""), 0u); }
+
+TEST(Crc32cTest, ExtendEqualsCrcOfConcatenation) {
+  const std::string a = "The quick brown fox ";
+  const std::string b = "jumps over the lazy dog, 0123456789";
+  for (size_t split = 0; split <= a.size() + b.size(); ++split) {
+    const std::string all = a + b;
+    EXPECT_EQ(Crc32cExtend(Crc32c(all.substr(0, split)), all.data() + split,
+                           all.size() - split),
+              Crc32c(all))
+        << split;
+  }
+}
+
+TEST(Crc32cTest, MaskFollowsTheTFRecordFormula) {
+  EXPECT_EQ(MaskCrc32c(0), 0xa282ead8u);
+  const uint32_t c = 0xE3069283u;
+  EXPECT_EQ(MaskCrc32c(c),
+            static_cast<uint32_t>(((c >> 15) | (c << 17)) + 0xa282ead8u));
+  EXPECT_EQ(UnmaskCrc32c(MaskCrc32c(c)), c);
+}
+
+}  // namespace
+}  // namespace tpusim::data

@@ -1,0 +1,687 @@
+#include "strategy/data/dataset.h"
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "strategy/data/dataset_nodes.h"
+
+namespace tpusim::data {
+namespace {
+
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::TensorSpec;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+using ::tpusim::testing::IsOk;
+using ::tpusim::testing::StatusIs;
+
+using Ints = std::vector<int64_t>;
+
+// Every element of a dataset whose elements are single int64 tensors, each
+// flattened.
+std::vector<Ints> Collect(const Dataset& ds) {
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  EXPECT_THAT(all, IsOk());
+  std::vector<Ints> out;
+  if (!all.ok()) return out;
+  for (const Element& e : *all) {
+    auto v = e.leaf().values<int64_t>();
+    out.emplace_back(v.begin(), v.end());
+  }
+  return out;
+}
+
+// The same for scalar elements.
+Ints Scalars(const Dataset& ds) {
+  Ints out;
+  for (const Ints& v : Collect(ds)) {
+    EXPECT_EQ(v.size(), 1u);
+    if (!v.empty()) out.push_back(v[0]);
+  }
+  return out;
+}
+
+std::string Spec(const Dataset& ds) {
+  if (!ds.ok()) return ds.status().ToString();
+  return ElementSpecToString(ds.element_spec());
+}
+
+Tensor I64(std::vector<int64_t> v) { return Tensor::Vector<int64_t>(v); }
+
+// ---- range ----
+
+TEST(DatasetTest, RangeWithStopCountsFromZero) {
+  EXPECT_THAT(Scalars(Dataset::Range(5)), ElementsAre(0, 1, 2, 3, 4));
+  EXPECT_EQ(Spec(Dataset::Range(5)), "int64[]");
+}
+
+TEST(DatasetTest, RangeHonoursStartStopAndStep) {
+  EXPECT_THAT(Scalars(Dataset::Range(2, 10, 3)), ElementsAre(2, 5, 8));
+  EXPECT_THAT(Scalars(Dataset::Range(10, 0, -3)), ElementsAre(10, 7, 4, 1));
+  EXPECT_THAT(Scalars(Dataset::Range(5, 5)), IsEmpty());
+  EXPECT_THAT(Scalars(Dataset::Range(5, 2)), IsEmpty());
+}
+
+TEST(DatasetTest, RangeRejectsZeroStep) {
+  EXPECT_THAT(Dataset::Range(0, 10, 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("step must be a non-zero integer")));
+}
+
+// ---- from_tensors / from_tensor_slices ----
+
+TEST(DatasetTest, FromTensorsGivesOneElement) {
+  Dataset ds = Dataset::FromTensors(TensorRefNest(I64({1, 2})));
+  EXPECT_THAT(Collect(ds), ElementsAre(ElementsAre(1, 2)));
+  EXPECT_EQ(Spec(ds), "int64[2]");
+}
+
+TEST(DatasetTest, FromTensorSlicesSlicesEveryComponentAlongDimZero) {
+  Tensor a = I64({1, 2, 3});
+  Tensor b =
+      Tensor::FromVector<int64_t>(Shape({3, 2}), {10, 11, 20, 21, 30, 31});
+  Dataset ds = Dataset::FromTensorSlices(
+      TensorRefNest::Tuple({TensorRefNest(a), TensorRefNest(b)}));
+  EXPECT_EQ(Spec(ds), "(int64[], int64[2])");
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[1].children()[0].leaf().scalar<int64_t>(), 2);
+  EXPECT_THAT((*all)[2].children()[1].leaf().values<int64_t>(),
+              ElementsAre(30, 31));
+}
+
+TEST(DatasetTest, FromTensorSlicesOfDictKeepsKeys) {
+  Dataset ds = Dataset::FromTensorSlices(TensorRefNest::Dict(
+      {{"y", TensorRefNest(I64({7, 8}))},
+       {"x", TensorRefNest(Tensor::Vector<std::string>({"a", "b"}))}}));
+  EXPECT_EQ(Spec(ds), "{x: string[], y: int64[]}");
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].children()[0].leaf().scalar<std::string>(), "b");
+  EXPECT_EQ((*all)[1].children()[1].leaf().scalar<int64_t>(), 8);
+}
+
+TEST(DatasetTest, FromTensorSlicesRejectsDifferentDimZero) {
+  Dataset ds = Dataset::FromTensorSlices(TensorRefNest::Tuple(
+      {TensorRefNest(I64({1, 2, 3})), TensorRefNest(I64({1, 2}))}));
+  EXPECT_THAT(ds.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("dimension 0 of every component must match; "
+                                 "component 0 has 3 and component 1 has 2")));
+}
+
+TEST(DatasetTest, FromTensorSlicesRejectsScalars) {
+  EXPECT_THAT(
+      Dataset::FromTensorSlices(TensorRefNest(Tensor::Scalar<int64_t>(3)))
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("is a scalar; every component needs rank >= 1")));
+}
+
+// ---- batch ----
+
+TEST(DatasetTest, BatchKeepsPartialLastBatchAndHasUnknownBatchDim) {
+  Dataset ds = Dataset::Range(10).Batch(4);
+  EXPECT_THAT(Collect(ds),
+              ElementsAre(ElementsAre(0, 1, 2, 3), ElementsAre(4, 5, 6, 7),
+                          ElementsAre(8, 9)));
+  EXPECT_EQ(Spec(ds), "int64[?]");
+}
+
+TEST(DatasetTest, BatchDropRemainderDropsPartialBatchAndKnowsBatchDim) {
+  Dataset ds = Dataset::Range(10).Batch(4, /*drop_remainder=*/true);
+  EXPECT_THAT(Collect(ds),
+              ElementsAre(ElementsAre(0, 1, 2, 3), ElementsAre(4, 5, 6, 7)));
+  EXPECT_EQ(Spec(ds), "int64[4]");
+}
+
+TEST(DatasetTest, BatchStacksComponentsOfTuples) {
+  Tensor m = Tensor::FromVector<int64_t>(Shape({3, 2}), {0, 1, 2, 3, 4, 5});
+  Dataset ds = Dataset::FromTensorSlices(
+                   TensorRefNest::Tuple(
+                       {TensorRefNest(I64({7, 8, 9})), TensorRefNest(m)}))
+                   .Batch(2);
+  EXPECT_EQ(Spec(ds), "(int64[?], int64[?,2])");
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].children()[1].leaf().shape(), Shape({2, 2}));
+  EXPECT_THAT((*all)[0].children()[1].leaf().values<int64_t>(),
+              ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT((*all)[1].children()[0].leaf().values<int64_t>(), ElementsAre(9));
+}
+
+TEST(DatasetTest, BatchRejectsNonPositiveBatchSize) {
+  EXPECT_THAT(
+      Dataset::Range(3).Batch(0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("batch_size must be greater than zero, got 0")));
+}
+
+TEST(DatasetTest, BatchOfDifferentShapesFailsWhenIterated) {
+  MapFunction f;
+  f.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    const int64_t n = e.leaf().scalar<int64_t>();
+    return Element(Tensor::Zeros(DType::kI64, Shape({n + 1})));
+  };
+  f.output_spec =
+      ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})});
+  Dataset ds = Dataset::Range(3).Map(f).Batch(2);
+  EXPECT_EQ(Spec(ds), "int64[?,?]");
+  EXPECT_THAT(
+      ds.Collect().status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("Cannot batch tensors with different shapes in "
+                         "component 0")));
+}
+
+// ---- shard ----
+
+TEST(DatasetTest, ShardKeepsEveryNthElementFromIndex) {
+  EXPECT_THAT(Scalars(Dataset::Range(10).Shard(3, 1)), ElementsAre(1, 4, 7));
+  EXPECT_THAT(Scalars(Dataset::Range(10).Shard(3, 0)), ElementsAre(0, 3, 6, 9));
+  EXPECT_THAT(Scalars(Dataset::Range(2).Shard(3, 2)), IsEmpty());
+}
+
+TEST(DatasetTest, ShardValidatesNumShardsAndIndex) {
+  EXPECT_THAT(Dataset::Range(10).Shard(0, 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Number of shards must be greater than zero "
+                                 "(currently num_shards = 0)")));
+  EXPECT_THAT(Dataset::Range(10).Shard(2, 2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Index must be between 0 and 1 (currently "
+                                 "index = 2)")));
+  EXPECT_THAT(Dataset::Range(10).Shard(2, -1).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("currently index = -1")));
+}
+
+TEST(DatasetTest, ConstructionErrorsAreStickyThroughLaterBuilders) {
+  Dataset ds = Dataset::Range(10).Shard(0, 0).Batch(2).Repeat(3);
+  EXPECT_FALSE(ds.ok());
+  EXPECT_THAT(ds.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr("num_shards = 0")));
+  EXPECT_THAT(ds.MakeIterator().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("num_shards = 0")));
+}
+
+// ---- repeat / take / skip / prefetch ----
+
+TEST(DatasetTest, RepeatRepeatsCountTimes) {
+  EXPECT_THAT(Scalars(Dataset::Range(3).Repeat(2)),
+              ElementsAre(0, 1, 2, 0, 1, 2));
+  EXPECT_THAT(Scalars(Dataset::Range(3).Repeat(0)), IsEmpty());
+}
+
+TEST(DatasetTest, RepeatForeverWithTakeAndEmptyInputTerminates) {
+  EXPECT_THAT(Scalars(Dataset::Range(3).Repeat().Take(7)),
+              ElementsAre(0, 1, 2, 0, 1, 2, 0));
+  EXPECT_THAT(Scalars(Dataset::Range(0).Repeat()), IsEmpty());
+}
+
+TEST(DatasetTest, RepeatRejectsCountBelowMinusOne) {
+  EXPECT_THAT(
+      Dataset::Range(3).Repeat(-2).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("count must be -1 (forever) or >= 0, got -2")));
+}
+
+TEST(DatasetTest, TakeAndSkipCountElements) {
+  EXPECT_THAT(Scalars(Dataset::Range(10).Take(3)), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Scalars(Dataset::Range(3).Take(-1)), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Scalars(Dataset::Range(3).Take(10)), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Scalars(Dataset::Range(10).Skip(7)), ElementsAre(7, 8, 9));
+  EXPECT_THAT(Scalars(Dataset::Range(10).Skip(-1)), IsEmpty());
+  EXPECT_THAT(Scalars(Dataset::Range(3).Skip(5)), IsEmpty());
+  EXPECT_THAT(Dataset::Range(3).Take(-2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("take")));
+  EXPECT_THAT(Dataset::Range(3).Skip(-2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("skip")));
+}
+
+TEST(DatasetTest, PrefetchPassesElementsThrough) {
+  EXPECT_THAT(Scalars(Dataset::Range(4).Prefetch(2)), ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(Scalars(Dataset::Range(2).Prefetch(kAutotune)),
+              ElementsAre(0, 1));
+  EXPECT_THAT(Dataset::Range(3).Prefetch(-2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("buffer_size must be >= 0 or AUTOTUNE")));
+}
+
+// ---- map / filter ----
+
+Element Times(const Element& e, int64_t k) {
+  return Element(Tensor::Scalar<int64_t>(e.leaf().scalar<int64_t>() * k));
+}
+
+TEST(DatasetTest, MapAppliesFunctionAndInfersSpec) {
+  Dataset ds = Dataset::Range(4).Map(
+      [](const Element& e) -> absl::StatusOr<Element> { return Times(e, 10); });
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 10, 20, 30));
+  EXPECT_EQ(Spec(ds), "int64[]");
+}
+
+TEST(DatasetTest, MapSpecInferenceKeepsUnknownDimsUnknown) {
+  // Identity on [?] stays [?]; a reduction to a scalar is known.
+  Dataset batched = Dataset::Range(10).Batch(3);
+  EXPECT_EQ(Spec(batched.Map(
+                [](const Element& e) -> absl::StatusOr<Element> { return e; })),
+            "int64[?]");
+  Dataset summed = batched.Map([](const Element& e) -> absl::StatusOr<Element> {
+    int64_t s = 0;
+    for (int64_t v : e.leaf().values<int64_t>()) s += v;
+    return Element(Tensor::Scalar<int64_t>(s));
+  });
+  EXPECT_EQ(Spec(summed), "int64[]");
+  EXPECT_THAT(Scalars(summed), ElementsAre(3, 12, 21, 9));
+}
+
+TEST(DatasetTest, MapWhoseProbeFailsAsksForOutputSpec) {
+  Dataset ds =
+      Dataset::Range(3).Map([](const Element&) -> absl::StatusOr<Element> {
+        return absl::InvalidArgumentError("boom");
+      });
+  EXPECT_THAT(ds.status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("declare MapFunction::output_spec")));
+}
+
+TEST(DatasetTest, MapResultMustMatchDeclaredSpec) {
+  MapFunction f;
+  f.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    return Element(Tensor::Scalar<float>(1.0f));
+  };
+  f.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  EXPECT_THAT(Dataset::Range(2).Map(f).Collect().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("returned an element of spec float32[]")));
+}
+
+TEST(DatasetTest, MapErrorsPropagateFromIteration) {
+  MapFunction f;
+  f.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    if (e.leaf().scalar<int64_t>() == 2) return absl::DataLossError("bad 2");
+    return e;
+  };
+  f.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  absl::StatusOr<IteratorPtr> it = Dataset::Range(5).Map(f).MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  EXPECT_THAT((*it)->GetNext(), IsOk());
+  EXPECT_THAT((*it)->GetNext(), IsOk());
+  EXPECT_THAT((*it)->GetNext(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bad 2")));
+}
+
+TEST(DatasetTest, FilterKeepsElementsWherePredicateIsTrueAndKeepsSpec) {
+  Dataset ds = Dataset::Range(10).Batch(2).Filter(
+      [](const Element& e) -> absl::StatusOr<bool> {
+        return e.leaf().values<int64_t>()[0] % 4 == 0;
+      });
+  EXPECT_EQ(Spec(ds), "int64[?]");
+  EXPECT_THAT(Collect(ds), ElementsAre(ElementsAre(0, 1), ElementsAre(4, 5),
+                                       ElementsAre(8, 9)));
+}
+
+TEST(DatasetTest, HostCostsAreCollectedAlongTheGraph) {
+  auto id = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  Dataset ds = Dataset::Range(10)
+                   .Map(id, common::Picoseconds(500))
+                   .Batch(2)
+                   .Map(id, common::Picoseconds(7000));
+  std::vector<NodeCost> costs = CollectHostCosts(ds.node());
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0].per_element, common::Picoseconds(500));
+  EXPECT_EQ(costs[1].per_element, common::Picoseconds(7000));
+  EXPECT_EQ(costs[1].node, ds.node());
+  EXPECT_EQ(ds.node()->host_cost_per_element(), common::Picoseconds(7000));
+  EXPECT_EQ(ds.node()->inputs()[0]->host_cost_per_element(),
+            common::Picoseconds(0));
+}
+
+// ---- shuffle ----
+
+TEST(DatasetTest, ShuffleIsAPermutationDeterministicPerSeed) {
+  Dataset a = Dataset::Range(20).Shuffle(20, 42);
+  Ints first = Scalars(a);
+  Ints again = Scalars(a);
+  Ints same_seed = Scalars(Dataset::Range(20).Shuffle(20, 42));
+  Ints other_seed = Scalars(Dataset::Range(20).Shuffle(20, 43));
+  EXPECT_EQ(first, again);
+  EXPECT_EQ(first, same_seed);
+  EXPECT_NE(first, other_seed);
+  Ints sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  Ints expected;
+  for (int64_t i = 0; i < 20; ++i) expected.push_back(i);
+  EXPECT_EQ(sorted, expected);
+  EXPECT_NE(first, expected);
+}
+
+TEST(DatasetTest, ShuffleWithBufferOneKeepsOrder) {
+  EXPECT_THAT(Scalars(Dataset::Range(5).Shuffle(1, 7)),
+              ElementsAre(0, 1, 2, 3, 4));
+}
+
+TEST(DatasetTest, ShuffleBufferBoundsHowFarElementsMove) {
+  // With a buffer of 2, output i is one of the first i + 2 inputs.
+  Ints out = Scalars(Dataset::Range(50).Shuffle(2, 3));
+  ASSERT_EQ(out.size(), 50u);
+  for (size_t i = 0; i < out.size(); ++i)
+    EXPECT_LE(out[i], static_cast<int64_t>(i) + 1);
+}
+
+TEST(DatasetTest, ShuffleReshufflesEachRepeatEpochOnlyWhenAsked) {
+  Ints re = Scalars(Dataset::Range(10).Shuffle(10, 5, true).Repeat(2));
+  Ints fixed = Scalars(Dataset::Range(10).Shuffle(10, 5, false).Repeat(2));
+  ASSERT_EQ(re.size(), 20u);
+  ASSERT_EQ(fixed.size(), 20u);
+  EXPECT_NE(Ints(re.begin(), re.begin() + 10), Ints(re.begin() + 10, re.end()));
+  EXPECT_EQ(Ints(fixed.begin(), fixed.begin() + 10),
+            Ints(fixed.begin() + 10, fixed.end()));
+  // The first epoch is the same either way (epoch 0).
+  EXPECT_EQ(Ints(re.begin(), re.begin() + 10),
+            Ints(fixed.begin(), fixed.begin() + 10));
+}
+
+TEST(DatasetTest, ShuffleRejectsEmptyBuffer) {
+  EXPECT_THAT(
+      Dataset::Range(3).Shuffle(0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("buffer_size must be greater than zero, got 0")));
+}
+
+// ---- cache ----
+
+TEST(DatasetTest, CacheRunsInputOnceAcrossRepeats) {
+  auto calls = std::make_shared<int>(0);
+  MapFunction f;
+  f.fn = [calls](const Element& e) -> absl::StatusOr<Element> {
+    ++*calls;
+    return e;
+  };
+  f.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  Dataset ds = Dataset::Range(3).Map(f).Cache().Repeat(3);
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 1, 2, 0, 1, 2, 0, 1, 2));
+  EXPECT_EQ(*calls, 3);
+  EXPECT_THAT(Dataset::Range(3).Cache("/tmp/x").status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("only the in-memory cache")));
+}
+
+// ---- flat_map / interleave ----
+
+TEST(DatasetTest, FlatMapInstantiatesTheTracedBodyPerElement) {
+  Dataset ds = Dataset::Range(6).Batch(4).FlatMap([](const FunctionArg& arg) {
+    return Dataset::FromTensorSlices(arg.nest());
+  });
+  EXPECT_EQ(Spec(ds), "int64[]");
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 1, 2, 3, 4, 5));
+  const auto* fm = dynamic_cast<const FlatMapNode*>(ds.node().get());
+  ASSERT_NE(fm, nullptr);
+  EXPECT_EQ(fm->body()->op(), "TensorSliceDataset");
+  EXPECT_EQ(ElementSpecToString(fm->argument_spec()), "int64[?]");
+}
+
+TEST(DatasetTest, FlatMapBodyMayRepeatTheArgument) {
+  Dataset ds = Dataset::Range(3).FlatMap([](const FunctionArg& arg) {
+    return Dataset::FromTensors(arg.nest()).Repeat(2);
+  });
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 0, 1, 1, 2, 2));
+}
+
+TEST(DatasetTest, TracedBodyCannotBeIteratedAlone) {
+  Dataset ds = Dataset::Range(3).FlatMap(
+      [](const FunctionArg& arg) { return Dataset::FromTensors(arg.nest()); });
+  const auto& fm = static_cast<const FlatMapNode&>(*ds.node());
+  EXPECT_THAT(Dataset(fm.body()).Collect().status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("outside a function instantiation")));
+}
+
+TEST(DatasetTest, FlatMapFunctionErrorsAreConstructionErrors) {
+  Dataset ds = Dataset::Range(3).FlatMap(
+      [](const FunctionArg& arg) { return Dataset::Range(1).Batch(0); });
+  EXPECT_THAT(ds.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr("flat_map function: batch")));
+}
+
+TEST(DatasetTest, InterleaveMatchesTensorFlowDocumentationExample) {
+  // tf.data docs: range(1, 6).interleave(lambda x: from_tensors(x).repeat(6),
+  // cycle_length=2, block_length=4).
+  Dataset ds = Dataset::Range(1, 6).Interleave(
+      [](const FunctionArg& arg) {
+        return Dataset::FromTensors(arg.nest()).Repeat(6);
+      },
+      /*cycle_length=*/2, /*block_length=*/4);
+  EXPECT_THAT(Scalars(ds),
+              ElementsAre(1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4,
+                          4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5));
+}
+
+TEST(DatasetTest, InterleaveWithBlockOneRoundRobinsTheCycle) {
+  Dataset ds = Dataset::Range(3).Interleave(
+      [](const FunctionArg& arg) {
+        return Dataset::FromTensors(arg.nest()).Repeat(2);
+      },
+      /*cycle_length=*/3, /*block_length=*/1);
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 1, 2, 0, 1, 2));
+}
+
+TEST(DatasetTest, InterleaveAutotuneUsesTheDocumentedFixedCycleLength) {
+  Dataset ds = Dataset::Range(8).Interleave(
+      [](const FunctionArg& arg) {
+        return Dataset::FromTensors(arg.nest()).Repeat(2);
+      },
+      kAutotune, kAutotune);
+  const auto& node = static_cast<const InterleaveNode&>(*ds.node());
+  EXPECT_EQ(node.cycle_length(), kAutotuneCycleLength);
+  EXPECT_EQ(node.cycle_length(), 4);
+  EXPECT_EQ(node.block_length(), 1);
+  EXPECT_THAT(Scalars(ds),
+              ElementsAre(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7));
+}
+
+TEST(DatasetTest, InterleaveValidatesLengths) {
+  auto fn = [](const FunctionArg& arg) {
+    return Dataset::FromTensors(arg.nest());
+  };
+  EXPECT_THAT(
+      Dataset::Range(3).Interleave(fn, 0, 1).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("cycle_length must be >= 1 or AUTOTUNE (-1), got 0")));
+  EXPECT_THAT(
+      Dataset::Range(3).Interleave(fn, 2, 0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("block_length must be >= 1 or AUTOTUNE (-1), got 0")));
+}
+
+// ---- zip / concatenate ----
+
+TEST(DatasetTest, ZipEndsAtTheShortestInput) {
+  Dataset ds = Dataset::Zip({Dataset::Range(3), Dataset::Range(10, 15)});
+  EXPECT_EQ(Spec(ds), "(int64[], int64[])");
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[2].children()[0].leaf().scalar<int64_t>(), 2);
+  EXPECT_EQ((*all)[2].children()[1].leaf().scalar<int64_t>(), 12);
+  EXPECT_THAT(Dataset::Zip({}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("at least one dataset")));
+}
+
+TEST(DatasetTest, ConcatenateChainsInputsAndMergesSpecs) {
+  EXPECT_THAT(Scalars(Dataset::Range(3).Concatenate(Dataset::Range(10, 12))),
+              ElementsAre(0, 1, 2, 10, 11));
+  Dataset ds = Dataset::Range(4).Batch(2, true).Concatenate(
+      Dataset::Range(3).Batch(3, true));
+  EXPECT_EQ(Spec(ds), "int64[?]");
+  EXPECT_THAT(Collect(ds), ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3),
+                                       ElementsAre(0, 1, 2)));
+  EXPECT_EQ(Spec(Dataset::Range(4).Batch(2, true).Concatenate(
+                Dataset::Range(3).Batch(2, true))),
+            "int64[2]");
+}
+
+TEST(DatasetTest, ConcatenateRejectsIncompatibleSpecs) {
+  Dataset strings = Dataset::FromTensorSlices(
+      TensorRefNest(Tensor::Vector<std::string>({"a"})));
+  EXPECT_THAT(Dataset::Range(3).Concatenate(strings).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("incompatible element specs: int64[] and "
+                                 "string[]")));
+  EXPECT_THAT(
+      Dataset::Range(3).Concatenate(Dataset::Zip({Dataset::Range(1)})).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("structure and dtypes must match")));
+}
+
+// ---- options ----
+
+TEST(DatasetTest, OptionsDefaultToAutoAndSurviveTransformations) {
+  EXPECT_EQ(Dataset::Range(3).options().auto_shard_policy,
+            AutoShardPolicy::kAuto);
+  Options o;
+  o.auto_shard_policy = AutoShardPolicy::kData;
+  Dataset ds = Dataset::Range(8).WithOptions(o).Batch(2).Prefetch(1);
+  EXPECT_EQ(ds.options().auto_shard_policy, AutoShardPolicy::kData);
+  EXPECT_EQ(static_cast<int>(AutoShardPolicy::kOff), -1);
+  EXPECT_EQ(static_cast<int>(AutoShardPolicy::kFile), 1);
+  EXPECT_EQ(static_cast<int>(AutoShardPolicy::kData), 2);
+  EXPECT_EQ(AutoShardPolicyName(AutoShardPolicy::kFile), "FILE");
+}
+
+// ---- graph inspection and rewriting ----
+
+TEST(DatasetTest, NodesExposeTensorFlowOpNamesAndParameters) {
+  Dataset ds =
+      Dataset::Range(0, 16, 1)
+          .Map([](const Element& e) -> absl::StatusOr<Element> { return e; })
+          .Batch(8)
+          .Shard(2, 1)
+          .Repeat(3)
+          .Prefetch(2);
+  std::vector<std::string> ops;
+  for (const NodePtr& n : TopologicalOrder(ds.node())) {
+    ops.push_back(std::string(n->op()));
+  }
+  EXPECT_THAT(ops,
+              ElementsAre("RangeDataset", "MapDataset", "BatchDatasetV2",
+                          "ShardDataset", "RepeatDataset", "PrefetchDataset"));
+  const NodePtr& batch = ds.node()->inputs()[0]->inputs()[0]->inputs()[0];
+  ASSERT_EQ(batch->op(), BatchNode::kOp);
+  EXPECT_EQ(static_cast<const BatchNode&>(*batch).batch_size(), 8);
+  EXPECT_FALSE(static_cast<const BatchNode&>(*batch).drop_remainder());
+  EXPECT_EQ(batch->ShortString(),
+            "BatchDatasetV2(batch_size=8, drop_remainder=false)");
+  EXPECT_THAT(ds.node()->DebugString(),
+              HasSubstr("ShardDataset(num_shards=2, index=1) -> int64[?]"));
+}
+
+TEST(DatasetTest, WithInputsRebuildsAboveARewrittenNodeAndRecomputesSpecs) {
+  // range(16).batch(8, drop_remainder=true).map(id) → replace the batch by
+  // batch(4, true) and rebuild the map above it.
+  Dataset ds = Dataset::Range(16).Batch(8, true).Map(
+      [](const Element& e) -> absl::StatusOr<Element> { return e; });
+  EXPECT_EQ(Spec(ds), "int64[8]");
+  const auto& batch = static_cast<const BatchNode&>(*ds.node()->inputs()[0]);
+  absl::StatusOr<NodePtr> smaller = BatchNode::Make(batch.inputs()[0], 4, true);
+  ASSERT_THAT(smaller, IsOk());
+  absl::StatusOr<NodePtr> map = ds.node()->WithInputs({*smaller});
+  ASSERT_THAT(map, IsOk());
+  Dataset rewritten(*map, ds.options());
+  EXPECT_EQ(Spec(rewritten), "int64[4]");
+  EXPECT_THAT(
+      Collect(rewritten),
+      ElementsAre(ElementsAre(0, 1, 2, 3), ElementsAre(4, 5, 6, 7),
+                  ElementsAre(8, 9, 10, 11), ElementsAre(12, 13, 14, 15)));
+  // The original graph is untouched.
+  EXPECT_EQ(Collect(ds).size(), 2u);
+  EXPECT_THAT(ds.node()->WithInputs({}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("WithInputs got 0 inputs, the node has 1")));
+}
+
+TEST(DatasetTest, FunctionNodeWithBodyReplacesTheBody) {
+  Dataset ds = Dataset::Range(2).FlatMap([](const FunctionArg& arg) {
+    return Dataset::FromTensors(arg.nest()).Repeat(2);
+  });
+  const auto& fm = static_cast<const FunctionNode&>(*ds.node());
+  absl::StatusOr<NodePtr> longer =
+      fm.body()->inputs()[0] == nullptr
+          ? absl::StatusOr<NodePtr>(absl::InternalError("no input"))
+          : RepeatNode::Make(fm.body()->inputs()[0], 3);
+  ASSERT_THAT(longer, IsOk());
+  absl::StatusOr<NodePtr> rebuilt = fm.WithBody(*longer);
+  ASSERT_THAT(rebuilt, IsOk());
+  EXPECT_THAT(Scalars(Dataset(*rebuilt)), ElementsAre(0, 0, 0, 1, 1, 1));
+}
+
+TEST(DatasetTest, TFRecordOfAListIsFlatMapOverFileNamesWithReaderOnArgument) {
+  // TF 2.2 readers.py: TFRecordDataset(filenames) is
+  // from_tensor_slices(filenames).flat_map(lambda f: _TFRecordDataset(f)).
+  Dataset ds = Dataset::TFRecord({"a.tfrecord", "b.tfrecord"});
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(Spec(ds), "string[]");
+  ASSERT_EQ(ds.node()->op(), FlatMapNode::kOp);
+  const auto& fm = static_cast<const FlatMapNode&>(*ds.node());
+  // The flat_map's input is the file-name list.
+  ASSERT_EQ(fm.inputs()[0]->op(), TensorSliceNode::kOp);
+  const auto& names = static_cast<const TensorSliceNode&>(*fm.inputs()[0]);
+  EXPECT_THAT(names.components().leaf().constant().values<std::string>(),
+              ElementsAre("a.tfrecord", "b.tfrecord"));
+  // The body is the reader op reading the function argument.
+  ASSERT_EQ(fm.body()->op(), "TFRecordDataset");
+  EXPECT_TRUE(IsReaderOp(fm.body()->op()));
+  const auto& reader = static_cast<const ReaderNode&>(*fm.body());
+  EXPECT_TRUE(reader.filenames().is_argument());
+  EXPECT_EQ(reader.filenames().arg_index(), 0);
+  EXPECT_EQ(reader.filenames().spec().ToString(), "string[]");
+}
+
+TEST(DatasetTest, ReadersWithParallelReadsAreInterleaves) {
+  Dataset ds = Dataset::TextLine({"a.txt"}, /*num_parallel_reads=*/3);
+  ASSERT_EQ(ds.node()->op(), InterleaveNode::kOp);
+  const auto& il = static_cast<const InterleaveNode&>(*ds.node());
+  EXPECT_EQ(il.cycle_length(), 3);
+  EXPECT_EQ(il.body()->op(), "TextLineDataset");
+  FixedLengthRecordOptions o;
+  o.record_bytes = 4;
+  EXPECT_EQ(Dataset::FixedLengthRecord({"a.bin"}, o).node()->op(),
+            FlatMapNode::kOp);
+}
+
+TEST(DatasetTest, ReaderOverDatasetRequiresStringScalars) {
+  EXPECT_THAT(Dataset::TFRecord(Dataset::Range(3)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("`filenames` must be a dataset of string "
+                                 "scalars, got element spec int64[]")));
+  EXPECT_THAT(Dataset::TFRecordReader(TensorRef(I64({1}))).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("must be a string scalar or vector")));
+  EXPECT_THAT(
+      Dataset::TFRecord({"a"}, TFRecordOptions{"GZIP", std::nullopt}).status(),
+      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("GZIP")));
+}
+
+TEST(DatasetTest, ElementSpecsOfReadersAreStringScalars) {
+  EXPECT_EQ(Spec(Dataset::TextLine({"x"})), "string[]");
+  EXPECT_EQ(Spec(Dataset::TFRecord({"x"}).Batch(2, true)), "string[2]");
+}
+
+}  // namespace
+}  // namespace tpusim::data

@@ -1,0 +1,347 @@
+// tests/strategy/data/rebatch_test.cc
+//
+// The 2.2 rebatch graph rewrite (Case 1, Case 2, fallback, walking rules) and
+// the 2.4 nodes.
+
+#include "strategy/data/rebatch.h"
+
+#include <string>
+#include <vector>
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "strategy/data/dataset.h"
+#include "strategy/data/dataset_nodes.h"
+#include "tests/strategy/data/distribute_test_util.h"
+
+namespace tpusim::data {
+namespace {
+
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::TensorSpec;
+using testing::DatasetValues;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::Values;
+using ::tpusim::testing::IsOk;
+using ::tpusim::testing::StatusIs;
+
+std::vector<Values> Rebatched(const Dataset& ds, int64_t n,
+                              RebatchKind* kind = nullptr) {
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), n);
+  EXPECT_THAT(r, IsOk());
+  if (!r.ok()) return {};
+  if (kind) *kind = r->kind;
+  absl::Status s;
+  std::vector<Values> out = DatasetValues(Dataset(r->node), &s);
+  EXPECT_THAT(s, IsOk());
+  return out;
+}
+
+TEST(RebatchTest, Case1RewritesTheBatchOpInPlace) {
+  absl::StatusOr<RebatchResult> r =
+      RebatchGraph(Dataset::Range(10).Batch(8).node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase1);
+  EXPECT_EQ(r->node->op(), BatchNode::kOp);
+  EXPECT_EQ(static_cast<const BatchNode&>(*r->node).batch_size(), 4);
+  EXPECT_EQ(DatasetValues(Dataset(r->node)),
+            (std::vector<Values>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}));
+}
+
+TEST(RebatchTest, Case2InsertsAFlatMapSplittingIntoCeilPieces) {
+  absl::StatusOr<RebatchResult> r =
+      RebatchGraph(Dataset::Range(10).Batch(5).node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase2);
+  EXPECT_EQ(r->node->op(), FlatMapNode::kOp);
+  EXPECT_EQ(r->node->inputs()[0]->op(),
+            BatchNode::kOp);  // the original batch(5) stays
+  EXPECT_EQ(DatasetValues(Dataset(r->node)),
+            (std::vector<Values>{{0, 1, 2}, {3, 4}, {5, 6, 7}, {8, 9}}));
+}
+
+TEST(RebatchTest, Case2PiecesFollowTheConstantNotThePartialBatch) {
+  // range(7).batch(5), N=2: m = 3 from the constant; the partial batch [5,6]
+  // stays whole (tpusim choice for the spec's open point; ceil(p/N) would give
+  // [5] [6]).
+  EXPECT_EQ(Rebatched(Dataset::Range(7).Batch(5), 2),
+            (std::vector<Values>{{0, 1, 2}, {3, 4}, {5, 6}}));
+}
+
+TEST(RebatchTest, DropRemainderAlwaysTakesCase2) {
+  RebatchKind kind;
+  EXPECT_EQ(Rebatched(Dataset::Range(10).Batch(8, true), 2, &kind),
+            (std::vector<Values>{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(kind, RebatchKind::kCase2);
+}
+
+TEST(RebatchTest, Case2CanGiveFewerThanNPieces) {
+  // Alignment hazard: B=4, N=3 → m=2 → 2 minibatches per global batch.
+  EXPECT_EQ(Rebatched(Dataset::Range(8).Batch(4), 3),
+            (std::vector<Values>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+}
+
+TEST(RebatchTest, WalksThroughPassThroughOps) {
+  MapFunction twice;
+  twice.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    std::vector<int64_t> v;
+    for (int64_t x : e.leaf().values<int64_t>()) v.push_back(2 * x);
+    return Element(Tensor::Vector<int64_t>(v));
+  };
+  twice.output_spec =
+      ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})});
+  Dataset ds =
+      Dataset::Range(8).Batch(4).Map(twice).Prefetch(2).Repeat(2).Skip(1).Take(
+          5);
+  RebatchKind kind;
+  // Skip/take now count minibatches of 2.
+  EXPECT_EQ(Rebatched(ds, 2, &kind),
+            (std::vector<Values>{{4, 6}, {8, 10}, {12, 14}, {0, 2}, {4, 6}}));
+  EXPECT_EQ(kind, RebatchKind::kCase1);
+}
+
+TEST(RebatchTest, OnlyTheOutermostBatchIsRewritten) {
+  // batch(2).batch(4): the outer batch(4) → batch(2); the inner one is
+  // untouched.
+  absl::StatusOr<RebatchResult> r =
+      RebatchGraph(Dataset::Range(16).Batch(2).Batch(4).node(), 2);
+  ASSERT_THAT(r, IsOk());
+  const auto& outer = static_cast<const BatchNode&>(*r->node);
+  EXPECT_EQ(outer.batch_size(), 2);
+  EXPECT_EQ(static_cast<const BatchNode&>(*outer.inputs()[0]).batch_size(), 2);
+  EXPECT_EQ(r->node->element_spec().leaf().shape,
+            Shape({runtime::kUnknownDim, runtime::kUnknownDim}));
+}
+
+TEST(RebatchTest, DescendsIntoEveryZipAndConcatenateInput) {
+  Dataset zip = Dataset::Zip(
+      {Dataset::Range(8).Batch(4), Dataset::Range(10, 18).Batch(4)});
+  absl::StatusOr<RebatchResult> r = RebatchGraph(zip.node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase1);
+  absl::StatusOr<std::vector<Element>> all = Dataset(r->node).Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[1].children()[0].leaf(), Tensor::Vector<int64_t>({2, 3}));
+  EXPECT_EQ((*all)[1].children()[1].leaf(), Tensor::Vector<int64_t>({12, 13}));
+
+  Dataset cat =
+      Dataset::Range(4).Batch(4).Concatenate(Dataset::Range(10, 13).Batch(3));
+  RebatchKind kind;
+  EXPECT_EQ(Rebatched(cat, 2, &kind),
+            (std::vector<Values>{{0, 1}, {2, 3}, {10, 11}, {12}}));
+  EXPECT_EQ(kind, RebatchKind::kCase2);  // batch(3) is not divisible by 2
+}
+
+TEST(RebatchTest, DescendsIntoFlatMapBodies) {
+  Dataset ds = Dataset::Range(2).FlatMap(
+      [](const FunctionArg&) { return Dataset::Range(4).Batch(4); });
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase1);
+  ASSERT_EQ(r->node->op(), FlatMapNode::kOp);
+  const auto& fn = static_cast<const FunctionNode&>(*r->node);
+  EXPECT_EQ(static_cast<const BatchNode&>(*fn.body()).batch_size(), 2);
+  EXPECT_EQ(DatasetValues(Dataset(r->node)),
+            (std::vector<Values>{{0, 1}, {2, 3}, {0, 1}, {2, 3}}));
+}
+
+TEST(RebatchTest, FallbackReshapesAStaticLeadingDimension) {
+  std::vector<int64_t> v(24);
+  for (int i = 0; i < 24; ++i) v[i] = i;
+  Dataset ds = Dataset::FromTensors(
+      TensorRefNest(TensorRef(Tensor::FromVector<int64_t>(Shape({8, 3}), v))));
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kFallback);
+  EXPECT_EQ(r->node->op(), FlatMapNode::kOp);
+  EXPECT_EQ(r->node->inputs()[0]->op(), MapNode::kOp);
+  absl::StatusOr<std::vector<Element>> all = Dataset(r->node).Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].leaf().shape(), Shape({4, 3}));
+  EXPECT_EQ((*all)[1].leaf().values<int64_t>()[0], 12);
+  EXPECT_EQ((*all)[1].leaf().values<int64_t>()[11], 23);
+}
+
+TEST(RebatchTest, FallbackNeedsAKnownLeadingDimension) {
+  Dataset hidden = Dataset::Range(8).Batch(4).FlatMap(
+      [](const FunctionArg& arg) { return Dataset::FromTensors(arg.nest()); });
+  EXPECT_THAT(RebatchGraph(hidden.node(), 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("cannot use rebatching fallback"),
+                             HasSubstr("0:?"), HasSubstr("num_replicas=2"))));
+}
+
+TEST(RebatchTest, FallbackNeedsEqualLeadingDimensions) {
+  Dataset ds = Dataset::FromTensors(TensorRefNest::Tuple(
+      {TensorRefNest(TensorRef(Tensor::Zeros(DType::kF32, Shape({4})))),
+       TensorRefNest(TensorRef(Tensor::Zeros(DType::kF32, Shape({6}))))}));
+  EXPECT_THAT(RebatchGraph(ds.node(), 2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("cannot use rebatching fallback"),
+                             HasSubstr("0:4"), HasSubstr("1:6"))));
+}
+
+TEST(RebatchTest, FallbackNeedsADivisibleLeadingDimension) {
+  Dataset ds = Dataset::FromTensors(
+      TensorRefNest(TensorRef(Tensor::Zeros(DType::kF32, Shape({6})))));
+  EXPECT_THAT(RebatchGraph(ds.node(), 4),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("cannot use rebatching fallback"),
+                             HasSubstr("0:6"), HasSubstr("num_replicas=4"))));
+}
+
+TEST(RebatchTest, PartialRewriteFailureFallsBackOnTheWholeGraph) {
+  // zip(batched, unbatched-static): the second branch has no batch → fallback
+  // for the whole.
+  Dataset ds = Dataset::Zip(
+      {Dataset::Range(4).Batch(2, true),
+       Dataset::FromTensors(
+           TensorRefNest(TensorRef(Tensor::Vector<int64_t>({7, 8}))))
+           .Repeat(2)});
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kFallback);
+  absl::StatusOr<std::vector<Element>> all = Dataset(r->node).Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[1].children()[0].leaf(), Tensor::Vector<int64_t>({1}));
+  EXPECT_EQ((*all)[1].children()[1].leaf(), Tensor::Vector<int64_t>({8}));
+}
+
+TEST(RebatchTest, ReportedSpecDividesKnownDivisibleDims) {
+  ElementSpec spec = ElementSpec::Tuple(
+      {ElementSpec(TensorSpec{DType::kF32, Shape({8, 3})}),
+       ElementSpec(TensorSpec{DType::kI32, Shape({6})}),
+       ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})})});
+  ElementSpec out = RebatchedElementSpec(spec, 4);
+  EXPECT_EQ(out.children()[0].leaf().shape, Shape({2, 3}));
+  EXPECT_EQ(out.children()[1].leaf().shape, Shape({runtime::kUnknownDim}));
+  EXPECT_EQ(out.children()[2].leaf().shape, Shape({runtime::kUnknownDim}));
+}
+
+TEST(RebatchTest, ScalarComponentsAreRejected) {
+  EXPECT_THAT(CheckNoScalarComponents(
+                  Dataset::Zip({Dataset::Range(3).Batch(2), Dataset::Range(3)})
+                      .element_spec()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("component 1"), HasSubstr("batch"))));
+  EXPECT_THAT(
+      CheckNoScalarComponents(Dataset::Range(3).Batch(2).element_spec()),
+      IsOk());
+}
+
+TEST(RebatchTest, SemanticsVersionParsing) {
+  EXPECT_EQ(*ParseSemanticsVersion("2.2"), SemanticsVersion::k2_2);
+  EXPECT_EQ(*ParseSemanticsVersion("2.4"), SemanticsVersion::k2_4);
+  EXPECT_THAT(ParseSemanticsVersion("2.1"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("\"2.1\""), HasSubstr("allowed"))));
+  EXPECT_THAT(ParseSemanticsVersion(""),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+}
+
+// ---- 2.4 ----
+
+TEST(RebatchTest, BatchSizesForWorkerRotatesByWorkerReplicas) {
+  EXPECT_THAT(BatchSizesForWorker(7, 2, 2, 0), ElementsAre(2, 2, 2, 1));
+  EXPECT_THAT(BatchSizesForWorker(7, 2, 2, 1), ElementsAre(2, 1, 2, 2));
+  EXPECT_THAT(BatchSizesForWorker(4, 1, 3, 0), ElementsAre(2, 1, 1));
+  EXPECT_THAT(BatchSizesForWorker(8, 2, 2, 1), ElementsAre(2, 2, 2, 2));
+  EXPECT_THAT(BatchSizesForWorker(3, 2, 2, 0), ElementsAre(1, 1, 1, 0));
+  EXPECT_THAT(BatchSizesForWorker(3, 2, 2, 1), ElementsAre(1, 0, 1, 1));
+  EXPECT_THAT(BatchSizesForWorker(10, 3, 1, 2), ElementsAre(3, 4, 3));
+}
+
+TEST(RebatchTest, RebatchV2CombinesAcrossInputBatches) {
+  absl::StatusOr<NodePtr> v2 =
+      RebatchV2Node::Make(Dataset::Range(8).Batch(4).node(), {2, 1, 1});
+  ASSERT_THAT(v2, IsOk());
+  EXPECT_EQ(DatasetValues(Dataset(*v2)),
+            (std::vector<Values>{{0, 1}, {2}, {3}, {4, 5}, {6}, {7}}));
+  v2 = RebatchV2Node::Make(Dataset::Range(16).Batch(4).node(), {6});
+  ASSERT_THAT(v2, IsOk());
+  EXPECT_EQ(DatasetValues(Dataset(*v2)),
+            (std::vector<Values>{
+                {0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}, {12, 13, 14, 15}}));
+}
+
+TEST(RebatchTest, RebatchV2ZeroSizesGiveEmptyBatches) {
+  absl::StatusOr<NodePtr> v2 =
+      RebatchV2Node::Make(Dataset::Range(3).Batch(3).node(), {1, 0});
+  ASSERT_THAT(v2, IsOk());
+  EXPECT_EQ(DatasetValues(Dataset(*v2)),
+            (std::vector<Values>{{0}, {}, {1}, {}, {2}}));
+}
+
+TEST(RebatchTest, RebatchV2ValidatesSizes) {
+  NodePtr in = Dataset::Range(8).Batch(4).node();
+  EXPECT_THAT(RebatchV2Node::Make(in, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(RebatchV2Node::Make(in, {2, -1}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("-1")));
+  EXPECT_THAT(RebatchV2Node::Make(in, {0, 0}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("all 0")));
+  EXPECT_THAT(
+      RebatchV2Node::Make(Dataset::Range(8).node(), {1}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank >= 1")));
+}
+
+TEST(RebatchTest, RebatchV2SpecIsStaticOnlyWithoutPartialBatches) {
+  absl::StatusOr<NodePtr> a =
+      RebatchV2Node::Make(Dataset::Range(16).Batch(8, true).node(), {4, 4});
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ((*a)->element_spec().leaf().shape, Shape({4}));
+  absl::StatusOr<NodePtr> b =
+      RebatchV2Node::Make(Dataset::Range(16).Batch(8).node(), {4, 4});
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ((*b)->element_spec().leaf().shape, Shape({runtime::kUnknownDim}));
+  absl::StatusOr<NodePtr> c =
+      RebatchV2Node::Make(Dataset::Range(16).Batch(7, true).node(), {4, 3});
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ((*c)->element_spec().leaf().shape, Shape({runtime::kUnknownDim}));
+}
+
+TEST(RebatchTest, LegacySplitGivesExactlyNPiecesWithEmpties) {
+  absl::StatusOr<NodePtr> legacy =
+      LegacyRebatchNode::Make(Dataset::Range(8).Batch(4).node(), 3);
+  ASSERT_THAT(legacy, IsOk());
+  EXPECT_EQ(DatasetValues(Dataset(*legacy)),
+            (std::vector<Values>{{0, 1}, {2, 3}, {}, {4, 5}, {6, 7}, {}}));
+  EXPECT_THAT(LegacyRebatchNode::Make(Dataset::Range(8).Batch(4).node(), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("num_replicas=0")));
+}
+
+TEST(RebatchTest, ComputeBatchSizeFindsTheOutermostBatch) {
+  EXPECT_EQ(ComputeBatchSize(Dataset::Range(8).Batch(4).Prefetch(1).node()), 4);
+  EXPECT_EQ(ComputeBatchSize(Dataset::Range(8).Batch(4, true).node()), 4);
+  EXPECT_EQ(ComputeBatchSize(Dataset::Zip({Dataset::Range(8).Batch(4),
+                                           Dataset::Range(8).Batch(4)})
+                                 .node()),
+            4);
+  EXPECT_EQ(ComputeBatchSize(Dataset::Zip({Dataset::Range(8).Batch(4),
+                                           Dataset::Range(8).Batch(2)})
+                                 .node()),
+            -1);
+  EXPECT_EQ(ComputeBatchSize(Dataset::Range(8)
+                                 .Batch(4)
+                                 .FlatMap([](const FunctionArg& a) {
+                                   return Dataset::FromTensors(a.nest());
+                                 })
+                                 .node()),
+            -1);
+  EXPECT_EQ(ComputeBatchSize(
+                Dataset::FromTensors(TensorRefNest(TensorRef(Tensor::Zeros(
+                                         DType::kF32, Shape({6})))))
+                    .node()),
+            6);
+}
+
+}  // namespace
+}  // namespace tpusim::data

@@ -1,0 +1,150 @@
+#include "tools/cli.h"
+
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/presets_command.h"
+
+namespace tpusim::tools {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result RunCli(std::vector<std::string> args) {
+  Subcommand echo;
+  echo.name = "echo";
+  echo.summary = "prints its argument";
+  echo.usage = "tpusim echo WORD [--times=N] [--loud]";
+  echo.flags = {{"times", true, "repeat count"}, {"loud", false, "upper case"}};
+  echo.min_positional = 1;
+  echo.max_positional = 1;
+  echo.run = [](const ParsedArgs& a, std::ostream& out) -> absl::Status {
+    absl::StatusOr<int64_t> times = a.GetInt("times", 1, 1);
+    if (!times.ok()) return times.status();
+    for (int i = 0; i < *times; ++i)
+      out << (a.Has("loud") ? "LOUD " : "") << a.positional()[0];
+    return absl::OkStatus();
+  };
+  Cli cli({PresetsCommand(), echo});
+  std::ostringstream out, err;
+  int code = cli.Run(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(CliTest, TopLevelHelpExitsZeroAndListsCommands) {
+  Result r = RunCli({"--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_THAT(r.out, HasSubstr("presets"));
+  EXPECT_THAT(r.out, HasSubstr("echo"));
+}
+
+TEST(CliTest, NoArgumentsIsAUsageError) {
+  EXPECT_EQ(RunCli({}).code, kExitUsage);
+}
+
+TEST(CliTest, UnknownCommandIsOneClearLineAndExitTwo) {
+  Result r = RunCli({"frobnicate"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(
+      r.err,
+      "tpusim: unknown command \"frobnicate\"; commands: presets, echo (see "
+      "'tpusim --help')\n");
+}
+
+TEST(CliTest, UnknownFlagIsOneClearLineAndExitTwo) {
+  Result r = RunCli({"echo", "hi", "--bogus=3"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_EQ(r.err,
+            "tpusim echo: unknown flag --bogus (see 'tpusim echo --help')\n");
+  EXPECT_EQ(RunCli({"echo", "hi", "-x"}).code, kExitUsage);
+}
+
+TEST(CliTest, SubcommandHelpExitsZeroAndShowsFlags) {
+  Result r = RunCli({"echo", "--help"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_THAT(r.out, StartsWith("usage: tpusim echo WORD"));
+  EXPECT_THAT(r.out, HasSubstr("--times=VALUE"));
+}
+
+TEST(CliTest, FlagsTakeValuesInBothSpellings) {
+  EXPECT_EQ(RunCli({"echo", "a", "--times=2"}).out, "aa");
+  EXPECT_EQ(RunCli({"echo", "a", "--times", "3", "--loud"}).out,
+            "LOUD aLOUD aLOUD a");
+}
+
+TEST(CliTest, WrongArgumentCountIsAUsageError) {
+  Result r = RunCli({"echo"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_THAT(r.err, HasSubstr("expected 1 argument(s), got 0"));
+  EXPECT_EQ(RunCli({"echo", "a", "b"}).code, kExitUsage);
+  EXPECT_EQ(RunCli({"echo", "a", "--times"}).code, kExitUsage);
+  EXPECT_EQ(RunCli({"echo", "a", "--loud=yes"}).code, kExitUsage);
+}
+
+TEST(CliTest, BadFlagValueIsAnInputErrorNamingFlagAndValue) {
+  Result r = RunCli({"echo", "a", "--times=0"});
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_EQ(r.err,
+            "tpusim echo: INVALID_ARGUMENT: --times=0 is not allowed; expected "
+            "an integer >= 1\n");
+}
+
+TEST(PresetsCommandTest, TablePrintsEveryGenerationWithUnits) {
+  Result r = RunCli({"presets"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* gen : {"v2 ", "v3 ", "v4 ", "v5e", "v5p", "v6e"}) {
+    EXPECT_THAT(r.out, HasSubstr(std::string("\n") + gen)) << gen;
+  }
+  EXPECT_THAT(r.out, HasSubstr("GB/s/dir"));
+  EXPECT_THAT(r.out, HasSubstr("GiB"));
+  // v3 row: 2 cores, 2x128 MXUs, 0.94 GHz, 123 TF, 32 GiB, 900 GB/s, 4 links of
+  // 82 GB/s.
+  EXPECT_THAT(
+      r.out,
+      ::testing::ContainsRegex(
+          "\nv3 +2 +2x128 +0.94 +123 +- +32 +900 +1 +4 +82 +2-D +32x32 +4 "));
+}
+
+TEST(PresetsCommandTest, OnePresetInDetail) {
+  Result r = RunCli({"presets", "v5p"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("preset v5p"));
+  EXPECT_THAT(r.out,
+              ::testing::ContainsRegex("HBM bandwidth +2765 +GB/s/chip"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("max slice +16x16x24 +chips"));
+}
+
+TEST(PresetsCommandTest, JsonHasNullForUnpublishedNumbers) {
+  Result r = RunCli({"presets", "v3", "--format=json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("{\"name\": \"v3\""));
+  EXPECT_THAT(r.out, HasSubstr("\"PCIe (GB/s/chip)\": null"));
+  EXPECT_THAT(r.out, HasSubstr("\"HBM bandwidth (GB/s/chip)\": 900"));
+}
+
+TEST(PresetsCommandTest, UnknownPresetListsValidOnesAndExitsOne) {
+  Result r = RunCli({"presets", "v9"});
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_EQ(r.err,
+            "tpusim presets: NOT_FOUND: chip preset \"v9\" is not known; "
+            "valid: v2, v3, "
+            "v4, v5e, v5p, v6e\n");
+}
+
+TEST(PresetsCommandTest, UnknownFormatIsAnInputError) {
+  Result r = RunCli({"presets", "--format=xml"});
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_THAT(r.err,
+              HasSubstr("--format=xml is not allowed; expected text or json"));
+}
+
+}  // namespace
+}  // namespace tpusim::tools

@@ -1,0 +1,148 @@
+#include "tools/cli.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tpusim::tools {
+
+std::string ParsedArgs::Get(absl::string_view flag,
+                            absl::string_view fallback) const {
+  auto it = flags_.find(std::string(flag));
+  return it == flags_.end() ? std::string(fallback) : it->second;
+}
+
+absl::StatusOr<int64_t> ParsedArgs::GetInt(absl::string_view flag,
+                                           int64_t fallback,
+                                           int64_t min) const {
+  if (!Has(flag)) return fallback;
+  const std::string text = Get(flag);
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", text,
+                     " is not allowed; expected an integer >= ", min));
+  }
+  return value;
+}
+
+void Cli::PrintTopHelp(std::ostream& out) const {
+  out << "tpusim: TensorFlow TPUStrategy semantics on virtual TPU pods\n\n"
+      << "usage: tpusim <command> [args] [--flags]\n"
+      << "       tpusim <command> --help\n\ncommands:\n";
+  for (const Subcommand& s : subcommands_) {
+    out << absl::StrFormat("  %-16s %s\n", s.name, s.summary);
+  }
+  out << "\nexit codes: 0 success, 1 error in the input or the run, 2 usage "
+         "error\n";
+}
+
+void Cli::PrintHelp(const Subcommand& sub, std::ostream& out) {
+  out << "usage: " << sub.usage << "\n\n" << sub.summary << "\n";
+  if (!sub.description.empty()) out << "\n" << sub.description << "\n";
+  out << "\nflags:\n";
+  for (const FlagSpec& f : sub.flags) {
+    const std::string left = f.takes_value
+                                 ? absl::StrCat("--", f.name, "=VALUE")
+                                 : absl::StrCat("--", f.name);
+    out << absl::StrFormat("  %-22s %s\n", left, f.help);
+  }
+  out << absl::StrFormat("  %-22s %s\n", "--help, -h",
+                         "print this help and exit 0");
+}
+
+int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
+             std::ostream& err) const {
+  if (args.empty()) {
+    PrintTopHelp(err);
+    return kExitUsage;
+  }
+  const std::string& name = args[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintTopHelp(out);
+    return kExitOk;
+  }
+  auto sub = std::find_if(subcommands_.begin(), subcommands_.end(),
+                          [&](const Subcommand& s) { return s.name == name; });
+  if (sub == subcommands_.end()) {
+    std::vector<std::string> names;
+    for (const Subcommand& s : subcommands_) names.push_back(s.name);
+    err << "tpusim: unknown command \"" << name
+        << "\"; commands: " << absl::StrJoin(names, ", ")
+        << " (see 'tpusim --help')\n";
+    return kExitUsage;
+  }
+
+  ParsedArgs parsed;
+  bool flags_done = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (flags_done || !absl::StartsWith(a, "-") || a == "-") {
+      parsed.positional_.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (a == "--help" || a == "-h") {
+      PrintHelp(*sub, out);
+      return kExitOk;
+    }
+    const size_t eq = a.find('=');
+    const std::string flag_name =
+        a.substr(a[1] == '-' ? 2 : 1, eq == std::string::npos
+                                          ? std::string::npos
+                                          : eq - (a[1] == '-' ? 2 : 1));
+    auto spec =
+        std::find_if(sub->flags.begin(), sub->flags.end(),
+                     [&](const FlagSpec& f) { return f.name == flag_name; });
+    if (!absl::StartsWith(a, "--") || spec == sub->flags.end()) {
+      err << "tpusim " << sub->name << ": unknown flag " << a.substr(0, eq)
+          << " (see 'tpusim " << sub->name << " --help')\n";
+      return kExitUsage;
+    }
+    if (!spec->takes_value) {
+      if (eq != std::string::npos) {
+        err << "tpusim " << sub->name << ": flag --" << flag_name
+            << " takes no value\n";
+        return kExitUsage;
+      }
+      parsed.flags_[flag_name] = "true";
+      continue;
+    }
+    if (eq != std::string::npos) {
+      parsed.flags_[flag_name] = a.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      parsed.flags_[flag_name] = args[++i];
+    } else {
+      err << "tpusim " << sub->name << ": flag --" << flag_name
+          << " needs a value\n";
+      return kExitUsage;
+    }
+  }
+  const int n = static_cast<int>(parsed.positional_.size());
+  if (n < sub->min_positional || n > sub->max_positional) {
+    err << "tpusim " << sub->name << ": expected "
+        << (sub->min_positional == sub->max_positional
+                ? absl::StrCat(sub->min_positional)
+                : absl::StrCat(sub->min_positional, " to ",
+                               sub->max_positional))
+        << " argument(s), got " << n << "; usage: " << sub->usage << "\n";
+    return kExitUsage;
+  }
+  absl::Status status = sub->run(parsed, out);
+  if (!status.ok()) {
+    err << "tpusim " << sub->name << ": "
+        << absl::StatusCodeToString(status.code()) << ": " << status.message()
+        << "\n";
+    return kExitError;
+  }
+  return kExitOk;
+}
+
+}  // namespace tpusim::tools

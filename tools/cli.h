@@ -1,0 +1,103 @@
+// tools/cli.h
+//
+// The tpusim command-line framework: subcommands, each with its own flags and
+// --help, parsed by hand so that the exit codes follow architecture.md ("The
+// CLI's contract") rather than Abseil's flag parser, which exits 1 on unknown
+// flags and on --help:
+//   0  success, and --help;
+//   1  an error in the input or the run (the Status message on stderr, one line
+//   first); 2  a usage error (unknown subcommand or flag, missing or extra
+//   arguments).
+//
+// A subcommand lives in its own file and returns its Subcommand description:
+//
+//   Subcommand PresetsCommand() {
+//     return {"presets", "print the chip presets", "tpusim presets [NAME]
+//     [--format=text|json]",
+//             {{"format", /*takes_value=*/true, "text (default) or json"}},
+//             /*min_positional=*/0, /*max_positional=*/1, &RunPresets};
+//   }
+//
+// Flags are written --name=value or --name value; boolean flags (takes_value =
+// false) are written --name. Every subcommand also accepts --help and -h.
+
+#ifndef TPUSIM_TOOLS_CLI_H_
+#define TPUSIM_TOOLS_CLI_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace tpusim::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+
+struct FlagSpec {
+  std::string name;  // without the leading "--"
+  bool takes_value = false;
+  std::string help;
+};
+
+class ParsedArgs {
+ public:
+  bool Has(absl::string_view flag) const {
+    return flags_.count(std::string(flag)) > 0;
+  }
+  // The flag's value, or `fallback` when absent.
+  std::string Get(absl::string_view flag,
+                  absl::string_view fallback = "") const;
+  // The flag as a positive or non-negative integer. InvalidArgument names the
+  // flag and value.
+  absl::StatusOr<int64_t> GetInt(absl::string_view flag, int64_t fallback,
+                                 int64_t min) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  friend class Cli;
+  std::map<std::string, std::string> flags_;
+  std::vector<std::string> positional_;
+};
+
+struct Subcommand {
+  std::string name;
+  std::string summary;  // one line, shown in `tpusim --help`
+  std::string usage;    // "tpusim presets [NAME] [--format=text|json]"
+  std::vector<FlagSpec> flags;
+  int min_positional = 0;
+  int max_positional = 0;
+  // Runs the subcommand. A non-OK status is printed to stderr and exits 1.
+  std::function<absl::Status(const ParsedArgs& args, std::ostream& out)> run;
+  // Optional longer description printed by --help below the usage.
+  std::string description;
+};
+
+class Cli {
+ public:
+  explicit Cli(std::vector<Subcommand> subcommands)
+      : subcommands_(std::move(subcommands)) {}
+
+  // Runs `args` (without the program name) and returns the process exit code.
+  // Output for people and machines goes to `out`, diagnostics to `err`.
+  int Run(absl::Span<const std::string> args, std::ostream& out,
+          std::ostream& err) const;
+
+ private:
+  void PrintTopHelp(std::ostream& out) const;
+  static void PrintHelp(const Subcommand& sub, std::ostream& out);
+
+  std::vector<Subcommand> subcommands_;
+};
+
+}  // namespace tpusim::tools
+
+#endif  // TPUSIM_TOOLS_CLI_H_

@@ -1,0 +1,117 @@
+#include "tools/inspect_input_command.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "scenarios/input_runner.h"
+#include "scenarios/scenario_loader.h"
+#include "tools/inspect_input_report.h"
+
+namespace tpusim::tools {
+namespace {
+
+// tpusim choice: without --steps the listing stops after this many steps (end
+// code "OK"), so that a repeating pipeline still terminates.
+constexpr int64_t kDefaultMaxSteps = 1000;
+
+absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
+  const std::string format = args.Get("format", "text");
+  if (format != "text" && format != "json") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--format=", format, " is not allowed; expected text or json"));
+  }
+  TPUSIM_ASSIGN_OR_RETURN(const int64_t steps,
+                          args.GetInt("steps", kDefaultMaxSteps, 1));
+  if (args.Has("update-golden") && !args.Has("golden")) {
+    return absl::InvalidArgumentError(
+        "--update-golden needs --golden FILE (the file to rewrite)");
+  }
+  if (args.Has("golden") && args.Get("golden").empty()) {
+    return absl::InvalidArgumentError(
+        "--golden= is not allowed; expected a file name");
+  }
+  const std::string& path = args.positional()[0];
+  TPUSIM_ASSIGN_OR_RETURN(scenarios::LoadedScenario scenario,
+                          scenarios::LoadScenarioFile(path));
+  scenarios::RunInputOptions options;
+  options.max_steps = steps;
+  options.data_dir = args.Get("data-dir");
+  TPUSIM_ASSIGN_OR_RETURN(scenarios::InputListing listing,
+                          scenarios::RunInputScenario(scenario, options));
+  const std::string json = FormatListingJson(listing);
+  out << (format == "json" ? json : FormatListingText(listing));
+
+  if (!args.Has("golden")) return absl::OkStatus();
+  const std::string golden = args.Get("golden");
+  if (args.Has("update-golden")) {
+    std::ofstream o(golden, std::ios::binary | std::ios::trunc);
+    o << json;
+    if (!o) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("--golden=", golden, ": cannot write the file"));
+    }
+    return absl::OkStatus();
+  }
+  std::ifstream in(golden, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(
+        "--golden=", golden,
+        ": cannot read the file (run with --update-golden to create it)"));
+  }
+  std::stringstream expected;
+  expected << in.rdbuf();
+  const std::string diff = GoldenDiff(expected.str(), json, golden);
+  if (diff.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the JSON output of ", path, " differs from golden ", golden, "; ", diff,
+      "(review the change, then rerun with --update-golden to accept it)"));
+}
+
+}  // namespace
+
+Subcommand InspectInputCommand() {
+  Subcommand s;
+  s.name = "inspect-input";
+  s.summary =
+      "print the elements every replica receives, per step, for a scenario";
+  s.usage =
+      "tpusim inspect-input SCENARIO [--format=text|json] [--steps K] "
+      "[--golden FILE] "
+      "[--update-golden] [--data-dir DIR]";
+  s.flags = {
+      {"format", true, "text (default) or json"},
+      {"steps", true, "list at most K steps (K >= 1; default 1000)"},
+      {"golden", true,
+       "compare the JSON output with FILE; exit 1 with a diff if it differs"},
+      {"update-golden", false,
+       "with --golden: rewrite FILE with the JSON output"},
+      {"data-dir", true,
+       "where synthetic file sets are written (default $TPUSIM_DATA_DIR or "
+       "$TMPDIR/tpusim-data)"},
+  };
+  s.min_positional = 1;
+  s.max_positional = 1;
+  s.description =
+      "SCENARIO is a text proto (scenarios/scenario.proto): the cluster (a "
+      "slice name or\n"
+      "workers x replicas_per_worker), the dataset pipeline stage by stage, "
+      "the shard policy,\n"
+      "the semantics version (2.2 or 2.4) and the distribution API. The "
+      "pipeline is\n"
+      "distributed as TPUStrategy does (rebatch, per-worker clone, auto-shard, "
+      "round-robin\n"
+      "to replicas) and every step lists each replica's element. The first "
+      "error ends the\n"
+      "listing and is reported as its end (exit 0); scenario errors exit 1 "
+      "naming the line\n"
+      "and field. The JSON schema is documented in "
+      "tools/inspect_input_report.h.";
+  s.run = &RunInspectInput;
+  return s;
+}
+
+}  // namespace tpusim::tools

@@ -1,0 +1,277 @@
+#include "tools/inspect_input_report.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace tpusim::tools {
+namespace {
+
+using runtime::DType;
+using runtime::Tensor;
+
+Json ValueAt(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kI32:
+    case DType::kI64:
+    case DType::kU8:
+      return Json::Int(t.AsInt64(i));
+    case DType::kF32:
+      return Json::Float32(t.values<float>()[i]);
+    case DType::kBF16:
+      return Json::Float32(t.values<runtime::BFloat16>()[i].ToFloat());
+    case DType::kF64:
+      return Json::Float64(t.values<double>()[i]);
+    case DType::kBytes:
+      return Json::String(t.values<std::string>()[i]);
+  }
+  return Json::Null();
+}
+
+Json ComponentJson(const std::string& path, const Tensor& t) {
+  std::vector<Json> shape;
+  for (int64_t d : t.shape().dims()) shape.push_back(Json::Int(d));
+  Json values;
+  if (t.has_data()) {
+    std::vector<Json> v;
+    for (int64_t i = 0; i < t.num_elements(); ++i) v.push_back(ValueAt(t, i));
+    values = Json::Array(std::move(v));
+  }
+  return Json::Object(
+      {{"dtype", Json::String(std::string(runtime::DTypeName(t.dtype())))},
+       {"path", Json::String(path)},
+       {"shape", Json::Array(std::move(shape))},
+       {"values", std::move(values)}});
+}
+
+Json ReplicaJson(const scenarios::ReplicaInput& r) {
+  std::vector<Json> components;
+  for (const auto& [path, leaf] : r.element.FlattenWithPaths()) {
+    components.push_back(ComponentJson(path, *leaf));
+  }
+  return Json::Object({{"components", Json::Array(std::move(components))},
+                       {"replica", Json::Int(r.replica)},
+                       {"worker", Json::Int(r.worker)}});
+}
+
+std::string EndMessage(const scenarios::InputListing& l) {
+  if (l.end.ok())
+    return absl::StrCat("stopped after ", l.end_at_step, " steps");
+  return std::string(l.end.message());
+}
+
+// Appends `value`'s members on separate lines; `expand(key, value)` writes a
+// member's value.
+template <typename Expand>
+void DumpObjectLines(const Json& value, const std::string& indent,
+                     Expand expand, std::string& out) {
+  out += "{\n";
+  size_t i = 0;
+  for (const auto& [key, member] : value.members()) {
+    absl::StrAppend(&out, indent, "  ", JsonQuote(key), ": ");
+    expand(key, member, out);
+    out += ++i < value.members().size() ? ",\n" : "\n";
+  }
+  absl::StrAppend(&out, indent, "}");
+}
+
+// An array with one item per line (compact items), or "[]".
+void DumpArrayLines(const Json& array, const std::string& indent,
+                    std::string& out) {
+  if (array.items().empty()) {
+    out += "[]";
+    return;
+  }
+  out += "[\n";
+  for (size_t i = 0; i < array.items().size(); ++i) {
+    absl::StrAppend(&out, indent, "  ", array.items()[i].Dump(),
+                    i + 1 < array.items().size() ? ",\n" : "\n");
+  }
+  absl::StrAppend(&out, indent, "]");
+}
+
+void FormatValues(const Tensor& t, int dim, int64_t& index, std::string& out) {
+  const auto& dims = t.shape().dims();
+  if (dim == static_cast<int>(dims.size())) {
+    const Json v = ValueAt(t, index++);
+    out += v.Dump();
+    return;
+  }
+  out += "[";
+  for (int64_t i = 0; i < dims[dim]; ++i) {
+    if (i > 0) out += ", ";
+    FormatValues(t, dim + 1, index, out);
+  }
+  out += "]";
+}
+
+std::vector<absl::string_view> Lines(absl::string_view text) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();
+  return lines;
+}
+
+}  // namespace
+
+Json ListingToJson(const scenarios::InputListing& l) {
+  std::vector<Json> steps;
+  for (const scenarios::InputStep& s : l.steps) {
+    std::vector<Json> replicas;
+    for (const scenarios::ReplicaInput& r : s.replicas)
+      replicas.push_back(ReplicaJson(r));
+    steps.push_back(
+        Json::Object({{"replicas", Json::Array(std::move(replicas))},
+                      {"step", Json::Int(s.step)}}));
+  }
+  std::vector<Json> workers, warnings;
+  for (int w : l.replica_workers) workers.push_back(Json::Int(w));
+  for (const std::string& w : l.warnings) warnings.push_back(Json::String(w));
+  const std::string code = absl::StatusCodeToString(l.end.code());
+  return Json::Object({
+      {"end", Json::Object({{"at_step", Json::Int(l.end_at_step)},
+                            {"code", Json::String(code)},
+                            {"message", Json::String(EndMessage(l))}})},
+      {"replica_workers", Json::Array(std::move(workers))},
+      {"replicas", Json::Int(l.replicas)},
+      {"semantics", Json::String(l.semantics)},
+      {"steps", Json::Array(std::move(steps))},
+      {"warnings", Json::Array(std::move(warnings))},
+      {"workers", Json::Int(l.workers)},
+  });
+}
+
+std::string FormatListingJson(const scenarios::InputListing& listing) {
+  const Json doc = ListingToJson(listing);
+  std::string out;
+  DumpObjectLines(
+      doc, "",
+      [](const std::string& key, const Json& value, std::string& o) {
+        if (key == "warnings") {
+          DumpArrayLines(value, "  ", o);
+        } else if (key == "steps" && !value.items().empty()) {
+          o += "[\n";
+          for (size_t i = 0; i < value.items().size(); ++i) {
+            const Json& step = value.items()[i];
+            o += "    {\"replicas\": ";
+            DumpArrayLines(step.members().at("replicas"), "    ", o);
+            absl::StrAppend(&o,
+                            ", \"step\": ", step.members().at("step").Dump(),
+                            "}", i + 1 < value.items().size() ? ",\n" : "\n");
+          }
+          o += "  ]";
+        } else {
+          o += value.Dump();
+        }
+      },
+      out);
+  out += "\n";
+  return out;
+}
+
+std::string FormatTensorValues(const Tensor& t) {
+  if (!t.has_data())
+    return absl::StrCat("<abstract ", t.spec().ToString(), ">");
+  std::string out;
+  int64_t index = 0;
+  FormatValues(t, 0, index, out);
+  return out;
+}
+
+std::string FormatListingText(const scenarios::InputListing& l) {
+  std::string out;
+  if (!l.name.empty()) absl::StrAppend(&out, "scenario ", l.name, "\n");
+  std::vector<std::string> placement;
+  for (size_t r = 0; r < l.replica_workers.size(); ++r) {
+    placement.push_back(absl::StrCat(r, "->", l.replica_workers[r]));
+  }
+  absl::StrAppend(&out, l.workers, " worker(s), ", l.replicas,
+                  " replica(s) (replica->worker: ",
+                  absl::StrJoin(placement, " "), "); semantics ", l.semantics,
+                  "; ", l.api, "; shard policy ", l.shard_policy, "\n");
+  for (const scenarios::InputStep& s : l.steps) {
+    absl::StrAppend(&out, "step ", s.step, "\n");
+    for (const scenarios::ReplicaInput& r : s.replicas) {
+      absl::StrAppend(&out, "  replica ", r.replica, " (worker ", r.worker,
+                      "): ");
+      const auto leaves = r.element.FlattenWithPaths();
+      if (r.element.is_leaf()) {
+        out += FormatTensorValues(r.element.leaf());
+      } else if (leaves.empty()) {
+        out += "()";
+      } else {
+        std::vector<std::string> parts;
+        for (const auto& [path, leaf] : leaves) {
+          parts.push_back(absl::StrCat(path, "=", FormatTensorValues(*leaf)));
+        }
+        out += absl::StrJoin(parts, "; ");
+      }
+      out += "\n";
+    }
+  }
+  if (l.end.ok()) {
+    absl::StrAppend(&out, "end at step ", l.end_at_step, ": ", EndMessage(l),
+                    "\n");
+  } else {
+    absl::StrAppend(&out, "end at step ", l.end_at_step, ": ",
+                    absl::StatusCodeToString(l.end.code()), ": ",
+                    l.end.message(), "\n");
+  }
+  for (const std::string& w : l.warnings)
+    absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string GoldenDiff(absl::string_view expected, absl::string_view actual,
+                       absl::string_view expected_name) {
+  if (expected == actual) return "";
+  const std::vector<absl::string_view> e = Lines(expected), a = Lines(actual);
+  size_t first = 0;
+  while (first < e.size() && first < a.size() && e[first] == a[first]) ++first;
+  // Trim the common suffix (not into the common prefix) to find the differing
+  // region.
+  size_t e_end = e.size(), a_end = a.size();
+  while (e_end > first && a_end > first && e[e_end - 1] == a[a_end - 1]) {
+    --e_end;
+    --a_end;
+  }
+  std::string out = absl::StrCat(
+      "first difference at line ", first + 1, " (expected ", expected_name,
+      ": ", e.size(), " lines; actual output: ", a.size(), " lines)\n");
+  absl::StrAppend(&out, "--- expected ", expected_name,
+                  "\n+++ actual output\n");
+  absl::StrAppend(&out, "@@ line ", first + 1, " @@\n");
+  constexpr size_t kContext = 3, kMaxLines = 12;
+  for (size_t i = first > kContext ? first - kContext : 0; i < first; ++i) {
+    absl::StrAppend(&out, "  ", e[i], "\n");
+  }
+  for (size_t i = first; i < e_end && i < first + kMaxLines; ++i) {
+    absl::StrAppend(&out, "- ", e[i], "\n");
+  }
+  if (e_end > first + kMaxLines) {
+    absl::StrAppend(&out, "- ... (", e_end - first - kMaxLines,
+                    " more expected lines)\n");
+  }
+  for (size_t i = first; i < a_end && i < first + kMaxLines; ++i) {
+    absl::StrAppend(&out, "+ ", a[i], "\n");
+  }
+  if (a_end > first + kMaxLines) {
+    absl::StrAppend(&out, "+ ... (", a_end - first - kMaxLines,
+                    " more actual lines)\n");
+  }
+  for (size_t i = e_end; i < e.size() && i < e_end + kContext; ++i) {
+    absl::StrAppend(&out, "  ", e[i], "\n");
+  }
+  if (e.size() == a.size() && e_end == first && a_end == first) {
+    // Same lines, different bytes: only a trailing newline differs.
+    absl::StrAppend(&out, "(the files differ only in the final newline)\n");
+  }
+  return out;
+}
+
+}  // namespace tpusim::tools

@@ -1,0 +1,23 @@
+// tools/subcommands.h
+//
+// The composition root of the CLI: every subcommand tpusim offers, in help
+// order.
+
+#ifndef TPUSIM_TOOLS_SUBCOMMANDS_H_
+#define TPUSIM_TOOLS_SUBCOMMANDS_H_
+
+#include <vector>
+
+#include "tools/cli.h"
+#include "tools/inspect_input_command.h"
+#include "tools/presets_command.h"
+
+namespace tpusim::tools {
+
+inline std::vector<Subcommand> AllSubcommands() {
+  return {PresetsCommand(), InspectInputCommand()};
+}
+
+}  // namespace tpusim::tools
+
+#endif  // TPUSIM_TOOLS_SUBCOMMANDS_H_
