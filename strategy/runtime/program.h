@@ -5,11 +5,13 @@
 // with.
 //
 //   ProgramBuilder b("step", /*num_replicas=*/8);
+//   // f32[<=8,4]: a dynamic batch of at most 8 rows.
 //   Value x = *b.Parameter(DType::kF32, Shape({8, 4}), /*dynamic_dims=*/0b1);
-//   // f32[<=8,4] TPUSIM_RETURN_IF_ERROR(b.DeclareVariable(/*slot=*/0,
-//   DType::kF32, Shape({4, 3}), "w")); Value w = *b.VariableRead(0); Value y =
-//   *b.MatMul(x, w);                        // f32[<=8,3] Value s =
-//   *b.AllReduce(*b.ReduceSum(y, {0}), CollectiveReduce::kSum);
+//   TPUSIM_RETURN_IF_ERROR(
+//       b.DeclareVariable(/*slot=*/0, DType::kF32, Shape({4, 3}), "w"));
+//   Value w = *b.VariableRead(0);
+//   Value y = *b.MatMul(x, w);  // f32[<=8,3]
+//   Value s = *b.AllReduce(*b.ReduceSum(y, {0}), CollectiveReduce::kSum);
 //   absl::StatusOr<Program> program = std::move(b).Build({s});
 //
 // Every op yields exactly one value; a Value is the index of the op that
