@@ -6,7 +6,9 @@
 
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "strategy/runtime/profile.pb.h"
 
 namespace tpusim::runtime {
 namespace {
@@ -535,6 +537,25 @@ TEST(HostBackendTest, ProfileCountsOpsTransfersAndResets) {
   backend.ResetProfile();
   EXPECT_EQ(backend.CollectProfile()->devices[1].executions, 0);
   EXPECT_TRUE(backend.CollectProfile()->devices[1].per_op.empty());
+}
+
+TEST(HostBackendTest, ProfileConvertsToProto) {
+  ProgramBuilder b("prof", 1);
+  Value x = *b.Parameter(DType::kF32, Shape({2}));
+  Program p = *std::move(b).Build({*b.Relu(x)});
+  HostBackend backend(1);
+  ASSERT_THAT(RunSpmd(backend, p, OneCorePerReplica(1),
+                      {{Tensor::Vector<float>({1, -1})}}),
+              IsOk());
+  proto::ProfileProto pb;
+  ProfileToProto(*backend.CollectProfile(), &pb);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(pb.devices(0).per_op().at("relu"),
+                                              &text);
+  EXPECT_EQ(text, "count: 1\nflops: 2\nbytes_read: 8\nbytes_written: 8\n");
+  EXPECT_EQ(pb.backend(), "host");
+  EXPECT_EQ(pb.devices(0).host_to_device_bytes(), 8);
+  EXPECT_EQ(pb.devices(0).total().flops(), 2);
 }
 
 TEST(HostBackendTest, OutputsMayRepeatAndIncludeParameters) {
