@@ -12,8 +12,11 @@ tpusim_cc_library(NAME distribute
                   DEPS tpusim::strategy::reduce tpusim::strategy::values
                        tpusim::strategy::runtime::program tpusim::strategy::runtime::nest
                        tpusim::common::status_macros absl::status absl::statusor absl::strings)
-tpusim_cc_library(NAME tpu_strategy SRCS tpu_strategy.cc HDRS tpu_strategy.h
-                  DEPS tpusim::strategy::distribute tpusim::strategy::cluster_resolver
+tpusim_cc_library(NAME tpu_strategy
+                  SRCS tpu_strategy.cc tpu_strategy_input.cc distributed_input.cc
+                  HDRS tpu_strategy.h distributed_input.h
+                  DEPS tpusim::strategy::distribute tpusim::strategy::data::distribute
+                       tpusim::strategy::cluster_resolver
                        tpusim::strategy::config_proto tpusim::strategy::device_assignment
                        tpusim::strategy::runtime::backend tpusim::common::status_macros
                        absl::status absl::statusor absl::strings)

@@ -44,8 +44,11 @@
 #include "absl/status/statusor.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/config.pb.h"
+#include "strategy/data/distribute.h"
+#include "strategy/data/numpy_dataset.h"
 #include "strategy/device_assignment.h"
 #include "strategy/distribute_lib.h"
+#include "strategy/distributed_input.h"
 #include "strategy/input_iterator.h"
 #include "strategy/reduce.h"
 #include "strategy/replica_context.h"
@@ -102,6 +105,10 @@ struct TPUStrategyOptions {
   // shapes differ across replicas are padded to the per-step maximum. When
   // false such inputs are kInvalidArgument.
   bool enable_dynamic_batch_size = true;
+  // Input semantics (spec "tpusim conventions"): "2.2" (default) or "2.4" (the
+  // balanced RebatchDatasetV2 path). Anything else is kInvalidArgument from the
+  // input entry points.
+  std::string semantics_version = "2.2";
 };
 
 // The outputs of ExperimentalRunStepsOnIterator (TF's MultiStepContext after
@@ -233,6 +240,40 @@ class TPUStrategy final : public Strategy {
   // The program of the most recent trace (for inspection and tests); nullptr
   // before any.
   const runtime::Program* last_traced_program() const;
+
+  // ---- input (spec (b), (c), (d), (g), (l)); strategy/tpu_strategy_input.cc
+  // ---- The input workers (one per distinct host of the replica devices, in
+  // order of first appearance) and the replicas each feeds, as the data layer
+  // takes them.
+  data::InputWorkers data_input_workers() const;
+  // experimental_distribute_dataset(dataset): `dataset` carries GLOBAL batches;
+  // it is rebatched by N = num_replicas_in_sync, cloned per input worker and
+  // auto-sharded there with its auto_shard_policy. Errors as
+  // data::DistributeDataset.
+  absl::StatusOr<data::DistributedDataset> ExperimentalDistributeDataset(
+      const data::Dataset& dataset) const;
+  // experimental_distribute_datasets_from_function(dataset_fn): dataset_fn runs
+  // once per input worker with InputContext(W, i, N) and yields PER-REPLICA
+  // batches, used as is.
+  absl::StatusOr<data::DistributedDataset>
+  ExperimentalDistributeDatasetsFromFunction(
+      const data::DatasetFunction& dataset_fn) const;
+  // make_dataset_iterator(dataset) (TF1): the same splitting as
+  // ExperimentalDistributeDataset, returned as an iterator.
+  absl::StatusOr<std::unique_ptr<DistributedInputIterator>> MakeDatasetIterator(
+      const data::Dataset& dataset) const;
+  // make_input_fn_iterator(input_fn, replication_mode) (TF1): input_fn returns
+  // a dataset of per-replica batches or a callable. kInvalidArgument for a mode
+  // other than PER_WORKER or a result that is neither.
+  absl::StatusOr<std::unique_ptr<DistributedInputIterator>> MakeInputFnIterator(
+      const data::InputFn& input_fn,
+      data::InputReplicationMode replication_mode =
+          data::InputReplicationMode::kPerWorker) const;
+  // experimental_make_numpy_dataset(numpy_input): from_tensor_slices of host
+  // arrays, placed on the host of replica 0 (NumpyDataset::host_device). Not
+  // distributed: pass the (batched) dataset to ExperimentalDistributeDataset.
+  absl::StatusOr<data::NumpyDataset> ExperimentalMakeNumpyDataset(
+      const data::Element& numpy_input) const;
 
  protected:
   std::vector<int> LocalResultsOrder(int num_components) const override;
