@@ -292,6 +292,84 @@ TEST(HostBackendTest, DynamicBatchRunsOnTrueRowsAndCostsTheBound) {
   EXPECT_EQ(prof->devices[0].per_op.at("mul").bytes_read, 8 * 2 * 4 + 4);
 }
 
+// Replica r gets r + 1 rows; row i of replica r is (10 r + i) * [1, 2].
+std::vector<std::vector<Tensor>> RaggedArgs(int replicas) {
+  std::vector<std::vector<Tensor>> args(replicas);
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<float> v;
+    for (int i = 0; i <= r; ++i) {
+      v.push_back(10.0f * r + i);
+      v.push_back(2 * (10.0f * r + i));
+    }
+    args[r] = {Tensor::FromVector<float>(Shape({r + 1, 2}), v)};
+  }
+  return args;
+}
+
+TEST(HostBackendTest, ContractingOverDynamicBatchGivesStaticResult) {
+  // x^T x over the dynamic batch: f32[<=4,2]^T x f32[<=4,2] -> f32[2,2].
+  ProgramBuilder b("gram", 3);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Value g = *b.MatMul(x, x, /*transpose_a=*/true);
+  Program p = *std::move(b).Build({g});
+  ASSERT_EQ(p.type(g).ToString(), "f32[2,2]");
+  HostBackend backend(3);
+  auto out = RunSpmd(backend, p, OneCorePerReplica(3), RaggedArgs(3));
+  ASSERT_THAT(out, IsOk());
+  // Replica 1 rows: (10, 20), (11, 22): sum of squares 221, cross 442, 884.
+  EXPECT_THAT(F((*out)[1][0]), ElementsAre(221, 442, 442, 884));
+  // Replica 0: one row (0, 0).
+  EXPECT_THAT(F((*out)[0][0]), ElementsAre(0, 0, 0, 0));
+}
+
+TEST(HostBackendTest, AllGatherAlongDynamicAxisConcatenatesTrueRows) {
+  ProgramBuilder b("gather_rows", 3);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Value g = *b.AllGather(x, 0);
+  Program p = *std::move(b).Build({g});
+  ASSERT_EQ(p.type(g).ToString(), "f32[<=12,2]");
+  HostBackend backend(3);
+  auto out = RunSpmd(backend, p, OneCorePerReplica(3), RaggedArgs(3));
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[2][0].shape(), Shape({6, 2}));
+  EXPECT_THAT(F((*out)[2][0]),
+              ElementsAre(0, 0, 10, 20, 11, 22, 20, 40, 21, 42, 22, 44));
+}
+
+TEST(HostBackendTest, AllReduceOfDifferentTrueShapesIsAnError) {
+  ProgramBuilder b("ragged_sum", 2);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Program p = *std::move(b).Build({*b.AllReduce(x, CollectiveReduce::kSum)});
+  HostBackend backend(2);
+  EXPECT_THAT(
+      RunSpmd(backend, p, OneCorePerReplica(2), RaggedArgs(2)),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("all_reduce: replica group members have different operand "
+                    "shapes: float32[1,2], float32[2,2]")));
+}
+
+TEST(HostBackendTest, DynamicLabelsFeedOneHotAndGather) {
+  ProgramBuilder b("labels", 2);
+  Value labels = *b.Parameter(DType::kI32, Shape({4}), 0b1);
+  Value table = *b.Constant(Tensor::Vector<float>({5, 6, 7}));
+  Value picked = *b.Gather(table, labels);
+  Value hot = *b.OneHot(labels, 3);
+  Value counts = *b.ReduceSum(hot, {0});
+  Program p = *std::move(b).Build({picked, counts});
+  ASSERT_EQ(p.type(picked).ToString(), "f32[<=4]");
+  ASSERT_EQ(p.type(counts).ToString(), "f32[3]");
+  HostBackend backend(2);
+  auto out = RunSpmd(
+      backend, p, OneCorePerReplica(2),
+      {{Tensor::Vector<int32_t>({2})}, {Tensor::Vector<int32_t>({0, 2, 2})}});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_THAT(F((*out)[0][0]), ElementsAre(7));
+  EXPECT_THAT(F((*out)[1][0]), ElementsAre(5, 7, 7));
+  EXPECT_THAT(F((*out)[0][1]), ElementsAre(0, 0, 1));
+  EXPECT_THAT(F((*out)[1][1]), ElementsAre(1, 0, 2));
+}
+
 TEST(HostBackendTest, DynamicArgumentAboveItsBoundIsRejected) {
   ProgramBuilder b("dyn", 1);
   Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
