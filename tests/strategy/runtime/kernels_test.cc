@@ -361,6 +361,47 @@ TEST(KernelsTest, OneHotWithOnOffValuesAndOutOfRangeRow) {
   EXPECT_THAT(F(*y), ElementsAre(5, -1, -1, -1, -1, 5, -1, -1, -1));
 }
 
+TEST(KernelsTest, Float64AndInt64ComputeInTheirOwnPrecision) {
+  OpAttrs a;
+  a.axes = {0};
+  // 0.1 + 0.2 + 0.3 in double is 0.6000000000000001; the mean divides by 3.
+  absl::StatusOr<Tensor> m =
+      Eval(OpCode::kReduceMean, a, {Tensor::Vector<double>({0.1, 0.2, 0.3})});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->scalar<double>(), (0.1 + 0.2 + 0.3) / 3.0);
+  absl::StatusOr<Tensor> s =
+      Eval(OpCode::kReduceSum, a,
+           {Tensor::Vector<int64_t>({int64_t{1} << 40, 1, -3})});
+  EXPECT_EQ(s->scalar<int64_t>(), (int64_t{1} << 40) - 2);
+}
+
+TEST(KernelsTest, Bfloat16ReduceSumAccumulatesInF32) {
+  // 256 + 1 + 1: bf16 cannot hold 257 (rounds to 256), but the f32 accumulator
+  // reaches 258 exactly, which bf16 can hold.
+  std::vector<BFloat16> v = {BFloat16::FromFloat(256), BFloat16::FromFloat(1),
+                             BFloat16::FromFloat(1)};
+  OpAttrs a;
+  a.axes = {0};
+  absl::StatusOr<Tensor> s = Eval(
+      OpCode::kReduceSum, a, {Tensor::FromVector<BFloat16>(Shape({3}), v)});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->scalar<BFloat16>().ToFloat(), 258.0f);
+}
+
+TEST(KernelsTest, DataMovementOpsMoveStrings) {
+  Tensor words =
+      Tensor::FromVector<std::string>(Shape({2, 2}), {"a", "b", "c", "d"});
+  OpAttrs t;
+  t.permutation = {1, 0};
+  absl::StatusOr<Tensor> y = Eval(OpCode::kTranspose, t, {words});
+  ASSERT_THAT(y, IsOk());
+  EXPECT_THAT(y->values<std::string>(), ElementsAre("a", "c", "b", "d"));
+  OpAttrs g;
+  absl::StatusOr<Tensor> row =
+      Eval(OpCode::kGather, g, {words, Tensor::Vector<int32_t>({1})});
+  EXPECT_THAT(row->values<std::string>(), ElementsAre("c", "d"));
+}
+
 TEST(KernelsTest, AbstractOperandsGiveAbstractResult) {
   absl::StatusOr<Tensor> y =
       Eval(OpCode::kAdd, {},
