@@ -731,7 +731,9 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveReplicaGroups(
   return groups;
 }
 
-absl::StatusOr<ValueType> InferOpType(
+namespace {
+
+absl::StatusOr<ValueType> InferOpTypeImpl(
     OpCode code, const OpAttrs& attrs,
     absl::Span<const ValueType* const> operands, const InferContext& context) {
   auto arity = [&](size_t n) -> absl::Status {
@@ -856,6 +858,26 @@ absl::StatusOr<ValueType> InferOpType(
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown op code ", static_cast<int>(code)));
+}
+
+}  // namespace
+
+absl::StatusOr<ValueType> InferOpType(
+    OpCode code, const OpAttrs& attrs,
+    absl::Span<const ValueType* const> operands, const InferContext& context) {
+  TPUSIM_ASSIGN_OR_RETURN(ValueType type,
+                          InferOpTypeImpl(code, attrs, operands, context));
+  // Element and byte counts must fit in int64 (cost rules multiply further).
+  int64_t n = 1;
+  for (int64_t d : type.shape.dims()) {
+    if (d > 0 && n > (int64_t{1} << 52) / d) {
+      return Error(code, operands,
+                   absl::StrCat("result shape ", type.ToString(),
+                                " has more than 2^52 elements"));
+    }
+    n *= d;
+  }
+  return type;
 }
 
 OpCost OpCostOf(OpCode code, const OpAttrs& attrs,

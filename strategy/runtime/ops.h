@@ -207,7 +207,8 @@ struct InferContext {
 
 // The SHAPE RULE. Returns the result type of `code` applied to `operands` with
 // `attrs`, or InvalidArgument whose message names the op, the operand types and
-// what is allowed. Never crashes on bad shapes, ranks, axes or dtypes.
+// what is allowed. Never crashes on bad shapes, ranks, axes or dtypes; a result
+// of more than 2^52 elements is rejected (keeps size arithmetic in int64).
 absl::StatusOr<ValueType> InferOpType(
     OpCode code, const OpAttrs& attrs,
     absl::Span<const ValueType* const> operands, const InferContext& context);

@@ -68,6 +68,14 @@ TEST(OpsTest, ParameterChecksDynamicMaskAgainstRank) {
   EXPECT_EQ(*Infer(OpCode::kParameter, a, {}), F32({4}, 0b1));
 }
 
+TEST(OpsTest, HugeShapesAreRejectedNotOverflowed) {
+  OpAttrs a;
+  a.declared_type = F32({int64_t{1} << 40, int64_t{1} << 40});
+  EXPECT_THAT(Infer(OpCode::kParameter, a, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("has more than 2^52 elements")));
+}
+
 TEST(OpsTest, ReplicaIdIsInt32Scalar) {
   EXPECT_EQ(*Infer(OpCode::kReplicaId, {}, {}), I32({}));
   EXPECT_THAT(Infer(OpCode::kReplicaId, {}, {F32({1})}),
