@@ -468,7 +468,9 @@ absl::StatusOr<ValueNest> TPUStrategy::RunInternal(const StepFunction& fn,
   for (size_t k = 0; k < compiled.independent.size(); ++k) {
     TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> parts,
                             FetchOutput(outs[0], static_cast<int>(k)));
-    if (compiled.independent[k]) {
+    // regroup: the same object on every replica (always the case with one
+    // replica) is returned unwrapped.
+    if (compiled.independent[k] || parts.size() == 1) {
       leaves.emplace_back(std::move(parts[0]));
     } else {
       leaves.emplace_back(PerReplica<Tensor>(std::move(parts)));

@@ -200,6 +200,20 @@ TEST(RunTest, ReplicaIndependentOutputsAreReturnedUnwrapped) {
   EXPECT_EQ(out->children()[3].leaf(), Value(F32(7)));  // computed from both
 }
 
+TEST(RunTest, OneReplicaResultsAreReturnedUnwrapped) {
+  auto f = MakeStrategy("plain:1x1");
+  StepFunction step([](ReplicaContext& ctx,
+                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue id, ctx.ReplicaIdInSyncGroup());
+    return TracedNest::Tuple({TracedNest(id), args.children()[0]});
+  });
+  absl::StatusOr<ValueNest> out = f.strategy->Run(
+      step, ValueNest::Tuple({Value(PerReplica<Tensor>({F32(9)}))}));
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(out->children()[0].leaf(), Value(Tensor::Scalar<int32_t>(0)));
+  EXPECT_EQ(out->children()[1].leaf(), Value(F32(9)));
+}
+
 TEST(RunTest, FunctionReturningNoneGivesNone) {
   auto f = MakeStrategy();
   StepFunction step(
