@@ -161,6 +161,11 @@ class TPUStrategy final : public Strategy {
   static absl::StatusOr<std::unique_ptr<TPUStrategy>> Create(
       runtime::Backend& backend, const TPUClusterResolver& resolver,
       TPUStrategyOptions options = {});
+  // TPUStrategy(tpu_cluster_resolver=None): the default TPU, i.e. a resolver
+  // made from the backend's devices as they are
+  // (TPUClusterResolver::Create(backend, "")).
+  static absl::StatusOr<std::unique_ptr<TPUStrategy>> Create(
+      runtime::Backend& backend, TPUStrategyOptions options = {});
   ~TPUStrategy() override;
 
   // ---- properties (spec (a)) ----

@@ -37,7 +37,23 @@ namespace {
 using tpusim::runtime::DType;
 using tpusim::runtime::Shape;
 using tpusim::runtime::Tensor;
-using namespace tpusim::strategy;  // NOLINT: example program
+using tpusim::strategy::CreateVariable;
+using tpusim::strategy::InputIterator;
+using tpusim::strategy::MirroredVariable;
+using tpusim::strategy::PerReplica;
+using tpusim::strategy::ReduceOp;
+using tpusim::strategy::RegroupElement;
+using tpusim::strategy::ReplicaContext;
+using tpusim::strategy::ReplicaElement;
+using tpusim::strategy::StepFunction;
+using tpusim::strategy::StrategyScope;
+using tpusim::strategy::TPUClusterResolver;
+using tpusim::strategy::TPUStrategy;
+using tpusim::strategy::TracedNest;
+using tpusim::strategy::TracedValue;
+using tpusim::strategy::Value;
+using tpusim::strategy::ValueNest;
+using tpusim::strategy::VectorInputIterator;
 
 constexpr int kFeatures = 3;
 constexpr int kExamples = 100;

@@ -51,6 +51,16 @@ TEST(TPUStrategyTest, DefaultsFromTheResolver) {
   EXPECT_TRUE(f.strategy->require_static_shapes());
 }
 
+TEST(TPUStrategyTest, NoResolverMeansTheBackendsDevicesAsTheyAre) {
+  runtime::HostBackend backend(4);
+  absl::StatusOr<std::unique_ptr<TPUStrategy>> strategy =
+      TPUStrategy::Create(backend);
+  ASSERT_THAT(strategy, IsOk());
+  EXPECT_EQ((*strategy)->num_replicas_in_sync(), 4);
+  EXPECT_EQ((*strategy)->worker_devices()[3],
+            "/job:worker/replica:0/task:0/device:TPU:3");
+}
+
 TEST(TPUStrategyTest, RejectsBadStepsPerRunAndForeignDeviceAssignment) {
   auto f = MakeStrategy("v3-8");
   TPUStrategyOptions bad;
@@ -538,6 +548,9 @@ TEST(ModelParallelTest, TwoLogicalCoresPerReplicaRunEndToEnd) {
   auto f = MakeStrategy("v3-8", options);
   EXPECT_EQ(f.strategy->num_replicas_in_sync(), 4);
   EXPECT_EQ(f.strategy->num_cores_per_replica(), 2);
+  // TF 2.1: min(num_replicas, cores_per_host div num_cores_per_replica) =
+  // min(4, 8 / 2).
+  EXPECT_EQ(f.strategy->num_replicas_per_host(), 4);
   absl::Status bad_core;
   StepFunction step([&](ReplicaContext& ctx,
                         const TracedNest& args) -> absl::StatusOr<TracedNest> {

@@ -223,6 +223,22 @@ TEST(VariablesTest, BadInitialValuesAreInvalidArgument) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("name")));
 }
 
+TEST(VariablesTest, VariableCreatedInsideAReplicaFunctionIsMirrored) {
+  auto f = MakeStrategy("plain:1x2");
+  MirroredVariable* v = nullptr;
+  StepFunction step([&](ReplicaContext& ctx,
+                        const TracedNest&) -> absl::StatusOr<TracedNest> {
+    TPUSIM_ASSIGN_OR_RETURN(v, CreateVariable(F32(5), {"inner"}));
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue read, ctx.ReadVariable(*v));
+    return TracedNest(read);
+  });
+  absl::StatusOr<ValueNest> out = f.strategy->Run(step);
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(v->strategy(), f.strategy.get());
+  EXPECT_EQ(v->num_components(), 2);
+  EXPECT_THAT(ReplicaScalars(out->leaf()), ElementsAre(5, 5));
+}
+
 TEST(VariablesTest, VariablesCanBeRunArguments) {
   auto f = MakeStrategy("plain:1x2");
   MirroredVariable* v = nullptr;
@@ -240,6 +256,12 @@ TEST(VariablesTest, VariablesCanBeRunArguments) {
       f.strategy->Run(step, ValueNest::Tuple({Value(v)}));
   ASSERT_THAT(out, IsOk());
   EXPECT_THAT(ReplicaScalars(out->leaf()), ElementsAre(14, 14));
+  // A single component (from local results) is a plain value broadcast to every
+  // replica.
+  ASSERT_THAT(v->Assign(Mirrored<Tensor>({F32(1), F32(2)})), IsOk());
+  out = f.strategy->Run(step, ValueNest::Tuple({Value(v, 1)}));
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ(out->leaf(), Value(F32(4)));
 }
 
 }  // namespace
