@@ -26,7 +26,8 @@
 // in the replica's device list; values used on another core are transferred
 // there (the host backend counts those bytes in the profile as
 // cross_core_bytes). Collectives on core c communicate between the core-c
-// devices of the replicas.
+// devices of the replicas. Variable ops on core c read and write the variable
+// storage of the replica's core-c device.
 //
 // Programs serialize to tpusim.proto.ProgramProto (ToProto / FromProto, which
 // re-runs every shape rule) and print as HLO-like text (ToText), one op per
