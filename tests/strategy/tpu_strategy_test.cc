@@ -597,5 +597,50 @@ TEST(UpdateConfigProtoTest, DelegatesToTheResolversClusterSpec) {
   EXPECT_EQ(updated.cluster_def().job(0).tasks().at(3), "tpu-worker-3:8470");
 }
 
+// Spec (b)/(l): range(10).batch(8) on 2 replicas gives [0,1,2,3] / [4,5,6,7],
+// then [8,9] / [] (an empty dummy batch); run pads to the step maximum and
+// reduce(axis=0) stays exact.
+TEST(ExperimentalRunTest, PartialFinalBatchWithAnEmptyReplicaReducesExactly) {
+  auto f = MakeStrategy("plain:1x2");
+  auto element = [](std::vector<float> a, std::vector<float> b) {
+    return PerReplica<ReplicaElement>({ReplicaElement(F32s(std::move(a))),
+                                       ReplicaElement(F32s(std::move(b)))});
+  };
+  VectorInputIterator it(
+      {element({0, 1, 2, 3}, {4, 5, 6, 7}), element({8, 9}, {})});
+  std::vector<std::string> traced_types;
+  StepFunction square([&](ReplicaContext& ctx, const TracedNest& args)
+                          -> absl::StatusOr<TracedNest> {
+    traced_types.push_back(ctx.TypeOf(Arg(args, 0))->ToString());
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue y, ctx.Mul(Arg(args, 0), Arg(args, 0)));
+    return TracedNest(y);
+  });
+  absl::StatusOr<ValueNest> step1 = f.strategy->ExperimentalRun(square, &it);
+  ASSERT_THAT(step1, IsOk());
+  EXPECT_EQ(f.strategy->Reduce(ReduceOp::kSum, step1->leaf(), 0)
+                ->tensor()
+                .AsDouble(0),
+            140.0);
+  EXPECT_EQ(f.strategy->Reduce(ReduceOp::kMean, step1->leaf(), 0)
+                ->tensor()
+                .AsDouble(0),
+            17.5);
+  absl::StatusOr<ValueNest> step2 = f.strategy->ExperimentalRun(square, &it);
+  ASSERT_THAT(step2, IsOk());
+  EXPECT_THAT(Values(step2->leaf().components()[0]), ElementsAre(64, 81));
+  EXPECT_EQ(step2->leaf().components()[1].shape(), Shape({0}));
+  EXPECT_EQ(f.strategy->Reduce(ReduceOp::kSum, step2->leaf(), 0)
+                ->tensor()
+                .AsDouble(0),
+            145.0);
+  EXPECT_EQ(f.strategy->Reduce(ReduceOp::kMean, step2->leaf(), 0)
+                ->tensor()
+                .AsDouble(0),
+            72.5);
+  EXPECT_THAT(traced_types, ElementsAre("f32[4]", "f32[<=2]"));
+  EXPECT_THAT(f.strategy->ExperimentalRun(square, &it),
+              StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+}
+
 }  // namespace
 }  // namespace tpusim::strategy
