@@ -431,6 +431,25 @@ TEST(HostBackendTest, LogicalCoresRunOnTheirDevicesAndCountTransfers) {
               "device 0 (logical core 0)")));
 }
 
+TEST(HostBackendTest, VariableOpsUseTheirLogicalCoresDevice) {
+  ProgramBuilder b("mpvar", 1, 2);
+  ASSERT_THAT(b.DeclareVariable(0, DType::kF32, Shape({}), "v"), IsOk());
+  ASSERT_THAT(b.set_logical_core(1), IsOk());
+  Value one = *b.Constant(Tensor::Scalar<float>(1.0f));
+  Value v = *b.VariableAssignAdd(0, one);
+  Program p = *std::move(b).Build({v});
+  SpmdAssignment a;
+  a.replica_devices = {{3, 1}};  // core 0 on device 3, core 1 on device 1
+  HostBackend backend(4);
+  ASSERT_THAT(backend.WriteVariable(1, 0, Tensor::Scalar<float>(5.0f)), IsOk());
+  auto out = RunSpmd(backend, p, a, {{}});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[0][0].scalar<float>(), 6.0f);
+  EXPECT_EQ(backend.ReadVariable(1, 0)->scalar<float>(), 6.0f);
+  EXPECT_THAT(backend.ReadVariable(3, 0),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
 TEST(HostBackendTest, AbstractTensorsFlowThroughWithCosts) {
   ProgramBuilder b("abs", 2);
   Value x = *b.Parameter(DType::kBF16, Shape({4, 8}));
