@@ -447,7 +447,8 @@ TEST(HostBackendTest, VariableOpsUseTheirLogicalCoresDevice) {
   EXPECT_EQ((*out)[0][0].scalar<float>(), 6.0f);
   EXPECT_EQ(backend.ReadVariable(1, 0)->scalar<float>(), 6.0f);
   EXPECT_THAT(backend.ReadVariable(3, 0),
-              StatusIs(absl::StatusCode::kNotFound));
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("never written on device 3")));
 }
 
 TEST(HostBackendTest, AbstractTensorsFlowThroughWithCosts) {
