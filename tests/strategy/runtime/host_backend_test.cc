@@ -1,5 +1,6 @@
 #include "strategy/runtime/host_backend.h"
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -369,6 +370,26 @@ TEST(HostBackendTest, DynamicLabelsFeedOneHotAndGather) {
   EXPECT_THAT(F((*out)[1][0]), ElementsAre(5, 7, 7));
   EXPECT_THAT(F((*out)[0][1]), ElementsAre(0, 0, 1));
   EXPECT_THAT(F((*out)[1][1]), ElementsAre(1, 0, 2));
+}
+
+TEST(HostBackendTest, ReplicaWithZeroRowsContributesNothing) {
+  // Spec (f) example 3 computed on device: r0 = [8, 9], r1 = [] -> the global
+  // sum is 17 on every replica.
+  ProgramBuilder b("empty", 2);
+  Value x = *b.Parameter(DType::kF32, Shape({2}), 0b1);
+  Value sum = *b.AllReduce(*b.ReduceSum(x, {0}), CollectiveReduce::kSum);
+  Value local_mean = *b.ReduceMean(x, {0});
+  Program p = *std::move(b).Build({sum, local_mean});
+  HostBackend backend(2);
+  auto out = RunSpmd(backend, p, OneCorePerReplica(2),
+                     {{Tensor::Vector<float>({8, 9})},
+                      {Tensor::FromVector<float>(Shape({0}), {})}});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[0][0].scalar<float>(), 17.0f);
+  EXPECT_EQ((*out)[1][0].scalar<float>(), 17.0f);
+  EXPECT_EQ((*out)[0][1].scalar<float>(), 8.5f);
+  // The empty replica's own mean is 0/0 = NaN (spec (f) example 7).
+  EXPECT_TRUE(std::isnan((*out)[1][1].scalar<float>()));
 }
 
 TEST(HostBackendTest, DynamicArgumentAboveItsBoundIsRejected) {
