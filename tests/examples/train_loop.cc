@@ -11,6 +11,10 @@
 //     per_example_loss = strategy.run(train_step, args=(x, t))
 //     loss = strategy.reduce("MEAN", per_example_loss, axis=0)
 //
+// The input is a real TFRecord pipeline: Examples written to temporary files,
+// read with Dataset::TFRecord, parsed, batched with the global batch size and
+// distributed.
+//
 // A linear regression y = x w + b trained with SGD; the gradient of each
 // replica is scaled by the GLOBAL batch size and all-reduced with SUM
 // (tf.nn.compute_average_loss style), so the last, partial batch (some replicas
@@ -19,7 +23,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,6 +34,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "strategy/cluster_resolver.h"
+#include "strategy/data/dataset.h"
+#include "strategy/data/example.pb.h"
+#include "strategy/data/example_parser.h"
+#include "strategy/data/tfrecord.h"
+#include "strategy/distributed_input.h"
 #include "strategy/input_iterator.h"
 #include "strategy/runtime/host_backend.h"
 #include "strategy/runtime/slice.h"
@@ -38,6 +50,7 @@ using tpusim::runtime::DType;
 using tpusim::runtime::Shape;
 using tpusim::runtime::Tensor;
 using tpusim::strategy::CreateVariable;
+using tpusim::strategy::DistributedInputIterator;
 using tpusim::strategy::InputIterator;
 using tpusim::strategy::MirroredVariable;
 using tpusim::strategy::PerReplica;
@@ -53,7 +66,6 @@ using tpusim::strategy::TracedNest;
 using tpusim::strategy::TracedValue;
 using tpusim::strategy::Value;
 using tpusim::strategy::ValueNest;
-using tpusim::strategy::VectorInputIterator;
 
 constexpr int kFeatures = 3;
 constexpr int kExamples = 100;
@@ -73,39 +85,53 @@ void MakeExample(int i, std::vector<float>& x, float& t) {
 }
 
 // ===================================================================================
-// INPUT PIPELINE — stand-in for the data team's distributed TFRecord dataset.
-// TODO(lead): at merge, replace this block with
-//   dataset = TFRecordDataset(files).map(parse_example).batch(kGlobalBatch)
-//   dist = strategy->ExperimentalDistributeDataset(dataset)
-// and iterate `dist` (its iterator implements / adapts to InputIterator).
-// This stand-in reproduces what that pipeline yields for range-like data with
-// drop_remainder=false: per-replica minibatches of kGlobalBatch/N (rebatch Case
-// 1), and the last partial global batch split in minibatches with empty dummy
-// batches for the rest.
-std::unique_ptr<InputIterator> MakeInputIterator(int num_replicas) {
-  const int per_replica = kGlobalBatch / num_replicas;
-  std::vector<PerReplica<ReplicaElement>> steps;
-  for (int start = 0; start < kExamples; start += kGlobalBatch) {
-    const int global = std::min(kGlobalBatch, kExamples - start);
-    std::vector<ReplicaElement> replicas;
-    for (int r = 0; r < num_replicas; ++r) {
-      const int begin = std::min(global, r * per_replica);
-      const int end = std::min(global, begin + per_replica);
-      std::vector<float> x, t;
-      for (int i = start + begin; i < start + end; ++i) {
-        float ti;
-        MakeExample(i, x, ti);
-        t.push_back(ti);
-      }
-      const int64_t rows = end - begin;
-      replicas.push_back(ReplicaElement::Tuple(
-          {ReplicaElement(
-               Tensor::FromVector<float>(Shape({rows, kFeatures}), x)),
-           ReplicaElement(Tensor::FromVector<float>(Shape({rows, 1}), t))}));
-    }
-    steps.emplace_back(std::move(replicas));
+// INPUT PIPELINE: TFRecord files of tf.train.Example records {x: float[3], t:
+// float[1]}, parsed, batched with the GLOBAL batch size and distributed by the
+// strategy (rebatch to kGlobalBatch / N per replica; the last partial batch
+// gives some replicas empty batches).
+absl::StatusOr<std::vector<std::string>> WriteTrainingFiles() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir =
+      absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/tpusim_train_loop_XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("mkdtemp failed for ", dir));
   }
-  return std::make_unique<VectorInputIterator>(std::move(steps));
+  std::vector<std::string> files;
+  constexpr int kFiles = 2;
+  for (int f = 0; f < kFiles; ++f) {
+    std::vector<std::string> records;
+    for (int i = f * kExamples / kFiles; i < (f + 1) * kExamples / kFiles;
+         ++i) {
+      std::vector<float> x;
+      float t;
+      MakeExample(i, x, t);
+      tensorflow::Example example;
+      auto& feature = *example.mutable_features()->mutable_feature();
+      for (float v : x) feature["x"].mutable_float_list()->add_value(v);
+      feature["t"].mutable_float_list()->add_value(t);
+      records.push_back(example.SerializeAsString());
+    }
+    files.push_back(absl::StrCat(dir, "/train-", f, ".tfrecord"));
+    TPUSIM_RETURN_IF_ERROR(
+        tpusim::data::WriteTFRecordFile(files.back(), records));
+  }
+  return files;
+}
+
+absl::StatusOr<std::unique_ptr<InputIterator>> MakeInputIterator(
+    const TPUStrategy& strategy, const std::vector<std::string>& files) {
+  const tpusim::data::FeatureSpec spec = {
+      {"x", tpusim::data::FixedLenFeature{DType::kF32, Shape({kFeatures})}},
+      {"t", tpusim::data::FixedLenFeature{DType::kF32, Shape({1})}}};
+  const tpusim::data::Dataset dataset =
+      tpusim::data::Dataset::TFRecord(files)
+          .Map(tpusim::data::ParseSingleExampleFn(spec))
+          .Batch(kGlobalBatch);
+  TPUSIM_ASSIGN_OR_RETURN(tpusim::data::DistributedDataset dist,
+                          strategy.ExperimentalDistributeDataset(dataset));
+  TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<DistributedInputIterator> it,
+                          DistributedInputIterator::Create(dist));
+  return std::unique_ptr<InputIterator>(std::move(it));
 }
 // ===================================================================================
 
@@ -142,8 +168,10 @@ absl::Status Main() {
   StepFunction train_step(
       [w, b](ReplicaContext& ctx,
              const TracedNest& args) -> absl::StatusOr<TracedNest> {
-        const TracedValue x = args.children()[0].children()[0].leaf();
-        const TracedValue t = args.children()[0].children()[1].leaf();
+        // The element is the dict {t: [B, 1], x: [B, 3]} (children in sorted
+        // key order).
+        const TracedValue t = args.children()[0].children()[0].leaf();
+        const TracedValue x = args.children()[0].children()[1].leaf();
         TPUSIM_ASSIGN_OR_RETURN(TracedValue wv, ctx.ReadVariable(*w));
         TPUSIM_ASSIGN_OR_RETURN(TracedValue bv, ctx.ReadVariable(*b));
         TPUSIM_ASSIGN_OR_RETURN(TracedValue xw, ctx.MatMul(x, wv));
@@ -175,10 +203,11 @@ absl::Status Main() {
 
   // 4. The loop: iterate the distributed input, run, reduce the loss with MEAN
   // over axis 0.
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files, WriteTrainingFiles());
   double first_loss = -1, last_loss = -1;
   for (int epoch = 0; epoch < kEpochs; ++epoch) {
-    std::unique_ptr<InputIterator> it =
-        MakeInputIterator(strategy->num_replicas_in_sync());
+    TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<InputIterator> it,
+                            MakeInputIterator(*strategy, files));
     int step = 0;
     while (true) {
       absl::StatusOr<PerReplica<ReplicaElement>> element = it->GetNext();
@@ -199,6 +228,9 @@ absl::Status Main() {
       std::printf("epoch %d step %d: loss %.6f\n", epoch, step++, value);
     }
   }
+  std::error_code ignored;
+  std::filesystem::remove_all(std::filesystem::path(files[0]).parent_path(),
+                              ignored);
   TPUSIM_ASSIGN_OR_RETURN(Tensor final_w, w->Read());
   std::printf("final w = [%.4f, %.4f, %.4f]; traces = %d\n",
               final_w.AsDouble(0), final_w.AsDouble(1), final_w.AsDouble(2),
