@@ -20,6 +20,8 @@ constexpr char kDefaultSlice[] = "v3-8";
 constexpr char kLocal[] = "local";
 constexpr char kWorkerJob[] = "worker";
 constexpr char kLocalJob[] = "localhost";
+// Bound on device coordinates of a device list (Topology caps the mesh size).
+constexpr int kMaxCoordinate = 1 << 24;
 
 std::string Coords(absl::Span<const int> v) {
   return absl::StrCat("(", absl::StrJoin(v, ", "), ")");
@@ -66,9 +68,10 @@ absl::StatusOr<runtime::SliceLayout> LayoutFromDevices(
                        " coordinates; device 0 has ", rank));
     }
     for (size_t k = 0; k < rank; ++k) {
-      if (d.coords[k] < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("device ", Describe(d), " has a negative coordinate"));
+      if (d.coords[k] < 0 || d.coords[k] >= kMaxCoordinate) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "device ", Describe(d), " has a coordinate outside [0, ",
+            kMaxCoordinate, ")"));
       }
       mesh[k] = std::max(mesh[k], d.coords[k] + 1);
     }

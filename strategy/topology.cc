@@ -204,7 +204,7 @@ absl::StatusOr<int> Topology::FlatIndex(
   int index = 0;
   for (size_t d = 0; ok && d < mesh_shape_.size(); ++d) {
     ok = coordinates[d] >= 0 && coordinates[d] < mesh_shape_[d];
-    index = index * mesh_shape_[d] + coordinates[d];
+    if (ok) index = index * mesh_shape_[d] + coordinates[d];
   }
   if (!ok) {
     return absl::InvalidArgumentError(

@@ -115,9 +115,19 @@ absl::StatusOr<LeafPlan> PlanLeaf(const Value& value, const std::string& path,
       leaf.constant = Tensor::Scalar<float>(static_cast<float>(value.number()));
       return leaf;
     case Value::Kind::kVariable:
-      leaf.kind = LeafPlan::Kind::kVariable;
-      leaf.variable = value.variable();
-      return leaf;
+      if (value.component() < 0) {
+        // The whole mirrored variable: each replica reads its own component.
+        leaf.kind = LeafPlan::Kind::kVariable;
+        leaf.variable = value.variable();
+        return leaf;
+      } else {
+        // One component (e.g. from experimental_local_results): a plain value
+        // broadcast to every replica.
+        TPUSIM_ASSIGN_OR_RETURN(
+            Tensor t, value.variable()->ReadComponent(value.component()));
+        leaf.per_replica = {std::move(t)};
+      }
+      break;
     case Value::Kind::kTensor:
       leaf.per_replica = {value.tensor()};
       break;
@@ -237,6 +247,15 @@ absl::StatusOr<std::unique_ptr<TPUStrategy>> TPUStrategy::Create(
   return strategy;
 }
 
+absl::StatusOr<std::unique_ptr<TPUStrategy>> TPUStrategy::Create(
+    runtime::Backend& backend, TPUStrategyOptions options) {
+  // tpu_cluster_resolver=None: a resolver for the default TPU (empty name),
+  // here the backend's devices as they are.
+  TPUSIM_ASSIGN_OR_RETURN(TPUClusterResolver resolver,
+                          TPUClusterResolver::Create(backend, ""));
+  return Create(backend, resolver, std::move(options));
+}
+
 TPUStrategy::TPUStrategy(runtime::Backend& backend, TPUClusterResolver resolver,
                          TPUStrategyOptions options, InputWorkerMapping mapping,
                          int num_cores_per_replica)
@@ -296,8 +315,7 @@ absl::StatusOr<TPUStrategy::ArgPlan> TPUStrategy::PlanArgs(
         absl::StrAppend(&plan.signature, "|C", leaf.constant.scalar<float>());
         break;
       case LeafPlan::Kind::kVariable:
-        absl::StrAppend(&plan.signature, "|V", leaf.variable->slot(), ":",
-                        value->component(), "@",
+        absl::StrAppend(&plan.signature, "|V", leaf.variable->slot(), "@",
                         reinterpret_cast<uintptr_t>(leaf.variable));
         break;
       case LeafPlan::Kind::kParameter:
@@ -468,7 +486,9 @@ absl::StatusOr<ValueNest> TPUStrategy::RunInternal(const StepFunction& fn,
   for (size_t k = 0; k < compiled.independent.size(); ++k) {
     TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> parts,
                             FetchOutput(outs[0], static_cast<int>(k)));
-    if (compiled.independent[k]) {
+    // regroup: the same object on every replica (always the case with one
+    // replica) is returned unwrapped.
+    if (compiled.independent[k] || parts.size() == 1) {
       leaves.emplace_back(std::move(parts[0]));
     } else {
       leaves.emplace_back(PerReplica<Tensor>(std::move(parts)));

@@ -161,6 +161,11 @@ class TPUStrategy final : public Strategy {
   static absl::StatusOr<std::unique_ptr<TPUStrategy>> Create(
       runtime::Backend& backend, const TPUClusterResolver& resolver,
       TPUStrategyOptions options = {});
+  // TPUStrategy(tpu_cluster_resolver=None): the default TPU, i.e. a resolver
+  // made from the backend's devices as they are
+  // (TPUClusterResolver::Create(backend, "")).
+  static absl::StatusOr<std::unique_ptr<TPUStrategy>> Create(
+      runtime::Backend& backend, TPUStrategyOptions options = {});
   ~TPUStrategy() override;
 
   // ---- properties (spec (a)) ----
@@ -202,12 +207,13 @@ class TPUStrategy final : public Strategy {
   // become program parameters, numbers constants, variables reads). Results are
   // regrouped: a leaf that does not depend on the replica (a constant, a
   // non-distributed input passed through, anything computed only from those) is
-  // returned as a plain tensor; every other leaf as a PerReplica; None stays
-  // None. Errors: kFailedPrecondition inside a replica function or another
-  // strategy's scope; kInvalidArgument for a distributed value with the wrong
-  // number of components, shapes that differ across replicas in dtype or rank,
-  // a result that is not a traced value of this program; errors of the step
-  // function and of the backend propagate.
+  // returned as a plain tensor, and so is every leaf when there is one replica;
+  // every other leaf as a PerReplica; None stays None. Errors:
+  // kFailedPrecondition inside a replica function or another strategy's scope;
+  // kInvalidArgument for a distributed value with the wrong number of
+  // components, shapes that differ across replicas in dtype or rank, a result
+  // that is not a traced value of this program; errors of the step function and
+  // of the backend propagate.
   absl::StatusOr<ValueNest> Run(const StepFunction& fn,
                                 const ValueNest& args = ValueNest::Tuple({}));
   // Deprecated alias (TF 2.2).

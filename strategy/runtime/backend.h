@@ -5,11 +5,11 @@
 // Implementations: HostBackend (functional, strategy/runtime/host_backend.h),
 // SimBackend (sim/, functional + timing), later a PJRT adapter.
 //
-//   HostBackend backend(devices);                       //
-//   std::vector<DeviceDescription> auto exe = backend.Compile(program,
-//   {/*num_replicas=*/2, /*num_cores_per_replica=*/1}); auto a0 =
-//   backend.TransferToDevice(*backend.devices()[0], x0); auto a1 =
-//   backend.TransferToDevice(*backend.devices()[1], x1);
+//   HostBackend backend(devices);  // std::vector<DeviceDescription>
+//   auto exe = backend.Compile(program, {/*num_replicas=*/2,
+//                                        /*num_cores_per_replica=*/1});
+//   auto a0 = backend.TransferToDevice(/*device_id=*/0, x0);
+//   auto a1 = backend.TransferToDevice(/*device_id=*/1, x1);
 //   std::vector<std::vector<Buffer*>> args = {{a0->get()}, {a1->get()}};
 //   auto outs = backend.ExecuteSpmd(**exe, SpmdAssignment{{{0}, {1}}}, args);
 //   absl::StatusOr<Tensor> r0 = backend.TransferFromDevice(*(*outs)[0][0]);
@@ -139,8 +139,8 @@ class Backend {
   // Contract:
   //  * InvalidArgument if `device_id` is not a device of this backend.
   //  * The buffer does not alias `value`'s storage in a way the caller can
-  //  observe (Tensor
-  //    storage is immutable and shared copy-on-write).
+  //    observe (Tensor storage is immutable and shared copy-on-write).
+  //  * Counts the bytes as host_to_device_bytes of the device's profile.
   virtual absl::StatusOr<std::unique_ptr<Buffer>> TransferToDevice(
       int device_id, const Tensor& value) = 0;
 
@@ -151,9 +151,8 @@ class Backend {
   // Checks and prepares `program` for `options`.
   // Contract:
   //  * InvalidArgument if options.num_replicas / num_cores_per_replica differ
-  //  from the
-  //    program's, are < 1, or need more devices than the backend has; or if a
-  //    collective's replica groups do not partition the replicas.
+  //    from the program's, are < 1, or need more devices than the backend
+  //    has; or if a collective's replica groups do not partition the replicas.
   //  * The executable keeps its own copy of the program.
   virtual absl::StatusOr<std::unique_ptr<Executable>> Compile(
       const Program& program, const CompileOptions& options) = 0;
@@ -162,19 +161,19 @@ class Backend {
   // assignment.replica_devices[r], with per_replica_args[r] as its parameters.
   // Contract:
   //  * InvalidArgument if the assignment has the wrong number of replicas or
-  //  cores, names an
-  //    unknown device or a device twice; if the argument count differs from the
-  //    parameter count; if an argument's dtype or rank differs from the
-  //    parameter's, a static dim differs, a dynamic dim exceeds its bound, or
-  //    the buffer does not live on the device of the parameter's logical core.
-  //  * Errors of the computation (e.g. integer division by zero, gather index
-  //  out of range,
-  //    collective operands of different shapes, reading an unset variable =
-  //    FailedPrecondition) are returned with the op and replica named; the
-  //    first error in replica order wins, and variables may then be partially
-  //    updated.
+  //    cores, names an unknown device or a device twice; if the argument
+  //    count differs from the parameter count; if an argument's dtype or rank
+  //    differs from the parameter's, a static dim differs, a dynamic dim
+  //    exceeds its bound, or the buffer does not live on the device of the
+  //    parameter's logical core.
+  //  * Errors of the computation (integer division by zero, a gather index
+  //    out of range, collective operands of different shapes: InvalidArgument;
+  //    reading an unset variable: FailedPrecondition) name the program, the
+  //    replica and the op. The error of the earliest failing op wins (among
+  //    replicas failing at it, the lowest replica); variables may then be
+  //    partially updated.
   //  * Blocks until the step is complete. Outputs are in Program::outputs()
-  //  order.
+  //    order.
   virtual absl::StatusOr<SpmdOutputs> ExecuteSpmd(
       const Executable& executable, const SpmdAssignment& assignment,
       absl::Span<const std::vector<Buffer*>> per_replica_args) = 0;

@@ -32,43 +32,46 @@ class WorkerPool {
     for (std::thread& t : threads_) t.join();
   }
 
+  // Runs fn(0) ... fn(count - 1) and returns when all have finished.
   void ParallelFor(int count, const std::function<void(int)>& fn) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       fn_ = &fn;
       count_ = count;
-      next_.store(0);
+      next_ = 0;
       done_ = 0;
       ++generation_;
     }
     cv_.notify_all();
     Work();
     std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return done_ == count_; });
+    // Also wait until no worker is inside Work(): a worker still holding this
+    // job's function must not claim an index of the next job.
+    done_cv_.wait(lock, [&] { return done_ == count_ && active_ == 0; });
     fn_ = nullptr;
   }
 
  private:
-  // Claims and runs indices until none are left.
+  // Claims and runs indices of the current job until none are left.
   void Work() {
-    int ran = 0;
     const std::function<void(int)>* fn;
     int count;
     {
       std::lock_guard<std::mutex> lock(mu_);
       fn = fn_;
       count = count_;
+      if (fn == nullptr) return;
+      ++active_;
     }
-    if (fn == nullptr) return;
+    int ran = 0;
     for (int i = next_.fetch_add(1); i < count; i = next_.fetch_add(1)) {
       (*fn)(i);
       ++ran;
     }
-    if (ran > 0) {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ += ran;
-      if (done_ == count_) done_cv_.notify_all();
-    }
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ += ran;
+    --active_;
+    if (done_ == count_ && active_ == 0) done_cv_.notify_all();
   }
 
   void Loop() {
@@ -88,12 +91,13 @@ class WorkerPool {
   std::condition_variable cv_;
   std::condition_variable done_cv_;
   std::vector<std::thread> threads_;
-  const std::function<void(int)>* fn_ = nullptr;
-  int count_ = 0;
-  int done_ = 0;
+  const std::function<void(int)>* fn_ = nullptr;  // guarded by mu_
+  int count_ = 0;                                 // guarded by mu_
+  int done_ = 0;                                  // guarded by mu_
+  int active_ = 0;                                // guarded by mu_
+  uint64_t generation_ = 0;                       // guarded by mu_
+  bool stop_ = false;                             // guarded by mu_
   std::atomic<int> next_{0};
-  uint64_t generation_ = 0;
-  bool stop_ = false;
 };
 
 namespace {
@@ -319,27 +323,28 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   const Program& program = exe->program_;
   const int R = exe->options_.num_replicas;
   const int cores = exe->options_.num_cores_per_replica;
-  const std::string where = absl::StrCat("ExecuteSpmd ", program.name());
+  auto where = [&] { return absl::StrCat("ExecuteSpmd ", program.name()); };
   // ---- validate the assignment ----
   if (assignment.num_replicas() != R) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": the assignment has ", assignment.num_replicas(),
-                     " replicas, the executable needs ", R));
+    return absl::InvalidArgumentError(absl::StrCat(
+        where(), ": the assignment has ", assignment.num_replicas(),
+        " replicas, the executable needs ", R));
   }
   std::vector<bool> used(devices_.size(), false);
   for (int r = 0; r < R; ++r) {
     const std::vector<int>& devs = assignment.replica_devices[r];
     if (static_cast<int>(devs.size()) != cores) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": replica ", r, " has ", devs.size(),
+          absl::StrCat(where(), ": replica ", r, " has ", devs.size(),
                        " devices, needs ", cores, " (num_cores_per_replica)"));
     }
     for (int d : devs) {
-      TPUSIM_RETURN_IF_ERROR(
-          CheckDevice(d, absl::StrCat(where, ": replica ", r)));
+      if (d < 0 || d >= static_cast<int>(devices_.size())) {
+        return CheckDevice(d, absl::StrCat(where(), ": replica ", r));
+      }
       if (used[d]) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, ": device ", d, " is assigned twice (replica ", r, ")"));
+            where(), ": device ", d, " is assigned twice (replica ", r, ")"));
       }
       used[d] = true;
     }
@@ -348,7 +353,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   const std::vector<Value>& params = program.parameters();
   if (static_cast<int>(per_replica_args.size()) != R) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": got arguments for ", per_replica_args.size(),
+        absl::StrCat(where(), ": got arguments for ", per_replica_args.size(),
                      " replicas, needs ", R));
   }
   const std::vector<Op>& ops = program.ops();
@@ -367,14 +372,14 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     const std::vector<Buffer*>& args = per_replica_args[r];
     if (args.size() != params.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          where, ": replica ", r, " passes ", args.size(),
+          where(), ": replica ", r, " passes ", args.size(),
           " arguments, the program has ", params.size(), " parameters"));
     }
     for (size_t p = 0; p < params.size(); ++p) {
       const Op& op = ops[params[p].id];
       if (args[p] == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": replica ", r, " argument ", p, " is null"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            where(), ": replica ", r, " argument ", p, " is null"));
       }
       TPUSIM_ASSIGN_OR_RETURN(Tensor t, BufferTensor(*args[p]));
       const ValueType& want = op.type;
@@ -385,14 +390,14 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       }
       if (!ok) {
         return absl::InvalidArgumentError(
-            absl::StrCat(where, ": replica ", r, " argument ", p, " is ",
+            absl::StrCat(where(), ": replica ", r, " argument ", p, " is ",
                          t.spec().ToString(), ", the parameter is ",
                          want.ToString(), " (dynamic dims may be smaller)"));
       }
       const int want_dev = assignment.replica_devices[r][op.logical_core];
       if (args[p]->device().id() != want_dev) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, ": replica ", r, " argument ", p, " lives on device ",
+            where(), ": replica ", r, " argument ", p, " lives on device ",
             args[p]->device().id(), ", the parameter runs on device ", want_dev,
             " (logical core ", op.logical_core, ")"));
       }

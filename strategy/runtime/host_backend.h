@@ -5,9 +5,8 @@
 // variables, and counts FLOPs and bytes per device and op in its Profile. No
 // timing: Profile::spans stays empty.
 //
-//   HostBackend backend(devices);   // e.g. a slice layout from
-//   strategy/runtime/slice.h HostBackend small(8);           // 8 plain devices
-//   on task 0 (tests)
+//   HostBackend backend(devices);  // a slice layout (strategy/runtime/slice.h)
+//   HostBackend small(8);          // 8 plain devices on task 0 (tests)
 //
 // Execution model: the step runs op by op in lockstep across replicas (every
 // replica finishes op i before any starts op i+1). A collective therefore sees

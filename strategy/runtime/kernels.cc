@@ -367,21 +367,27 @@ absl::StatusOr<Tensor> DotKernel(const OpAttrs& attrs, const Tensor& l,
   for (size_t i = 0; i < rt.size(); ++i) rc[i] = Load(rt[i]);
   Tensor out;
   absl::Span<T> o = NewOutput<T>(result, &out);
+  // Row-at-a-time (i, p, j) loop order for cache locality. Every output
+  // element still accumulates its products in ascending p, starting from 0,
+  // so the result is the same as a plain dot product per element.
+  std::vector<V> row(n);
   for (int64_t b = 0; b < batch; ++b) {
     const V* lb = lc.data() + b * m * k;
     const V* rb = rc.data() + b * k * n;
     for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        V acc = 0;
-        for (int64_t p = 0; p < k; ++p) {
+      std::fill(row.begin(), row.end(), V(0));
+      for (int64_t p = 0; p < k; ++p) {
+        const V a = lb[i * k + p];
+        const V* r = rb + p * n;
+        for (int64_t j = 0; j < n; ++j) {
           if constexpr (std::is_integral_v<V>) {
-            acc = WrapAdd(acc, WrapMul(lb[i * k + p], rb[p * n + j]));
+            row[j] = WrapAdd(row[j], WrapMul(a, r[j]));
           } else {
-            acc += lb[i * k + p] * rb[p * n + j];
+            row[j] += a * r[j];
           }
         }
-        o[(b * m + i) * n + j] = Store<T>(acc);
       }
+      for (int64_t j = 0; j < n; ++j) o[(b * m + i) * n + j] = Store<T>(row[j]);
     }
   }
   return out;

@@ -3,8 +3,8 @@
 // Host kernels: the real arithmetic of every op on concrete tensors, used by
 // HostBackend (and by sim/ for functional values).
 //
-//   absl::StatusOr<Tensor> y = RunKernel(OpCode::kAdd, attrs, {&a, &b},
-//   result_type, replica);
+//   absl::StatusOr<Tensor> y =
+//       RunKernel(OpCode::kAdd, attrs, {&a, &b}, result_type, replica);
 //
 // Numerics (tpusim conventions): f32 computes in f32 (matmul and reductions
 // accumulate in f32 in index order), f64 in f64, bf16 computes in f32 and

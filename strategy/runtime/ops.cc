@@ -422,8 +422,14 @@ absl::StatusOr<ValueType> InferBroadcast(
     const int xi = i - (rank - x.rank());
     if (xi < 0) continue;
     if (x.is_dynamic(xi)) {
-      // The dynamic dim keeps the operand's (true) size; at trace time it must
-      // equal the target's bound.
+      // The dynamic dim keeps the operand's (true) size, which may not exceed
+      // the target.
+      if (x.shape.dim(xi) > target[i]) {
+        return Error(
+            code, ops,
+            absl::StrCat("dynamic dimension ", xi, " of size ", x.shape.dim(xi),
+                         " exceeds the target size ", target[i]));
+      }
       dims[i] = x.shape.dim(xi);
       dynamic |= uint64_t{1} << i;
       continue;
@@ -725,7 +731,9 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveReplicaGroups(
   return groups;
 }
 
-absl::StatusOr<ValueType> InferOpType(
+namespace {
+
+absl::StatusOr<ValueType> InferOpTypeImpl(
     OpCode code, const OpAttrs& attrs,
     absl::Span<const ValueType* const> operands, const InferContext& context) {
   auto arity = [&](size_t n) -> absl::Status {
@@ -850,6 +858,26 @@ absl::StatusOr<ValueType> InferOpType(
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown op code ", static_cast<int>(code)));
+}
+
+}  // namespace
+
+absl::StatusOr<ValueType> InferOpType(
+    OpCode code, const OpAttrs& attrs,
+    absl::Span<const ValueType* const> operands, const InferContext& context) {
+  TPUSIM_ASSIGN_OR_RETURN(ValueType type,
+                          InferOpTypeImpl(code, attrs, operands, context));
+  // Element and byte counts must fit in int64 (cost rules multiply further).
+  int64_t n = 1;
+  for (int64_t d : type.shape.dims()) {
+    if (d > 0 && n > (int64_t{1} << 52) / d) {
+      return Error(code, operands,
+                   absl::StrCat("result shape ", type.ToString(),
+                                " has more than 2^52 elements"));
+    }
+    n *= d;
+  }
+  return type;
 }
 
 OpCost OpCostOf(OpCode code, const OpAttrs& attrs,

@@ -4,9 +4,12 @@
 // bounded dynamic dimensions), the SHAPE RULE of every op (InferOpType) and its
 // COST RULE (OpCostOf).
 //
-//   ValueType x{DType::kF32, Shape({8, 4}), /*dynamic_dims=*/0b01};   //
-//   f32[<=8,4] OpAttrs attrs; attrs.axes = {0}; absl::StatusOr<ValueType> sum =
-//   InferOpType(OpCode::kReduceSum, attrs, {&x}, {});
+//   // f32[<=8,4]
+//   ValueType x(DType::kF32, Shape({8, 4}), /*dynamic_dims=*/0b01);
+//   OpAttrs attrs;
+//   attrs.axes = {0};
+//   absl::StatusOr<ValueType> sum =
+//       InferOpType(OpCode::kReduceSum, attrs, {&x}, InferContext{});
 //   // sum == f32[4]: a reduce over the dynamic axis gives a static result.
 //
 // Value types and dynamic dimensions. A ValueType's shape is always fully
@@ -20,23 +23,21 @@
 //
 // tpusim choices (documented, tested):
 //  * Binary elementwise ops use numpy-style broadcasting (dims aligned at the
-//  end, a dim of 1
-//    stretches). Operand dtypes must be identical (no implicit promotion). A
-//    dynamic dim may only meet the same dynamic dim or a static 1.
+//    end, a dim of 1 stretches). Operand dtypes must be identical (no implicit
+//    promotion). A dynamic dim may only meet the same dynamic dim or a static
+//    1.
 //  * Integer div truncates toward zero; integer division by zero is
-//  InvalidArgument at
-//    execution. reduce_mean on integers divides the integer sum (truncating),
-//    as tf does.
+//    InvalidArgument at execution. reduce_mean on integers divides the integer
+//    sum (truncating), as tf does.
 //  * Cost: every elementwise op counts 1 flop per result element; exp, log,
-//  tanh, sigmoid,
-//    rsqrt, sqrt additionally count 1 transcendental per element. reduce: 1
-//    flop per operand element. softmax: 4 flops + 1 transcendental per element.
-//    dot: 2*M*N*K per batch. conv2d: 2*N*Ho*Wo*Co*Kh*Kw*Ci. all_reduce /
-//    reduce_scatter: (group-1) flops per operand element (the reduction
-//    arithmetic). Bytes read = sum of operand byte sizes, bytes written =
-//    result byte size, except: parameter, constant, replica_id and reshape (a
-//    bitcast on TPU) move 0 bytes; variable_read reads the variable;
-//    variable_assign(_add) writes it.
+//    tanh, sigmoid, rsqrt, sqrt additionally count 1 transcendental per
+//    element. reduce: 1 flop per operand element. softmax: 4 flops + 1
+//    transcendental per element. dot: 2*M*N*K per batch. conv2d:
+//    2*N*Ho*Wo*Co*Kh*Kw*Ci. all_reduce / reduce_scatter: (group-1) flops per
+//    operand element (the reduction arithmetic). Bytes read = sum of operand
+//    byte sizes, bytes written = result byte size, except: parameter,
+//    constant, replica_id and reshape (a bitcast on TPU) move 0 bytes;
+//    variable_read reads the variable; variable_assign(_add) writes it.
 
 #ifndef TPUSIM_STRATEGY_RUNTIME_OPS_H_
 #define TPUSIM_STRATEGY_RUNTIME_OPS_H_
@@ -133,7 +134,9 @@ struct ValueType {
   }
 
   int rank() const { return shape.rank(); }
-  bool is_dynamic(int dim) const { return (dynamic_dims >> dim) & 1u; }
+  bool is_dynamic(int dim) const {
+    return dim < 64 && ((dynamic_dims >> dim) & 1u);
+  }
   bool any_dynamic() const { return dynamic_dims != 0; }
   // Bytes of the (bound) shape on a device; 0 for kBytes.
   int64_t byte_size() const;
@@ -204,7 +207,8 @@ struct InferContext {
 
 // The SHAPE RULE. Returns the result type of `code` applied to `operands` with
 // `attrs`, or InvalidArgument whose message names the op, the operand types and
-// what is allowed. Never crashes on bad shapes, ranks, axes or dtypes.
+// what is allowed. Never crashes on bad shapes, ranks, axes or dtypes; a result
+// of more than 2^52 elements is rejected (keeps size arithmetic in int64).
 absl::StatusOr<ValueType> InferOpType(
     OpCode code, const OpAttrs& attrs,
     absl::Span<const ValueType* const> operands, const InferContext& context);

@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace tpusim::proto {
+class ProfileProto;
+}  // namespace tpusim::proto
+
 namespace tpusim::runtime {
 
 // Counters of a set of op executions (cost rules on bound shapes).
@@ -59,6 +63,9 @@ struct Profile {
   // Empty for backends without timing.
   std::vector<TimelineSpan> spans;
 };
+
+// The proto form (strategy/runtime/profile.proto), for report writers.
+void ProfileToProto(const Profile& profile, proto::ProfileProto* out);
 
 }  // namespace tpusim::runtime
 

@@ -5,11 +5,13 @@
 // with.
 //
 //   ProgramBuilder b("step", /*num_replicas=*/8);
+//   // f32[<=8,4]: a dynamic batch of at most 8 rows.
 //   Value x = *b.Parameter(DType::kF32, Shape({8, 4}), /*dynamic_dims=*/0b1);
-//   // f32[<=8,4] TPUSIM_RETURN_IF_ERROR(b.DeclareVariable(/*slot=*/0,
-//   DType::kF32, Shape({4, 3}), "w")); Value w = *b.VariableRead(0); Value y =
-//   *b.MatMul(x, w);                        // f32[<=8,3] Value s =
-//   *b.AllReduce(*b.ReduceSum(y, {0}), CollectiveReduce::kSum);
+//   TPUSIM_RETURN_IF_ERROR(
+//       b.DeclareVariable(/*slot=*/0, DType::kF32, Shape({4, 3}), "w"));
+//   Value w = *b.VariableRead(0);
+//   Value y = *b.MatMul(x, w);  // f32[<=8,3]
+//   Value s = *b.AllReduce(*b.ReduceSum(y, {0}), CollectiveReduce::kSum);
 //   absl::StatusOr<Program> program = std::move(b).Build({s});
 //
 // Every op yields exactly one value; a Value is the index of the op that
@@ -24,7 +26,8 @@
 // in the replica's device list; values used on another core are transferred
 // there (the host backend counts those bytes in the profile as
 // cross_core_bytes). Collectives on core c communicate between the core-c
-// devices of the replicas.
+// devices of the replicas. Variable ops on core c read and write the variable
+// storage of the replica's core-c device.
 //
 // Programs serialize to tpusim.proto.ProgramProto (ToProto / FromProto, which
 // re-runs every shape rule) and print as HLO-like text (ToText), one op per
@@ -159,7 +162,8 @@ class ProgramBuilder {
   absl::StatusOr<Value> Parameter(const ValueType& type) {
     return Parameter(type.dtype, type.shape, type.dynamic_dims);
   }
-  // A constant. InvalidArgument for an abstract literal of kBytes.
+  // A constant. An abstract literal gives an abstract value (shape and cost
+  // only).
   absl::StatusOr<Value> Constant(Tensor literal);
   // i32 scalar.
   Value ReplicaId();

@@ -286,6 +286,12 @@ TEST(TPUClusterResolverTest, EmptyNameUsesTheBackendDevicesAsTheyAre) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("device ids must be 0..7")));
   bad = plain->devices;
+  bad[2].coords[0] = -1;
+  EXPECT_THAT(TPUClusterResolver::Create(bad, ""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("coords (-1, 0, 0) has a coordinate outside "
+                                 "[0, 16777216)")));
+  bad = plain->devices;
   std::swap(bad[1].ordinal, bad[2].ordinal);
   EXPECT_THAT(
       TPUClusterResolver::Create(bad, ""),

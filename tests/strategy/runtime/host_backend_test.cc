@@ -1,12 +1,16 @@
 #include "strategy/runtime/host_backend.h"
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "strategy/runtime/profile.pb.h"
+#include "strategy/runtime/program.pb.h"
 
 namespace tpusim::runtime {
 namespace {
@@ -290,6 +294,104 @@ TEST(HostBackendTest, DynamicBatchRunsOnTrueRowsAndCostsTheBound) {
   EXPECT_EQ(prof->devices[0].per_op.at("mul").bytes_read, 8 * 2 * 4 + 4);
 }
 
+// Replica r gets r + 1 rows; row i of replica r is (10 r + i) * [1, 2].
+std::vector<std::vector<Tensor>> RaggedArgs(int replicas) {
+  std::vector<std::vector<Tensor>> args(replicas);
+  for (int r = 0; r < replicas; ++r) {
+    std::vector<float> v;
+    for (int i = 0; i <= r; ++i) {
+      v.push_back(10.0f * r + i);
+      v.push_back(2 * (10.0f * r + i));
+    }
+    args[r] = {Tensor::FromVector<float>(Shape({r + 1, 2}), v)};
+  }
+  return args;
+}
+
+TEST(HostBackendTest, ContractingOverDynamicBatchGivesStaticResult) {
+  // x^T x over the dynamic batch: f32[<=4,2]^T x f32[<=4,2] -> f32[2,2].
+  ProgramBuilder b("gram", 3);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Value g = *b.MatMul(x, x, /*transpose_a=*/true);
+  Program p = *std::move(b).Build({g});
+  ASSERT_EQ(p.type(g).ToString(), "f32[2,2]");
+  HostBackend backend(3);
+  auto out = RunSpmd(backend, p, OneCorePerReplica(3), RaggedArgs(3));
+  ASSERT_THAT(out, IsOk());
+  // Replica 1 rows: (10, 20), (11, 22): sum of squares 221, cross 442, 884.
+  EXPECT_THAT(F((*out)[1][0]), ElementsAre(221, 442, 442, 884));
+  // Replica 0: one row (0, 0).
+  EXPECT_THAT(F((*out)[0][0]), ElementsAre(0, 0, 0, 0));
+}
+
+TEST(HostBackendTest, AllGatherAlongDynamicAxisConcatenatesTrueRows) {
+  ProgramBuilder b("gather_rows", 3);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Value g = *b.AllGather(x, 0);
+  Program p = *std::move(b).Build({g});
+  ASSERT_EQ(p.type(g).ToString(), "f32[<=12,2]");
+  HostBackend backend(3);
+  auto out = RunSpmd(backend, p, OneCorePerReplica(3), RaggedArgs(3));
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[2][0].shape(), Shape({6, 2}));
+  EXPECT_THAT(F((*out)[2][0]),
+              ElementsAre(0, 0, 10, 20, 11, 22, 20, 40, 21, 42, 22, 44));
+}
+
+TEST(HostBackendTest, AllReduceOfDifferentTrueShapesIsAnError) {
+  ProgramBuilder b("ragged_sum", 2);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Program p = *std::move(b).Build({*b.AllReduce(x, CollectiveReduce::kSum)});
+  HostBackend backend(2);
+  EXPECT_THAT(
+      RunSpmd(backend, p, OneCorePerReplica(2), RaggedArgs(2)),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("all_reduce: replica group members have different operand "
+                    "shapes: float32[1,2], float32[2,2]")));
+}
+
+TEST(HostBackendTest, DynamicLabelsFeedOneHotAndGather) {
+  ProgramBuilder b("labels", 2);
+  Value labels = *b.Parameter(DType::kI32, Shape({4}), 0b1);
+  Value table = *b.Constant(Tensor::Vector<float>({5, 6, 7}));
+  Value picked = *b.Gather(table, labels);
+  Value hot = *b.OneHot(labels, 3);
+  Value counts = *b.ReduceSum(hot, {0});
+  Program p = *std::move(b).Build({picked, counts});
+  ASSERT_EQ(p.type(picked).ToString(), "f32[<=4]");
+  ASSERT_EQ(p.type(counts).ToString(), "f32[3]");
+  HostBackend backend(2);
+  auto out = RunSpmd(
+      backend, p, OneCorePerReplica(2),
+      {{Tensor::Vector<int32_t>({2})}, {Tensor::Vector<int32_t>({0, 2, 2})}});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_THAT(F((*out)[0][0]), ElementsAre(7));
+  EXPECT_THAT(F((*out)[1][0]), ElementsAre(5, 7, 7));
+  EXPECT_THAT(F((*out)[0][1]), ElementsAre(0, 0, 1));
+  EXPECT_THAT(F((*out)[1][1]), ElementsAre(1, 0, 2));
+}
+
+TEST(HostBackendTest, ReplicaWithZeroRowsContributesNothing) {
+  // Spec (f) example 3 computed on device: r0 = [8, 9], r1 = [] -> the global
+  // sum is 17 on every replica.
+  ProgramBuilder b("empty", 2);
+  Value x = *b.Parameter(DType::kF32, Shape({2}), 0b1);
+  Value sum = *b.AllReduce(*b.ReduceSum(x, {0}), CollectiveReduce::kSum);
+  Value local_mean = *b.ReduceMean(x, {0});
+  Program p = *std::move(b).Build({sum, local_mean});
+  HostBackend backend(2);
+  auto out = RunSpmd(backend, p, OneCorePerReplica(2),
+                     {{Tensor::Vector<float>({8, 9})},
+                      {Tensor::FromVector<float>(Shape({0}), {})}});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[0][0].scalar<float>(), 17.0f);
+  EXPECT_EQ((*out)[1][0].scalar<float>(), 17.0f);
+  EXPECT_EQ((*out)[0][1].scalar<float>(), 8.5f);
+  // The empty replica's own mean is 0/0 = NaN (spec (f) example 7).
+  EXPECT_TRUE(std::isnan((*out)[1][1].scalar<float>()));
+}
+
 TEST(HostBackendTest, DynamicArgumentAboveItsBoundIsRejected) {
   ProgramBuilder b("dyn", 1);
   Value x = *b.Parameter(DType::kF32, Shape({4, 2}), 0b1);
@@ -348,6 +450,26 @@ TEST(HostBackendTest, LogicalCoresRunOnTheirDevicesAndCountTransfers) {
           HasSubstr(
               "replica 0 argument 0 lives on device 1, the parameter runs on "
               "device 0 (logical core 0)")));
+}
+
+TEST(HostBackendTest, VariableOpsUseTheirLogicalCoresDevice) {
+  ProgramBuilder b("mpvar", 1, 2);
+  ASSERT_THAT(b.DeclareVariable(0, DType::kF32, Shape({}), "v"), IsOk());
+  ASSERT_THAT(b.set_logical_core(1), IsOk());
+  Value one = *b.Constant(Tensor::Scalar<float>(1.0f));
+  Value v = *b.VariableAssignAdd(0, one);
+  Program p = *std::move(b).Build({v});
+  SpmdAssignment a;
+  a.replica_devices = {{3, 1}};  // core 0 on device 3, core 1 on device 1
+  HostBackend backend(4);
+  ASSERT_THAT(backend.WriteVariable(1, 0, Tensor::Scalar<float>(5.0f)), IsOk());
+  auto out = RunSpmd(backend, p, a, {{}});
+  ASSERT_THAT(out, IsOk());
+  EXPECT_EQ((*out)[0][0].scalar<float>(), 6.0f);
+  EXPECT_EQ(backend.ReadVariable(1, 0)->scalar<float>(), 6.0f);
+  EXPECT_THAT(backend.ReadVariable(3, 0),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("never written on device 3")));
 }
 
 TEST(HostBackendTest, AbstractTensorsFlowThroughWithCosts) {
@@ -535,6 +657,78 @@ TEST(HostBackendTest, ProfileCountsOpsTransfersAndResets) {
   backend.ResetProfile();
   EXPECT_EQ(backend.CollectProfile()->devices[1].executions, 0);
   EXPECT_TRUE(backend.CollectProfile()->devices[1].per_op.empty());
+}
+
+TEST(HostBackendTest, ProfileConvertsToProto) {
+  ProgramBuilder b("prof", 1);
+  Value x = *b.Parameter(DType::kF32, Shape({2}));
+  Program p = *std::move(b).Build({*b.Relu(x)});
+  HostBackend backend(1);
+  ASSERT_THAT(RunSpmd(backend, p, OneCorePerReplica(1),
+                      {{Tensor::Vector<float>({1, -1})}}),
+              IsOk());
+  proto::ProfileProto pb;
+  ProfileToProto(*backend.CollectProfile(), &pb);
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(pb.devices(0).per_op().at("relu"),
+                                              &text);
+  EXPECT_EQ(text, "count: 1\nflops: 2\nbytes_read: 8\nbytes_written: 8\n");
+  EXPECT_EQ(pb.backend(), "host");
+  EXPECT_EQ(pb.devices(0).host_to_device_bytes(), 8);
+  EXPECT_EQ(pb.devices(0).total().flops(), 2);
+}
+
+// Swaps every op of a small dynamic-batch program for every other op code and
+// runs whatever still passes the shape rules: kernels must return a value or a
+// status, never crash, whatever the combination of operands and attributes.
+TEST(HostBackendTest, EveryOpCodeOnEveryPositionRunsOrFailsCleanly) {
+  ProgramBuilder b("mix", 2);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 3}), 0b1);
+  Value labels = *b.Parameter(DType::kI32, Shape({4}), 0b1);
+  ASSERT_THAT(b.DeclareVariable(0, DType::kF32, Shape({3, 3})), IsOk());
+  Value w = *b.VariableRead(0);
+  Value y = *b.MatMul(x, w);
+  Value hot = *b.OneHot(labels, 3);
+  Value d = *b.Sub(y, hot);
+  Value g = *b.MatMul(x, d, true);
+  Value s = *b.AllReduce(g, CollectiveReduce::kMean);
+  Value u = *b.VariableAssignAdd(0, s);
+  Value r = *b.ReduceMax(d, {1});
+  Program base = *std::move(b).Build({u, r, d});
+  proto::ProgramProto base_pb;
+  base.ToProto(&base_pb);
+  int ran = 0;
+  for (int i = 0; i < base_pb.ops_size(); ++i) {
+    for (int code = 0; code < kNumOpCodes; ++code) {
+      proto::ProgramProto pb = base_pb;
+      pb.mutable_ops(i)->set_op(
+          std::string(OpCodeName(static_cast<OpCode>(code))));
+      pb.mutable_ops(i)->clear_type();
+      absl::StatusOr<Program> p = Program::FromProto(pb);
+      if (!p.ok()) continue;
+      HostBackend backend(2, HostBackendOptions{0, 0});
+      for (int dev = 0; dev < 2; ++dev) {
+        ASSERT_THAT(backend.WriteVariable(
+                        dev, 0, Tensor::Zeros(DType::kF32, Shape({3, 3}))),
+                    IsOk());
+      }
+      std::vector<std::vector<Tensor>> args(2);
+      for (int rep = 0; rep < 2; ++rep) {
+        args[rep] = {Tensor::Zeros(DType::kF32, Shape({rep + 1, 3})),
+                     Tensor::Zeros(DType::kI32, Shape({rep + 1}))};
+      }
+      auto out = RunSpmd(backend, *p, OneCorePerReplica(2), args);
+      if (out.ok()) {
+        ++ran;
+      } else {
+        EXPECT_THAT(out.status().code(),
+                    ::testing::AnyOf(absl::StatusCode::kInvalidArgument,
+                                     absl::StatusCode::kFailedPrecondition))
+            << out.status().ToString();
+      }
+    }
+  }
+  EXPECT_GT(ran, 20);
 }
 
 TEST(HostBackendTest, OutputsMayRepeatAndIncludeParameters) {

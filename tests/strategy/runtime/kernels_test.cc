@@ -105,6 +105,35 @@ TEST(KernelsTest, UnaryOpsComputeInOperandPrecision) {
   EXPECT_THAT(n->values<int64_t>(), ElementsAre(-3, 4));
 }
 
+TEST(KernelsTest, SqrtMinAndSubCompute) {
+  EXPECT_THAT(F(*Eval(OpCode::kSqrt, {}, {F32({2}, {9, 0.25})})),
+              ElementsAre(3, 0.5));
+  EXPECT_THAT(F(*Eval(OpCode::kMin, {}, {F32({3}, {1, 5, -2}), F32({}, {2})})),
+              ElementsAre(1, 2, -2));
+  EXPECT_THAT(F(*Eval(OpCode::kSub, {}, {F32({2}, {1, 5}), F32({2}, {3, 3})})),
+              ElementsAre(-2, 2));
+  absl::StatusOr<Tensor> d =
+      Eval(OpCode::kDiv, {}, {F32({2}, {1, -1}), F32({}, {0})});
+  EXPECT_EQ(F(*d)[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(F(*d)[1], -std::numeric_limits<float>::infinity());
+}
+
+TEST(KernelsTest, Bfloat16AddRoundsResultToNearestEven) {
+  auto bf = [](float x) {
+    return Tensor::Scalar<BFloat16>(BFloat16::FromFloat(x));
+  };
+  // 1 + 2^-8 computed in f32 is exact, then rounds (tie) to 1.0 in bf16.
+  absl::StatusOr<Tensor> y =
+      Eval(OpCode::kAdd, {}, {bf(1.0f), bf(0.00390625f)});
+  ASSERT_THAT(y, IsOk());
+  EXPECT_EQ(y->scalar<BFloat16>().ToFloat(), 1.0f);
+  // 1.0078125 + 2^-8 = 1.01171875 is a tie between 1.0078125 (odd) and 1.015625
+  // (even).
+  absl::StatusOr<Tensor> z =
+      Eval(OpCode::kAdd, {}, {bf(1.0078125f), bf(0.00390625f)});
+  EXPECT_EQ(z->scalar<BFloat16>().ToFloat(), 1.015625f);
+}
+
 TEST(KernelsTest, CastRoundsToBfloat16NearestEven) {
   OpAttrs a;
   a.dtype = DType::kBF16;
@@ -330,6 +359,47 @@ TEST(KernelsTest, OneHotWithOnOffValuesAndOutOfRangeRow) {
   ASSERT_THAT(y, IsOk());
   EXPECT_EQ(y->shape(), Shape({3, 3}));
   EXPECT_THAT(F(*y), ElementsAre(5, -1, -1, -1, -1, 5, -1, -1, -1));
+}
+
+TEST(KernelsTest, Float64AndInt64ComputeInTheirOwnPrecision) {
+  OpAttrs a;
+  a.axes = {0};
+  // 0.1 + 0.2 + 0.3 in double is 0.6000000000000001; the mean divides by 3.
+  absl::StatusOr<Tensor> m =
+      Eval(OpCode::kReduceMean, a, {Tensor::Vector<double>({0.1, 0.2, 0.3})});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->scalar<double>(), (0.1 + 0.2 + 0.3) / 3.0);
+  absl::StatusOr<Tensor> s =
+      Eval(OpCode::kReduceSum, a,
+           {Tensor::Vector<int64_t>({int64_t{1} << 40, 1, -3})});
+  EXPECT_EQ(s->scalar<int64_t>(), (int64_t{1} << 40) - 2);
+}
+
+TEST(KernelsTest, Bfloat16ReduceSumAccumulatesInF32) {
+  // 256 + 1 + 1: bf16 cannot hold 257 (rounds to 256), but the f32 accumulator
+  // reaches 258 exactly, which bf16 can hold.
+  std::vector<BFloat16> v = {BFloat16::FromFloat(256), BFloat16::FromFloat(1),
+                             BFloat16::FromFloat(1)};
+  OpAttrs a;
+  a.axes = {0};
+  absl::StatusOr<Tensor> s = Eval(
+      OpCode::kReduceSum, a, {Tensor::FromVector<BFloat16>(Shape({3}), v)});
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->scalar<BFloat16>().ToFloat(), 258.0f);
+}
+
+TEST(KernelsTest, DataMovementOpsMoveStrings) {
+  Tensor words =
+      Tensor::FromVector<std::string>(Shape({2, 2}), {"a", "b", "c", "d"});
+  OpAttrs t;
+  t.permutation = {1, 0};
+  absl::StatusOr<Tensor> y = Eval(OpCode::kTranspose, t, {words});
+  ASSERT_THAT(y, IsOk());
+  EXPECT_THAT(y->values<std::string>(), ElementsAre("a", "c", "b", "d"));
+  OpAttrs g;
+  absl::StatusOr<Tensor> row =
+      Eval(OpCode::kGather, g, {words, Tensor::Vector<int32_t>({1})});
+  EXPECT_THAT(row->values<std::string>(), ElementsAre("c", "d"));
 }
 
 TEST(KernelsTest, AbstractOperandsGiveAbstractResult) {

@@ -68,6 +68,14 @@ TEST(OpsTest, ParameterChecksDynamicMaskAgainstRank) {
   EXPECT_EQ(*Infer(OpCode::kParameter, a, {}), F32({4}, 0b1));
 }
 
+TEST(OpsTest, HugeShapesAreRejectedNotOverflowed) {
+  OpAttrs a;
+  a.declared_type = F32({int64_t{1} << 40, int64_t{1} << 40});
+  EXPECT_THAT(Infer(OpCode::kParameter, a, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("has more than 2^52 elements")));
+}
+
 TEST(OpsTest, ReplicaIdIsInt32Scalar) {
   EXPECT_EQ(*Infer(OpCode::kReplicaId, {}, {}), I32({}));
   EXPECT_THAT(Infer(OpCode::kReplicaId, {}, {F32({1})}),
@@ -266,6 +274,21 @@ TEST(OpsTest, BroadcastFollowsNumpyRules) {
   EXPECT_THAT(
       Infer(OpCode::kBroadcast, a, {F32({2, 3})}),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lower rank")));
+}
+
+TEST(OpsTest, BroadcastKeepsDynamicDimWithinTarget) {
+  OpAttrs a;
+  a.shape = {8, 3};
+  EXPECT_EQ(*Infer(OpCode::kBroadcast, a, {F32({8, 1}, 0b1)}),
+            F32({8, 3}, 0b1));
+  // At execution the true size (here 5) is kept.
+  EXPECT_EQ(*Infer(OpCode::kBroadcast, a, {F32({5, 1}, 0b1)}),
+            F32({5, 3}, 0b1));
+  EXPECT_THAT(
+      Infer(OpCode::kBroadcast, a, {F32({9, 1}, 0b1)}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr(
+                   "dynamic dimension 0 of size 9 exceeds the target size 8")));
 }
 
 TEST(OpsTest, SliceBoundsAndStrides) {

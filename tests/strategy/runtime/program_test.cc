@@ -217,6 +217,88 @@ TEST(ProgramTest, ParsingRerunsShapeRules) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"float17\"")));
 }
 
+// Every op name on every op position, with odd attributes: parsing must give
+// OK or InvalidArgument, never crash.
+TEST(ProgramTest, MutatedProtosNeverCrash) {
+  proto::ProgramProto base;
+  MakeStep().ToProto(&base);
+  using Mutation = void (*)(proto::OpProto*);
+  const std::vector<Mutation> mutations = {
+      [](proto::OpProto*) {},
+      [](proto::OpProto* o) {
+        o->clear_axes();
+        o->add_axes(5);
+      },
+      [](proto::OpProto* o) {
+        o->clear_axes();
+        o->add_axes(-9);
+      },
+      [](proto::OpProto* o) {
+        o->clear_shape();
+        o->add_shape(-1);
+        o->add_shape(-1);
+      },
+      [](proto::OpProto* o) {
+        o->clear_shape();
+        o->add_shape(0);
+      },
+      [](proto::OpProto* o) {
+        o->clear_shape();
+        o->add_shape(-7);
+      },
+      [](proto::OpProto* o) {
+        o->clear_permutation();
+        o->add_permutation(0);
+        o->add_permutation(0);
+      },
+      [](proto::OpProto* o) {
+        o->clear_start();
+        o->add_start(1);
+        o->clear_limit();
+      },
+      [](proto::OpProto* o) { o->add_lhs_contracting(3); },
+      [](proto::OpProto* o) {
+        o->clear_window_strides();
+        o->add_window_strides(0);
+      },
+      [](proto::OpProto* o) { o->set_depth(-3); },
+      [](proto::OpProto* o) { o->add_replica_groups()->add_replicas(9); },
+      [](proto::OpProto* o) {
+        auto* p = o->add_source_target_pairs();
+        p->set_source(0);
+        p->set_target(0);
+        p = o->add_source_target_pairs();
+        p->set_source(0);
+        p->set_target(1);
+      },
+      [](proto::OpProto* o) { o->set_axis(7); },
+      [](proto::OpProto* o) { o->set_dtype("string"); },
+      [](proto::OpProto* o) { o->clear_operands(); },
+      [](proto::OpProto* o) { o->add_operands(0); },
+  };
+  int parsed_ok = 0, rejected = 0;
+  for (int i = 0; i < base.ops_size(); ++i) {
+    for (int code = 0; code < kNumOpCodes; ++code) {
+      for (Mutation m : mutations) {
+        proto::ProgramProto pb = base;
+        proto::OpProto* op = pb.mutable_ops(i);
+        op->set_op(std::string(OpCodeName(static_cast<OpCode>(code))));
+        m(op);
+        absl::StatusOr<Program> p = Program::FromProto(pb);
+        if (p.ok()) {
+          ++parsed_ok;
+        } else {
+          ASSERT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument)
+              << p.status().ToString();
+          ++rejected;
+        }
+      }
+    }
+  }
+  EXPECT_GT(parsed_ok, 0);
+  EXPECT_GT(rejected, 0);
+}
+
 TEST(ProgramTest, TotalCostSumsOpCostsOnBounds) {
   ProgramBuilder b("c");
   Value x = *b.Parameter(DType::kF32, Shape({8, 16}), 0b1);
