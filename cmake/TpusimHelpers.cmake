@@ -56,10 +56,13 @@ function(tpusim_cc_test)
   endif()
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} tpusim::common::status_matchers
                                             GTest::gmock ${main_lib})
+  # Tests find checked-in data (scenarios, goldens) through TPUSIM_SOURCE_DIR, a compile
+  # definition: an ENVIRONMENT list with two entries would be split by gtest_discover_tests.
+  target_compile_definitions(${ARG_NAME} PRIVATE TPUSIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(${ARG_NAME}
     EXTRA_ARGS ${ARG_ARGS}
     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
-    PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=DISABLE;TPUSIM_SOURCE_DIR=${PROJECT_SOURCE_DIR}"
+    PROPERTIES ENVIRONMENT "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=DISABLE"
                TIMEOUT ${ARG_TIMEOUT}
     DISCOVERY_TIMEOUT 60)
 endfunction()

@@ -1,5 +1,6 @@
 #include "scenarios/input_runner.h"
 
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -7,8 +8,12 @@
 #include "absl/strings/str_replace.h"
 #include "common/status_macros.h"
 #include "scenarios/pipeline_builder.h"
+#include "strategy/cluster_resolver.h"
 #include "strategy/data/distribute.h"
 #include "strategy/data/input_context.h"
+#include "strategy/runtime/host_backend.h"
+#include "strategy/runtime/slice.h"
+#include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
 namespace {
@@ -24,6 +29,41 @@ absl::Status WithoutDataDir(const absl::Status& status,
       absl::StrReplaceAll(status.message(), {{data_dir, "<data-dir>"}}));
 }
 
+// A TPUStrategy on a HostBackend with the scenario's devices. The backend and
+// resolver must outlive the strategy, so the three travel together.
+struct HostStrategy {
+  std::unique_ptr<runtime::HostBackend> backend;
+  std::unique_ptr<strategy::TPUClusterResolver> resolver;
+  std::unique_ptr<strategy::TPUStrategy> strategy;
+};
+
+absl::StatusOr<HostStrategy> MakeHostStrategy(const ClusterLayout& cluster,
+                                              const std::string& semantics) {
+  HostStrategy h;
+  if (cluster.slice.empty()) {
+    TPUSIM_ASSIGN_OR_RETURN(strategy::TPUClusterResolver resolver,
+                            strategy::TPUClusterResolver::CreatePlain(
+                                cluster.workers, cluster.replicas_per_worker));
+    h.backend = std::make_unique<runtime::HostBackend>(resolver.devices());
+    h.resolver =
+        std::make_unique<strategy::TPUClusterResolver>(std::move(resolver));
+  } else {
+    TPUSIM_ASSIGN_OR_RETURN(runtime::SliceLayout layout,
+                            runtime::ParseSlice(cluster.slice));
+    h.backend = std::make_unique<runtime::HostBackend>(layout.devices);
+    TPUSIM_ASSIGN_OR_RETURN(
+        strategy::TPUClusterResolver resolver,
+        strategy::TPUClusterResolver::Create(*h.backend, cluster.slice));
+    h.resolver =
+        std::make_unique<strategy::TPUClusterResolver>(std::move(resolver));
+  }
+  strategy::TPUStrategyOptions options;
+  options.semantics_version = semantics;
+  TPUSIM_ASSIGN_OR_RETURN(h.strategy, strategy::TPUStrategy::Create(
+                                          *h.backend, *h.resolver, options));
+  return h;
+}
+
 }  // namespace
 
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
@@ -35,10 +75,16 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
   listing.semantics = SemanticsOf(sc);
   listing.shard_policy = ShardPolicyName(sc.shard_policy());
   listing.api = Scenario::Api_Name(sc.api());
-  listing.workers = cluster.workers;
-  listing.replicas = cluster.num_replicas();
-  const data::InputWorkers workers =
-      data::InputWorkers::Uniform(cluster.workers, cluster.replicas_per_worker);
+  // The input side runs through the real facade, as a user's program would: a
+  // HostBackend laid out like the slice (or plain workers x replicas), a
+  // resolver bound to it and a TPUStrategy whose input workers come from the
+  // resolver (spec (a)).
+  TPUSIM_ASSIGN_OR_RETURN(HostStrategy host,
+                          MakeHostStrategy(cluster, listing.semantics));
+  strategy::TPUStrategy& tpu = *host.strategy;
+  const data::InputWorkers workers = tpu.data_input_workers();
+  listing.workers = workers.num_workers();
+  listing.replicas = tpu.num_replicas_in_sync();
   listing.replica_workers.assign(listing.replicas, 0);
   for (int w = 0; w < workers.num_workers(); ++w) {
     for (int r : workers.replicas_per_worker[w]) listing.replica_workers[r] = w;
@@ -48,8 +94,6 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
       options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
   TPUSIM_ASSIGN_OR_RETURN(FileSetPaths files,
                           MaterializeFileSets(scenario, data_dir));
-  data::DistributeOptions distribute_options;
-  distribute_options.semantics_version = listing.semantics;
 
   absl::StatusOr<data::DistributedDataset> dist =
       absl::UnknownError("not distributed");
@@ -60,18 +104,17 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
         data::MakeInputContexts(workers);
     TPUSIM_RETURN_IF_ERROR(
         BuildPipeline(scenario, files, contexts[0]).status());
-    dist = data::DistributeDatasetsFromFunction(
+    dist = tpu.ExperimentalDistributeDatasetsFromFunction(
         [&](const data::InputContext& ctx) {
           absl::StatusOr<data::Dataset> ds =
               BuildPipeline(scenario, files, ctx);
           return ds.ok() ? *std::move(ds)
                          : data::Dataset::FromError(ds.status());
-        },
-        workers, distribute_options);
+        });
   } else {
     TPUSIM_ASSIGN_OR_RETURN(data::Dataset dataset,
                             BuildPipeline(scenario, files, std::nullopt));
-    dist = data::DistributeDataset(dataset, workers, distribute_options);
+    dist = tpu.ExperimentalDistributeDataset(dataset);
   }
   if (!dist.ok()) {
     listing.end = WithoutDataDir(dist.status(), data_dir);

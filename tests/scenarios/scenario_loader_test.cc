@@ -478,8 +478,7 @@ TEST(ScenarioLoaderTest, UnknownSliceGenerationNamesTheField) {
 }
 
 TEST(ScenarioLoaderTest, LoadScenarioFileUsesTheFilesDirectory) {
-  const char* env = std::getenv("TPUSIM_SOURCE_DIR");
-  const std::string dir = env != nullptr ? env : TPUSIM_SOURCE_DIR_FALLBACK;
+  const std::string dir = TPUSIM_SOURCE_DIR;
   absl::StatusOr<LoadedScenario> s =
       LoadScenarioFile(dir + "/scenarios/default.textproto");
   ASSERT_THAT(s, IsOk());

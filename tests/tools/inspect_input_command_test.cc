@@ -23,8 +23,7 @@ struct Result {
 };
 
 std::string SourceDir() {
-  const char* dir = std::getenv("TPUSIM_SOURCE_DIR");
-  return dir != nullptr ? dir : TPUSIM_SOURCE_DIR_FALLBACK;
+  return TPUSIM_SOURCE_DIR;
 }
 
 std::string Scenario(const std::string& name) {
