@@ -249,7 +249,8 @@ Tensor Tensor::Zeros(DType dtype, Shape shape) {
   if (dtype == DType::kBytes) {
     storage->strings.resize(n);
   } else {
-    storage->bytes.assign(n * DTypeSize(dtype), 0);
+    storage->bytes = ByteBuffer(n * DTypeSize(dtype));
+    if (n > 0) std::memset(storage->bytes.data(), 0, storage->bytes.size());
   }
   return Tensor(dtype, std::move(shape), std::move(storage), 0);
 }
@@ -284,9 +285,11 @@ void Tensor::MakeUnique() {
                          storage_->strings.begin() + offset_ + num_elements_);
   } else {
     const int64_t size = DTypeSize(dtype_);
-    copy->bytes.assign(
-        storage_->bytes.begin() + offset_ * size,
-        storage_->bytes.begin() + (offset_ + num_elements_) * size);
+    copy->bytes = ByteBuffer(num_elements_ * size);
+    if (num_elements_ > 0) {
+      std::memcpy(copy->bytes.data(), storage_->bytes.data() + offset_ * size,
+                  num_elements_ * size);
+    }
   }
   storage_ = std::move(copy);
   offset_ = 0;
@@ -372,12 +375,15 @@ std::optional<Tensor> Tensor::StackViews(absl::Span<const Tensor> parts) {
   const Tensor& first = parts[0];
   for (size_t i = 1; i < parts.size(); ++i) {
     const Tensor& p = parts[i];
-    if (p.storage_ != first.storage_ || p.dtype_ != first.dtype_ || p.shape_ != first.shape_ ||
-        p.offset_ != first.offset_ + static_cast<int64_t>(i) * first.num_elements_) {
+    if (p.storage_ != first.storage_ || p.dtype_ != first.dtype_ ||
+        p.shape_ != first.shape_ ||
+        p.offset_ !=
+            first.offset_ + static_cast<int64_t>(i) * first.num_elements_) {
       return std::nullopt;
     }
   }
-  return Tensor(first.dtype_, first.shape_.Prepend(static_cast<int64_t>(parts.size())),
+  return Tensor(first.dtype_,
+                first.shape_.Prepend(static_cast<int64_t>(parts.size())),
                 first.storage_, first.offset_);
 }
 
@@ -418,7 +424,7 @@ absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
       storage->strings.insert(storage->strings.end(), v.begin(), v.end());
     }
   } else {
-    storage->bytes.resize(shape.num_elements() * DTypeSize(first.dtype_));
+    storage->bytes = ByteBuffer(shape.num_elements() * DTypeSize(first.dtype_));
     uint8_t* out = storage->bytes.data();
     for (const Tensor& p : parts) {
       absl::Span<const uint8_t> b = p.raw_bytes();
