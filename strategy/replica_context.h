@@ -101,6 +101,8 @@ class ReplicaContext {
   // dtype) then cross-replica sum, so MEAN of an integer value is
   // kInvalidArgument. An unknown op name
   // ("max") is kInvalidArgument. A nest is reduced leaf by leaf.
+  // kFailedPrecondition when this is not the current replica context (e.g.
+  // inside a merge_call function: use MergeContext::ReduceTo there).
   absl::StatusOr<TracedValue> AllReduce(ReduceOpArg op, TracedValue value);
   absl::StatusOr<TracedNest> AllReduce(ReduceOpArg op, const TracedNest& value);
 
@@ -111,7 +113,8 @@ class ReplicaContext {
   // traced values standing for every replica's value, not a PerReplica of N
   // host values). Ops `fn` records through MergeContext join the program; its
   // result is returned to the (single traced) replica. Errors of `fn`
-  // propagate.
+  // propagate. kFailedPrecondition when this is not the current replica
+  // context (e.g. a nested merge_call from inside a merge function).
   using MergeFn = std::function<absl::StatusOr<TracedNest>(MergeContext&,
                                                            const TracedNest&)>;
   absl::StatusOr<TracedNest> MergeCall(const MergeFn& fn,
@@ -203,7 +206,12 @@ class ReplicaContext {
   void EndTracing() { builder_ = nullptr; }
 
  private:
+  friend class MergeContext;
   absl::Status RequireTracing(absl::string_view method) const;
+  // RequireTracing, and GetReplicaContext() == this (TF's
+  // require_replica_context).
+  absl::Status RequireCurrent(absl::string_view method) const;
+  absl::StatusOr<TracedValue> AllReduceImpl(ReduceOp op, TracedValue value);
   absl::Status CheckVariable(const MirroredVariable& variable,
                              absl::string_view method);
   absl::StatusOr<TracedValue> VariableUpdate(const MirroredVariable& variable,

@@ -642,5 +642,36 @@ TEST(ExperimentalRunTest, PartialFinalBatchWithAnEmptyReplicaReducesExactly) {
               StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
 }
 
+TEST(MergeCallTest,
+     ReplicaOnlyMethodsInsideTheMergeFunctionAreFailedPrecondition) {
+  auto f = MakeStrategy("plain:1x2");
+  absl::Status nested_merge, all_reduce;
+  StepFunction step([&](ReplicaContext& ctx,
+                        const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    return ctx.MergeCall(
+        [&](MergeContext& merge,
+            const TracedNest& merge_args) -> absl::StatusOr<TracedNest> {
+          all_reduce =
+              ctx.AllReduce(ReduceOp::kSum, merge_args.leaf()).status();
+          nested_merge =
+              ctx.MergeCall([](MergeContext&, const TracedNest& a)
+                                -> absl::StatusOr<TracedNest> { return a; },
+                            merge_args)
+                  .status();
+          return merge.ReduceTo("mean", merge_args.leaf()).status().ok()
+                     ? absl::StatusOr<TracedNest>(merge_args)
+                     : absl::InternalError("ReduceTo failed");
+        },
+        TracedNest(Arg(args, 0)));
+  });
+  ASSERT_THAT(f.strategy->Run(step, ValueNest::Tuple({Value(Ids(2))})), IsOk());
+  EXPECT_THAT(
+      all_reduce,
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("Need to be inside `call_for_each_replica()`")));
+  EXPECT_THAT(nested_merge, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                     HasSubstr("ReplicaContext::MergeCall")));
+}
+
 }  // namespace
 }  // namespace tpusim::strategy
