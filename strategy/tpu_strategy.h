@@ -105,6 +105,13 @@ struct TPUStrategyOptions {
   // shapes differ across replicas are padded to the per-step maximum. When
   // false such inputs are kInvalidArgument.
   bool enable_dynamic_batch_size = true;
+  // run()'s "same object" regroup rule: a result leaf that does not depend on
+  // the replica (a constant, a non-distributed input passed through) is
+  // returned unwrapped. tpusim default (the rule): true. TF 2.2's TPU
+  // path regroups the outputs of tpu.replicate, which are distinct tensors per
+  // replica, so there every leaf is a PerReplica when N > 1: set false for
+  // that behaviour.
+  bool unwrap_replica_independent_results = true;
   // Input semantics (spec "tpusim conventions"): "2.2" (default) or "2.4" (the
   // balanced RebatchDatasetV2 path). Anything else is kInvalidArgument from the
   // input entry points.

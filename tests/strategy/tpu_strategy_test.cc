@@ -673,5 +673,21 @@ TEST(MergeCallTest,
                                      HasSubstr("ReplicaContext::MergeCall")));
 }
 
+TEST(RunTest, TfTpuRegroupOptionKeepsReplicaIndependentResultsPerReplica) {
+  TPUStrategyOptions options;
+  options.unwrap_replica_independent_results = false;
+  auto f = MakeStrategy("plain:1x2", options);
+  StepFunction step([](ReplicaContext& ctx,
+                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue c, ctx.Constant(F32(4)));
+    return TracedNest::Tuple({TracedNest(Arg(args, 0)), TracedNest(c)});
+  });
+  absl::StatusOr<ValueNest> out =
+      f.strategy->Run(step, ValueNest::Tuple({Value(F32(3))}));
+  ASSERT_THAT(out, IsOk());
+  EXPECT_THAT(ReplicaScalars(out->children()[0].leaf()), ElementsAre(3, 3));
+  EXPECT_THAT(ReplicaScalars(out->children()[1].leaf()), ElementsAre(4, 4));
+}
+
 }  // namespace
 }  // namespace tpusim::strategy
