@@ -5,26 +5,26 @@
 // program is traced for all replicas, so the context records ops into a
 // runtime::ProgramBuilder instead of computing:
 //
-//   StepFunction step([](ReplicaContext& ctx, const TracedNest& args) ->
-//   absl::StatusOr<TracedNest> {
+//   StepFunction step([&](ReplicaContext& ctx, const TracedNest& args)
+//                         -> absl::StatusOr<TracedNest> {
 //     TracedValue x = args.children()[0].leaf();
 //     TPUSIM_ASSIGN_OR_RETURN(TracedValue w, ctx.ReadVariable(*weights));
 //     TPUSIM_ASSIGN_OR_RETURN(TracedValue y, ctx.MatMul(x, w));
-//     TPUSIM_ASSIGN_OR_RETURN(TracedValue s, ctx.AllReduce(ReduceOp::kSum, y));
+//     TPUSIM_ASSIGN_OR_RETURN(TracedValue s, ctx.AllReduce("sum", y));
 //     return TracedNest(s);
 //   });
 //
 // Every builder method returns InvalidArgument for bad shapes or dtypes (the
 // message names the op and the operand types) and never crashes. Outside a
-// replica function (the default replica context) there is no program to record
-// into: op builders return kFailedPrecondition.
+// replica function (the default replica context) there is no program to
+// record into: op builders return kFailedPrecondition.
 //
 // Model parallelism (num_cores_per_replica > 1, TF's
 // experimental_assign_to_logical_device): every op runs on a logical core of
-// the replica. Ops recorded while a LogicalCoreScope is alive run on that core;
-// others run on core 0. Values used on another core are transferred by the
-// backend. Variables live on core 0 of each replica; their reads and writes are
-// always placed on core 0.
+// the replica. Ops recorded while a LogicalCoreScope is alive run on that
+// core; others run on core 0. Values used on another core are transferred by
+// the backend. Variables live on core 0 of each replica; their reads and
+// writes are always placed on core 0.
 
 #ifndef TPUSIM_STRATEGY_REPLICA_CONTEXT_H_
 #define TPUSIM_STRATEGY_REPLICA_CONTEXT_H_
