@@ -692,5 +692,57 @@ TEST(RunTest, TfTpuRegroupOptionKeepsReplicaIndependentResultsPerReplica) {
   EXPECT_THAT(ReplicaScalars(out->children()[1].leaf()), ElementsAre(4, 4));
 }
 
+// Bad run() arguments never crash: odd structures, component counts, dtypes,
+// ranks, strings and abstract tensors give OK or InvalidArgument.
+TEST(RunTest, SweepOfOddArgumentsNeverCrashes) {
+  auto f = MakeStrategy("plain:1x2");
+  StepFunction echo([](ReplicaContext& ctx,
+                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    std::vector<TracedNest> outs;
+    for (const TracedValue* v : args.Flatten()) {
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue y, ctx.Add(*v, *v));
+      outs.push_back(TracedNest(y));
+    }
+    return TracedNest::Tuple(std::move(outs));
+  });
+  const std::vector<Tensor> tensors = {
+      F32(1),
+      F32s({1, 2}),
+      F32s({}),
+      Tensor::Zeros(DType::kI32, Shape({2, 2})),
+      Tensor::Scalar<std::string>("s"),
+      Tensor::Abstract(DType::kF32, Shape({3})),
+      Tensor::Zeros(DType::kBF16, Shape({1, 0, 2}))};
+  std::vector<Value> leaves = {Value::Number(2),
+                               PerReplica<Tensor>(std::vector<Tensor>{}),
+                               PerReplica<Tensor>({F32(1)})};
+  for (const Tensor& a : tensors) {
+    leaves.push_back(Value(a));
+    for (const Tensor& b : tensors) {
+      leaves.push_back(PerReplica<Tensor>({a, b}));
+      leaves.push_back(Mirrored<Tensor>({a, b}));
+    }
+  }
+  int ok = 0, invalid = 0;
+  for (const Value& leaf : leaves) {
+    const std::vector<ValueNest> arg_lists = {
+        ValueNest::Tuple({leaf}), ValueNest::Tuple({ValueNest::None(), leaf}),
+        ValueNest::Tuple({ValueNest::Dict({{"k", ValueNest(leaf)}}), leaf}),
+        ValueNest(leaf)};
+    for (const ValueNest& args : arg_lists) {
+      absl::StatusOr<ValueNest> out = f.strategy->Run(echo, args);
+      if (out.ok()) {
+        ++ok;
+      } else {
+        ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+            << out.status();
+        ++invalid;
+      }
+    }
+  }
+  EXPECT_GT(ok, 50);
+  EXPECT_GT(invalid, 50);
+}
+
 }  // namespace
 }  // namespace tpusim::strategy
