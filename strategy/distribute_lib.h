@@ -1,21 +1,19 @@
 // strategy/distribute_lib.h
 //
 // The strategy-independent part of tf.distribute: the Strategy base class
-// (reduce, local results, scope, variable creation), the default strategy, and
-// the per-thread context that tf.distribute.get_replica_context() /
+// (reduce, local results, scope, variable creation), the default strategy,
+// and the per-thread context that tf.distribute.get_replica_context() /
 // get_strategy() / in_cross_replica_context() read.
 //
-//   GetReplicaContext();        // default context outside any scope: replica 0
-//   of 1
+//   GetReplicaContext();  // outside any scope: the default, replica 0 of 1
 //   {
 //     TPUSIM_ASSIGN_OR_RETURN(StrategyScope scope, strategy->Scope());
 //     InCrossReplicaContext();  // true
 //     GetReplicaContext();      // nullptr: cross-replica context
 //     GetStrategy();            // strategy
 //   }
-//   // Inside a function passed to TPUStrategy::Run: GetReplicaContext() is
-//   that replica's
-//   // context (one traced program serves every replica).
+//   // Inside a function passed to TPUStrategy::Run, GetReplicaContext() is
+//   // that replica's context (one traced program serves every replica).
 //
 // The context is thread-local; scopes and replica functions nest LIFO.
 
@@ -70,12 +68,11 @@ class Strategy {
   // "TPUStrategy", "DefaultStrategy": used in error messages.
   virtual std::string DebugName() const = 0;
 
-  // Makes this strategy current (with strategy.scope():). Entering the scope of
-  // the strategy that is already current nests; kFailedPrecondition when
-  // another strategy is current
-  // ("Mixing different tf.distribute.Strategy objects") or inside a replica
-  // function
-  // ("Method requires being in cross-replica context").
+  // Makes this strategy current (with strategy.scope():). Entering the scope
+  // of the strategy that is already current nests. kFailedPrecondition when
+  // another strategy is current ("Mixing different tf.distribute.Strategy
+  // objects") or inside a replica function ("Method requires being in
+  // cross-replica context").
   absl::StatusOr<StrategyScope> Scope();
 
   // strategy.reduce(reduce_op, value, axis): spec (f), see ReduceOnHost for the
@@ -97,13 +94,11 @@ class Strategy {
 
   // strategy.experimental_local_results(value), spec (e):
   // * PerReplica / Mirrored: the components in replica order (TPUStrategy's
-  // TF 2.1
-  //   device-string-sort quirk is an option, off by default);
+  //   TF 2.1 device-string-sort quirk is an option, off by default);
   // * a whole mirrored variable: its N components (Value(var, i)) outside a
-  // replica
-  //   function, (var,) inside one;
+  //   replica function, (var,) inside one;
   // * anything else (plain tensor, number, a variable component): a 1-tuple
-  // (value,).
+  //   (value,).
   std::vector<Value> ExperimentalLocalResults(const Value& value) const;
   // A Python list → the tuple of its items.
   std::vector<Value> ExperimentalLocalResults(

@@ -1,13 +1,14 @@
 // strategy/input_iterator.h
 //
 // InputIterator: the small interface TPUStrategy::ExperimentalRun and the
-// steps_per_run runner pull their inputs from. Each GetNext() is one step: one
-// element per replica. The data team's distributed iterator implements (or
-// adapts to) it; VectorInputIterator serves tests and examples from memory.
+// steps_per_run runner pull their inputs from. Each GetNext() is one step:
+// one element per replica. The distributed dataset's iterator adapts to it
+// (strategy/distributed_input.h); VectorInputIterator serves tests and
+// examples from memory.
 //
-//   VectorInputIterator it({step0, step1});      // each a
-//   PerReplica<Nest<Tensor>> absl::StatusOr<PerReplica<Nest<Tensor>>> e =
-//   it.GetNext();   // step0, step1, then OutOfRange
+//   // step0, step1: PerReplica<Nest<Tensor>>
+//   VectorInputIterator it({step0, step1});
+//   it.GetNext();  // step0, then step1, then kOutOfRange
 
 #ifndef TPUSIM_STRATEGY_INPUT_ITERATOR_H_
 #define TPUSIM_STRATEGY_INPUT_ITERATOR_H_

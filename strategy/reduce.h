@@ -1,31 +1,28 @@
 // strategy/reduce.h
 //
-// ReduceOp, the `axis` argument of Strategy.reduce, and the host-side reduction
-// rules of tf.distribute.Strategy.reduce (spec section (f)):
+// ReduceOp, the `axis` argument of Strategy.reduce, and the host-side
+// reduction rules of tf.distribute.Strategy.reduce (spec section (f)):
 //
-//   absl::StatusOr<Value> sum = ReduceOnHost(ReduceOp::kSum,
-//   per_replica_losses,
-//                                            ReduceAxis(0),
-//                                            /*num_replicas_in_sync=*/8);
+//   absl::StatusOr<Value> sum =
+//       ReduceOnHost(ReduceOp::kSum, per_replica_losses, ReduceAxis(0),
+//                    /*num_replicas_in_sync=*/8);
 //
 // TPUStrategy::Reduce checks the context and resolves variables, then calls
 // ReduceOnHost. The in-program (replica context) all-reduce lives in
 // ReplicaContext::AllReduce.
 //
 // tpusim choices (documented, tested):
-// * Floating sums accumulate in double and round once to the output dtype (TF
-// accumulates in
-//   the dtype itself; results agree exactly for the small integral values of
-//   the spec's examples). bf16 arithmetic computes in f32 and rounds to nearest
-//   even on output.
+// * Floating sums accumulate in double and round once to the output dtype
+//   (TF accumulates in the dtype itself; results agree exactly for the small
+//   integral values of the spec's examples). bf16 arithmetic computes in f32
+//   and rounds to nearest even on output.
 // * Integer sums accumulate in int64 and saturate to the dtype on output (TF
-// wraps).
+//   wraps).
 // * MEAN with axis=None multiplies the sum by the dtype's rounding of 1/N (as
-// TF's
-//   `output *= 1. / len(values)`), it does not divide by N.
+//   TF's `output *= 1. / len(values)`), it does not divide by N.
 // * MEAN with an integer axis divides with tf.truediv's dtype table:
-// int32/int64 → float64,
-//   uint8 → float32 (TF's _TRUEDIV_TABLE), floats keep their dtype.
+//   int32/int64 -> float64, uint8 -> float32 (TF's _TRUEDIV_TABLE), floats
+//   keep their dtype.
 
 #ifndef TPUSIM_STRATEGY_REDUCE_H_
 #define TPUSIM_STRATEGY_REDUCE_H_
@@ -108,25 +105,23 @@ class ReduceAxis {
 // plain tensor or a plain number. Mirrored variables must be resolved to
 // Mirrored values by the caller (kInvalidArgument otherwise).
 //
-// Contract (spec (f); every error is kInvalidArgument and names the offending
-// values):
-// * axis None, distributed: SUM = elementwise sum of the components; MEAN =
-// that sum times
-//   1/num_components. Components must agree in dtype and shape. MEAN of integer
-//   components is an error. String tensors are an error.
-// * axis None, not distributed: a plain number equal to 0 → Value::Number(0);
-// MEAN → the
-//   value unchanged; SUM → the value if num_replicas_in_sync == 1, else an
-//   error
-//   ("A non-DistributedValues value ... cannot be reduced with the given reduce
-//   op SUM").
-// * axis given: a non-distributed tensor (or number) is treated as replicated
-// on every
-//   replica. SUM: per-component reduce_sum over the axes, then the elementwise
-//   sum of the results (which must agree in shape). MEAN (int axis only): sum
-//   of per-component sums divided by the sum of the per-component sizes of
-//   `axis` (exact for partial and empty replicas). Negative axes count from the
-//   end; out of range: "`axis` = k out of range for `value` with rank r".
+// Contract (spec (f); every error is kInvalidArgument and names the
+// offending values):
+// * axis None, distributed: SUM = elementwise sum of the components;
+//   MEAN = that sum times 1/num_components. Components must agree in dtype
+//   and shape. MEAN of integer components is an error. String tensors are an
+//   error.
+// * axis None, not distributed: a plain number equal to 0 gives
+//   Value::Number(0); MEAN gives the value unchanged; SUM gives the value if
+//   num_replicas_in_sync == 1, else an error ("A non-DistributedValues value
+//   ... cannot be reduced with the given reduce op SUM").
+// * axis given: a non-distributed tensor (or number) is treated as
+//   replicated on every replica. SUM: per-component reduce_sum over the axes,
+//   then the elementwise sum of the results (which must agree in shape).
+//   MEAN (int axis only): sum of per-component sums divided by the sum of the
+//   per-component sizes of `axis` (exact for partial and empty replicas).
+//   Negative axes count from the end; out of range: "`axis` = k out of range
+//   for `value` with rank r".
 // Components without data (abstract tensors) give an abstract result of the
 // right shape.
 absl::StatusOr<Value> ReduceOnHost(ReduceOp op, const Value& value,

@@ -84,10 +84,26 @@ absl::StatusOr<ProgramBuilder*> ReplicaContext::builder() {
 
 // TF on TPU: SUM → cross_replica_sum; MEAN → value * (1/N) then
 // cross_replica_sum.
+absl::Status ReplicaContext::RequireCurrent(absl::string_view method) const {
+  TPUSIM_RETURN_IF_ERROR(RequireTracing(method));
+  if (GetReplicaContext() == this) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "ReplicaContext::", method,
+      ": Need to be inside `call_for_each_replica()`: this replica context is "
+      "not current (called in cross-replica context, e.g. inside a merge_call "
+      "function; use MergeContext::ReduceTo there)"));
+}
+
 absl::StatusOr<TracedValue> ReplicaContext::AllReduce(ReduceOpArg op,
                                                       TracedValue value) {
-  TPUSIM_RETURN_IF_ERROR(RequireTracing("AllReduce"));
+  TPUSIM_RETURN_IF_ERROR(RequireCurrent("AllReduce"));
   TPUSIM_ASSIGN_OR_RETURN(ReduceOp resolved, op.Resolve());
+  return AllReduceImpl(resolved, value);
+}
+
+absl::StatusOr<TracedValue> ReplicaContext::AllReduceImpl(ReduceOp resolved,
+                                                          TracedValue value) {
+  TPUSIM_RETURN_IF_ERROR(RequireTracing("AllReduce"));
   TPUSIM_ASSIGN_OR_RETURN(runtime::ValueType type, TypeOf(value));
   if (resolved == ReduceOp::kMean) {
     if (!runtime::IsFloating(type.dtype)) {
@@ -107,7 +123,7 @@ absl::StatusOr<TracedValue> ReplicaContext::AllReduce(ReduceOpArg op,
 
 absl::StatusOr<TracedNest> ReplicaContext::AllReduce(ReduceOpArg op,
                                                      const TracedNest& value) {
-  TPUSIM_RETURN_IF_ERROR(RequireTracing("AllReduce"));
+  TPUSIM_RETURN_IF_ERROR(RequireCurrent("AllReduce"));
   TPUSIM_ASSIGN_OR_RETURN(ReduceOp resolved, op.Resolve());
   std::vector<TracedValue> reduced;
   for (const TracedValue* leaf : value.Flatten()) {
@@ -119,7 +135,7 @@ absl::StatusOr<TracedNest> ReplicaContext::AllReduce(ReduceOpArg op,
 
 absl::StatusOr<TracedNest> ReplicaContext::MergeCall(const MergeFn& fn,
                                                      const TracedNest& args) {
-  TPUSIM_RETURN_IF_ERROR(RequireTracing("MergeCall"));
+  TPUSIM_RETURN_IF_ERROR(RequireCurrent("MergeCall"));
   // The merge function runs once, in cross-replica context.
   internal::ContextFrameGuard cross_replica(strategy_,
                                             /*replica_context=*/nullptr);
@@ -336,7 +352,8 @@ absl::StatusOr<TracedValue> ReplicaContext::OneHot(TracedValue indices,
 
 absl::StatusOr<TracedValue> MergeContext::ReduceTo(ReduceOpArg op,
                                                    TracedValue value) {
-  return replica_context_->AllReduce(std::move(op), value);
+  TPUSIM_ASSIGN_OR_RETURN(ReduceOp resolved, op.Resolve());
+  return replica_context_->AllReduceImpl(resolved, value);
 }
 
 }  // namespace tpusim::strategy

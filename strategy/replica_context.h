@@ -5,26 +5,26 @@
 // program is traced for all replicas, so the context records ops into a
 // runtime::ProgramBuilder instead of computing:
 //
-//   StepFunction step([](ReplicaContext& ctx, const TracedNest& args) ->
-//   absl::StatusOr<TracedNest> {
+//   StepFunction step([&](ReplicaContext& ctx, const TracedNest& args)
+//                         -> absl::StatusOr<TracedNest> {
 //     TracedValue x = args.children()[0].leaf();
 //     TPUSIM_ASSIGN_OR_RETURN(TracedValue w, ctx.ReadVariable(*weights));
 //     TPUSIM_ASSIGN_OR_RETURN(TracedValue y, ctx.MatMul(x, w));
-//     TPUSIM_ASSIGN_OR_RETURN(TracedValue s, ctx.AllReduce(ReduceOp::kSum, y));
+//     TPUSIM_ASSIGN_OR_RETURN(TracedValue s, ctx.AllReduce("sum", y));
 //     return TracedNest(s);
 //   });
 //
 // Every builder method returns InvalidArgument for bad shapes or dtypes (the
 // message names the op and the operand types) and never crashes. Outside a
-// replica function (the default replica context) there is no program to record
-// into: op builders return kFailedPrecondition.
+// replica function (the default replica context) there is no program to
+// record into: op builders return kFailedPrecondition.
 //
 // Model parallelism (num_cores_per_replica > 1, TF's
 // experimental_assign_to_logical_device): every op runs on a logical core of
-// the replica. Ops recorded while a LogicalCoreScope is alive run on that core;
-// others run on core 0. Values used on another core are transferred by the
-// backend. Variables live on core 0 of each replica; their reads and writes are
-// always placed on core 0.
+// the replica. Ops recorded while a LogicalCoreScope is alive run on that
+// core; others run on core 0. Values used on another core are transferred by
+// the backend. Variables live on core 0 of each replica; their reads and
+// writes are always placed on core 0.
 
 #ifndef TPUSIM_STRATEGY_REPLICA_CONTEXT_H_
 #define TPUSIM_STRATEGY_REPLICA_CONTEXT_H_
@@ -101,6 +101,8 @@ class ReplicaContext {
   // dtype) then cross-replica sum, so MEAN of an integer value is
   // kInvalidArgument. An unknown op name
   // ("max") is kInvalidArgument. A nest is reduced leaf by leaf.
+  // kFailedPrecondition when this is not the current replica context (e.g.
+  // inside a merge_call function: use MergeContext::ReduceTo there).
   absl::StatusOr<TracedValue> AllReduce(ReduceOpArg op, TracedValue value);
   absl::StatusOr<TracedNest> AllReduce(ReduceOpArg op, const TracedNest& value);
 
@@ -111,7 +113,8 @@ class ReplicaContext {
   // traced values standing for every replica's value, not a PerReplica of N
   // host values). Ops `fn` records through MergeContext join the program; its
   // result is returned to the (single traced) replica. Errors of `fn`
-  // propagate.
+  // propagate. kFailedPrecondition when this is not the current replica
+  // context (e.g. a nested merge_call from inside a merge function).
   using MergeFn = std::function<absl::StatusOr<TracedNest>(MergeContext&,
                                                            const TracedNest&)>;
   absl::StatusOr<TracedNest> MergeCall(const MergeFn& fn,
@@ -203,7 +206,12 @@ class ReplicaContext {
   void EndTracing() { builder_ = nullptr; }
 
  private:
+  friend class MergeContext;
   absl::Status RequireTracing(absl::string_view method) const;
+  // RequireTracing, and GetReplicaContext() == this (TF's
+  // require_replica_context).
+  absl::Status RequireCurrent(absl::string_view method) const;
+  absl::StatusOr<TracedValue> AllReduceImpl(ReduceOp op, TracedValue value);
   absl::Status CheckVariable(const MirroredVariable& variable,
                              absl::string_view method);
   absl::StatusOr<TracedValue> VariableUpdate(const MirroredVariable& variable,

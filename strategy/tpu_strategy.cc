@@ -488,7 +488,9 @@ absl::StatusOr<ValueNest> TPUStrategy::RunInternal(const StepFunction& fn,
                             FetchOutput(outs[0], static_cast<int>(k)));
     // regroup: the same object on every replica (always the case with one
     // replica) is returned unwrapped.
-    if (compiled.independent[k] || parts.size() == 1) {
+    if ((compiled.independent[k] &&
+         options_.unwrap_replica_independent_results) ||
+        parts.size() == 1) {
       leaves.emplace_back(std::move(parts[0]));
     } else {
       leaves.emplace_back(PerReplica<Tensor>(std::move(parts)));

@@ -1,31 +1,31 @@
 // strategy/tpu_strategy.h
 //
-// TPUStrategy: tf.distribute.experimental.TPUStrategy (TF 2.2 semantics) over a
-// runtime Backend. Construction mirrors TF: a cluster resolver names the slice,
-// options carry steps_per_run (TF1) and an optional DeviceAssignment.
+// TPUStrategy: tf.distribute.experimental.TPUStrategy (TF 2.2 semantics) over
+// a runtime Backend. Construction mirrors TF: a cluster resolver names the
+// slice, options carry steps_per_run (TF1) and an optional DeviceAssignment.
 //
-//   HostBackend backend(8);
+//   HostBackend backend(slice_layout.devices);
 //   TPUSIM_ASSIGN_OR_RETURN(TPUClusterResolver resolver,
-//                           TPUClusterResolver::Create(backend_devices,
-//                           "v3-8"));
+//                           TPUClusterResolver::Create(backend, "v3-8"));
 //   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<TPUStrategy> strategy,
 //                           TPUStrategy::Create(backend, resolver));
-//   StepFunction step([](ReplicaContext& ctx, const TracedNest& args) ->
-//   absl::StatusOr<TracedNest> {
+//   StepFunction step([](ReplicaContext& ctx, const TracedNest& args)
+//                         -> absl::StatusOr<TracedNest> {
 //     TPUSIM_ASSIGN_OR_RETURN(TracedValue id, ctx.ReplicaIdInSyncGroup());
 //     return TracedNest(id);
 //   });
-//   TPUSIM_ASSIGN_OR_RETURN(ValueNest ids, strategy->Run(step));   //
-//   PerReplica{0, 1, ..., 7} TPUSIM_ASSIGN_OR_RETURN(Value sum,
-//   strategy->Reduce("sum", ids.leaf()));
+//   // PerReplica{0, 1, ..., 7}:
+//   TPUSIM_ASSIGN_OR_RETURN(ValueNest ids, strategy->Run(step));
+//   // 28:
+//   TPUSIM_ASSIGN_OR_RETURN(Value sum, strategy->Reduce("sum", ids.leaf()));
 //
 // Run traces the step function once per input signature (structure, dtypes,
 // shapes) into a runtime::Program, compiles it on the backend, and executes it
 // SPMD on every replica's devices. Name mapping to TF: Run/ExperimentalRunV2 =
-// run/experimental_run_v2, ExperimentalRun = experimental_run, Reduce = reduce,
-// ExperimentalLocalResults = experimental_local_results, Scope = scope,
-// UpdateConfigProto = update_config_proto, ExperimentalRunStepsOnIterator =
-// extended.experimental_run_steps_on_iterator.
+// run/experimental_run_v2, ExperimentalRun = experimental_run, Reduce =
+// reduce, ExperimentalLocalResults = experimental_local_results, Scope =
+// scope, UpdateConfigProto = update_config_proto,
+// ExperimentalRunStepsOnIterator = extended.experimental_run_steps_on_iterator.
 
 #ifndef TPUSIM_STRATEGY_TPU_STRATEGY_H_
 #define TPUSIM_STRATEGY_TPU_STRATEGY_H_
@@ -105,6 +105,13 @@ struct TPUStrategyOptions {
   // shapes differ across replicas are padded to the per-step maximum. When
   // false such inputs are kInvalidArgument.
   bool enable_dynamic_batch_size = true;
+  // run()'s "same object" regroup rule: a result leaf that does not depend on
+  // the replica (a constant, a non-distributed input passed through) is
+  // returned unwrapped. tpusim default (the rule): true. TF 2.2's TPU
+  // path regroups the outputs of tpu.replicate, which are distinct tensors per
+  // replica, so there every leaf is a PerReplica when N > 1: set false for
+  // that behaviour.
+  bool unwrap_replica_independent_results = true;
   // Input semantics (spec "tpusim conventions"): "2.2" (default) or "2.4" (the
   // balanced RebatchDatasetV2 path). Anything else is kInvalidArgument from the
   // input entry points.

@@ -2,22 +2,20 @@
 //
 // Distributed values, as in tf.distribute.
 //
-// * PerReplica<T> holds one component per replica, in replica order (component
-// i belongs to
-//   replica i): what a distributed iterator yields and what run() returns.
+// * PerReplica<T> holds one component per replica, in replica order
+//   (component i belongs to replica i): what a distributed iterator yields
+//   and what run() returns.
 // * Mirrored<T> holds N copies that are meant to be equal (one per replica
-// device).
-// * Value is one leaf of the structures that TPUStrategy::Run takes and returns
-// and that
-//   Reduce / ExperimentalLocalResults accept: a plain (non-distributed) tensor,
-//   a plain Python-like number, a PerReplica or Mirrored tensor, or a mirrored
-//   variable (or one of its components).
+//   device).
+// * Value is one leaf of the structures that TPUStrategy::Run takes and
+//   returns and that Reduce / ExperimentalLocalResults accept: a plain
+//   (non-distributed) tensor, a plain Python-like number, a PerReplica or
+//   Mirrored tensor, or a mirrored variable (or one of its components).
 //
 //   PerReplica<Tensor> ids = PerReplica<Tensor>::FromFn(
 //       8, [](int replica) { return Tensor::Scalar<float>(replica); });
-//   Value v = ids;                      // a distributed leaf
-//   Nest<Value> args = Nest<Value>::Tuple({v,
-//   Value(Tensor::Scalar<float>(1.f))});
+//   Value v = ids;  // a distributed leaf
+//   ValueNest args = ValueNest::Tuple({v, Value(Tensor::Scalar<float>(1.f))});
 
 #ifndef TPUSIM_STRATEGY_VALUES_H_
 #define TPUSIM_STRATEGY_VALUES_H_

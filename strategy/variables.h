@@ -1,25 +1,23 @@
 // strategy/variables.h
 //
 // Variables created under a strategy: MirroredVariable (one component per
-// replica device, TF's TPUMirroredVariable) and its sync-on-read flavour (TF's
-// TPUSyncOnReadVariable).
+// replica device, TF's TPUMirroredVariable) and its sync-on-read flavour
+// (TF's TPUSyncOnReadVariable).
 //
 //   TPUSIM_ASSIGN_OR_RETURN(StrategyScope scope, strategy->Scope());
-//   TPUSIM_ASSIGN_OR_RETURN(MirroredVariable* w,
-//                           CreateVariable(Tensor::Zeros(DType::kF32, Shape({4,
-//                           3})), {"w"}));
+//   Tensor zeros = Tensor::Zeros(DType::kF32, Shape({4, 3}));
+//   TPUSIM_ASSIGN_OR_RETURN(MirroredVariable* w, CreateVariable(zeros, {"w"}));
 //   w->name();              // "w:0"
 //   w->component_name(1);   // "w/replica_1:0"
-//   w->Assign(Tensor::Zeros(DType::kF32, Shape({4, 3})));   // cross-replica:
-//   every component
-//   // Inside a replica function: ctx.AssignVariable(*w, value) applies once,
-//   in the program.
+//   w->Assign(zeros);       // cross-replica: every component
+//   // Inside a replica function, ctx.AssignVariable(*w, value) applies once,
+//   // in the program.
 //
-// Variables are owned by the strategy that created them (the current strategy
-// of CreateVariable: the default strategy outside any scope) and live as long
-// as it does. Component values live in the strategy's VariableStore (a
-// backend's per-device variable buffers for TPUStrategy, host memory for the
-// default strategy).
+// Variables are owned by the strategy that created them (the current
+// strategy of CreateVariable: the default strategy outside any scope) and
+// live as long as it does. Component values live in the strategy's
+// VariableStore (a backend's per-device variable buffers for TPUStrategy,
+// host memory for the default strategy).
 
 #ifndef TPUSIM_STRATEGY_VARIABLES_H_
 #define TPUSIM_STRATEGY_VARIABLES_H_

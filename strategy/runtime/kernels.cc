@@ -446,6 +446,53 @@ absl::StatusOr<Tensor> ConvKernel(const OpAttrs& attrs, const Tensor& in,
   return out;
 }
 
+template <typename T>
+absl::StatusOr<Tensor> MaxPoolKernel(const OpAttrs& attrs, const Tensor& in,
+                                     const ValueType& result) {
+  using V = C<T>;
+  const auto& id = in.shape().dims();    // N H W C
+  const auto& od = result.shape.dims();  // N Ho Wo C
+  int64_t pad[2] = {0, 0};
+  if (attrs.padding == Padding::kSame) {
+    for (int i = 0; i < 2; ++i) {
+      const int64_t total =
+          std::max<int64_t>((od[1 + i] - 1) * attrs.window_strides[i] +
+                                attrs.window[i] - id[1 + i],
+                            0);
+      pad[i] = total / 2;
+    }
+  }
+  absl::Span<const T> x = in.values<T>();
+  Tensor out;
+  absl::Span<T> o = NewOutput<T>(result, &out);
+  const int64_t H = id[1], W = id[2], Ch = id[3];
+  for (int64_t nb = 0; nb < od[0]; ++nb) {
+    for (int64_t oh = 0; oh < od[1]; ++oh) {
+      for (int64_t ow = 0; ow < od[2]; ++ow) {
+        for (int64_t c = 0; c < Ch; ++c) {
+          V best;
+          if constexpr (std::is_floating_point_v<V>) {
+            best = -std::numeric_limits<V>::infinity();
+          } else {
+            best = std::numeric_limits<V>::lowest();
+          }
+          for (int64_t kh = 0; kh < attrs.window[0]; ++kh) {
+            const int64_t ih = oh * attrs.window_strides[0] + kh - pad[0];
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < attrs.window[1]; ++kw) {
+              const int64_t iw = ow * attrs.window_strides[1] + kw - pad[1];
+              if (iw < 0 || iw >= W) continue;
+              best = NanMax(best, Load(x[((nb * H + ih) * W + iw) * Ch + c]));
+            }
+          }
+          o[((nb * od[1] + oh) * od[2] + ow) * Ch + c] = Store<T>(best);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 // ---- reductions ----
 
 template <typename T>
@@ -745,6 +792,10 @@ absl::StatusOr<Tensor> RunKernel(OpCode code, const OpAttrs& attrs,
       return VisitNumeric(result.dtype, [&](auto zero) {
         return ConvKernel<decltype(zero)>(attrs, *operands[0], *operands[1],
                                           result);
+      });
+    case OpCode::kMaxPool2D:
+      return VisitNumeric(result.dtype, [&](auto zero) {
+        return MaxPoolKernel<decltype(zero)>(attrs, *operands[0], result);
       });
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:

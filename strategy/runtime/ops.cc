@@ -40,6 +40,7 @@ constexpr std::array<OpInfo, kNumOpCodes> kOpInfos = {{
     {OpCode::kMin, "min"},
     {OpCode::kDot, "dot"},
     {OpCode::kConv2D, "conv2d"},
+    {OpCode::kMaxPool2D, "max_pool2d"},
     {OpCode::kReduceSum, "reduce_sum"},
     {OpCode::kReduceMean, "reduce_mean"},
     {OpCode::kReduceMax, "reduce_max"},
@@ -286,6 +287,47 @@ absl::StatusOr<ValueType> InferConv(const OpAttrs& attrs,
       if (k > size) {
         return Error(code, ops,
                      absl::StrCat("VALID padding needs the filter (", k,
+                                  ") to fit in the input (", size,
+                                  ") in spatial dim ", i));
+      }
+      out[1 + i] = (size - k) / s + 1;
+    }
+  }
+  return Make(in.dtype, std::move(out), in.dynamic_dims);
+}
+
+absl::StatusOr<ValueType> InferMaxPool(const OpAttrs& attrs,
+                                       absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kMaxPool2D;
+  const ValueType& in = *ops[0];
+  if (in.rank() != 4) return Error(code, ops, "input must be rank 4 (NHWC)");
+  if (!IsNumeric(in.dtype)) return Error(code, ops, "input must be numeric");
+  if ((in.dynamic_dims & ~uint64_t{1}) != 0) {
+    return Error(code, ops,
+                 "only the batch (N) dimension of the input may be dynamic");
+  }
+  if (attrs.window.size() != 2 || attrs.window[0] < 1 || attrs.window[1] < 1) {
+    return Error(code, ops,
+                 absl::StrCat("window=", Ints(attrs.window),
+                              " must be two values >= 1 {h, w}"));
+  }
+  if (attrs.window_strides.size() != 2 || attrs.window_strides[0] < 1 ||
+      attrs.window_strides[1] < 1) {
+    return Error(code, ops,
+                 absl::StrCat("window_strides=", Ints(attrs.window_strides),
+                              " must be two values >= 1 {h, w}"));
+  }
+  std::vector<int64_t> out = {in.shape.dim(0), 0, 0, in.shape.dim(3)};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t size = in.shape.dim(1 + i);
+    const int64_t k = attrs.window[i];
+    const int64_t s = attrs.window_strides[i];
+    if (attrs.padding == Padding::kSame) {
+      out[1 + i] = (size + s - 1) / s;
+    } else {
+      if (k > size) {
+        return Error(code, ops,
+                     absl::StrCat("VALID padding needs the window (", k,
                                   ") to fit in the input (", size,
                                   ") in spatial dim ", i));
       }
@@ -815,6 +857,9 @@ absl::StatusOr<ValueType> InferOpTypeImpl(
     case OpCode::kConv2D:
       TPUSIM_RETURN_IF_ERROR(arity(2));
       return InferConv(attrs, operands);
+    case OpCode::kMaxPool2D:
+      TPUSIM_RETURN_IF_ERROR(arity(1));
+      return InferMaxPool(attrs, operands);
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
     case OpCode::kReduceMax:
@@ -918,6 +963,9 @@ OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
           2 * out_elems * f.shape.dim(0) * f.shape.dim(1) * f.shape.dim(2);
       return cost;
     }
+    case OpCode::kMaxPool2D:
+      cost.flops = out_elems * attrs.window[0] * attrs.window[1];
+      return cost;
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
     case OpCode::kReduceMax:

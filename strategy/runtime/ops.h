@@ -33,11 +33,12 @@
 //    tanh, sigmoid, rsqrt, sqrt additionally count 1 transcendental per
 //    element. reduce: 1 flop per operand element. softmax: 4 flops + 1
 //    transcendental per element. dot: 2*M*N*K per batch. conv2d:
-//    2*N*Ho*Wo*Co*Kh*Kw*Ci. all_reduce / reduce_scatter: (group-1) flops per
-//    operand element (the reduction arithmetic). Bytes read = sum of operand
-//    byte sizes, bytes written = result byte size, except: parameter,
-//    constant, replica_id and reshape (a bitcast on TPU) move 0 bytes;
-//    variable_read reads the variable; variable_assign(_add) writes it.
+//    2*N*Ho*Wo*Co*Kh*Kw*Ci. max_pool2d: Kh*Kw per result element. all_reduce /
+//    reduce_scatter: (group-1) flops per operand element (the reduction
+//    arithmetic). Bytes read = sum of operand byte sizes, bytes written =
+//    result byte size, except: parameter, constant, replica_id and reshape (a
+//    bitcast on TPU) move 0 bytes; variable_read reads the variable;
+//    variable_assign(_add) writes it.
 
 #ifndef TPUSIM_STRATEGY_RUNTIME_OPS_H_
 #define TPUSIM_STRATEGY_RUNTIME_OPS_H_
@@ -85,6 +86,8 @@ enum class OpCode : uint8_t {
             // free dims
   kConv2D,  // NHWC input, HWIO filter, attrs.window_strides {h, w},
             // attrs.padding
+  kMaxPool2D,  // NHWC input, attrs.window {h, w}, attrs.window_strides,
+               // attrs.padding (padded positions never win)
   // Reductions.
   kReduceSum,
   kReduceMean,
@@ -188,8 +191,9 @@ struct OpAttrs {
   std::vector<int64_t> limit;    // slice
   std::vector<int64_t> strides;  // slice (empty = all 1)
   DotDims dot;                   // dot
-  std::vector<int64_t> window_strides = {1, 1};  // conv2d {h, w}
-  Padding padding = Padding::kValid;             // conv2d
+  std::vector<int64_t> window_strides = {1, 1};  // conv2d, max_pool2d {h, w}
+  Padding padding = Padding::kValid;             // conv2d, max_pool2d
+  std::vector<int64_t> window;                   // max_pool2d {h, w}
   int64_t depth = 0;                             // one_hot
   double on_value = 1.0;                         // one_hot
   double off_value = 0.0;                        // one_hot

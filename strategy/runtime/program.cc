@@ -139,6 +139,11 @@ std::vector<std::string> AttrStrings(const Op& op, const Program& program) {
       out.push_back("lhs_contracting=" + Ints(a.dot.lhs_contracting));
       out.push_back("rhs_contracting=" + Ints(a.dot.rhs_contracting));
       break;
+    case OpCode::kMaxPool2D:
+      out.push_back("window=" + Ints(a.window));
+      out.push_back("window_strides=" + Ints(a.window_strides));
+      out.push_back(absl::StrCat("padding=", PaddingName(a.padding)));
+      break;
     case OpCode::kConv2D:
       out.push_back("window_strides=" + Ints(a.window_strides));
       out.push_back(absl::StrCat("padding=", PaddingName(a.padding)));
@@ -294,6 +299,7 @@ void Program::ToProto(proto::ProgramProto* out) const {
     for (int64_t v : a.dot.lhs_contracting) p->add_lhs_contracting(v);
     for (int64_t v : a.dot.rhs_contracting) p->add_rhs_contracting(v);
     for (int64_t v : a.window_strides) p->add_window_strides(v);
+    for (int64_t v : a.window) p->add_window(v);
     p->set_padding(std::string(PaddingName(a.padding)));
     p->set_depth(a.depth);
     p->set_on_value(a.on_value);
@@ -373,6 +379,7 @@ absl::StatusOr<Program> Program::FromProto(const proto::ProgramProto& proto) {
       a.window_strides.assign(p.window_strides().begin(),
                               p.window_strides().end());
     }
+    a.window.assign(p.window().begin(), p.window().end());
     if (p.padding() == "SAME") {
       a.padding = Padding::kSame;
     } else if (p.padding().empty() || p.padding() == "VALID") {
@@ -640,6 +647,17 @@ absl::StatusOr<Value> ProgramBuilder::Conv2D(Value input, Value filter,
   a.window_strides = std::move(strides);
   a.padding = padding;
   return AddOp(OpCode::kConv2D, {input, filter}, std::move(a));
+}
+
+absl::StatusOr<Value> ProgramBuilder::MaxPool2D(Value input,
+                                                std::vector<int64_t> window,
+                                                std::vector<int64_t> strides,
+                                                Padding padding) {
+  OpAttrs a;
+  a.window = std::move(window);
+  a.window_strides = std::move(strides);
+  a.padding = padding;
+  return AddOp(OpCode::kMaxPool2D, {input}, std::move(a));
 }
 
 absl::StatusOr<Value> ProgramBuilder::ReduceSum(Value x,

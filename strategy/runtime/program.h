@@ -223,6 +223,11 @@ class ProgramBuilder {
   absl::StatusOr<Value> Conv2D(Value input, Value filter,
                                std::vector<int64_t> strides, Padding padding);
 
+  // NHWC input, window {h, w}, strides {h, w} (tf.nn.max_pool2d).
+  absl::StatusOr<Value> MaxPool2D(Value input, std::vector<int64_t> window,
+                                  std::vector<int64_t> strides,
+                                  Padding padding);
+
   // ---- reductions ----
   // Negative axes count from the end; duplicates are InvalidArgument.
   absl::StatusOr<Value> ReduceSum(Value x, std::vector<int64_t> axes,

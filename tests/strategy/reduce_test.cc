@@ -310,5 +310,53 @@ TEST(ReduceAxisTest, ToStringShowsTheKind) {
   EXPECT_EQ(ReduceAxis::Sequence({0, 1}).ToString(), "[0, 1]");
 }
 
+// Reduce misuse never crashes: every combination of dtype, per-replica shapes,
+// value kind, axis form and op gives OK or InvalidArgument.
+TEST(ReduceTest, SweepOfMisuseNeverCrashes) {
+  const std::vector<DType> dtypes = {DType::kF32,  DType::kF64, DType::kBF16,
+                                     DType::kI32,  DType::kI64, DType::kU8,
+                                     DType::kBytes};
+  const std::vector<Shape> shapes = {Shape(),       Shape({0}),
+                                     Shape({2}),    Shape({2, 0}),
+                                     Shape({1, 3}), Shape({2, 1, 2})};
+  std::vector<ReduceAxis> axes = {
+      ReduceAxis(), ReduceAxis::Sequence({}), ReduceAxis::Sequence({0, 0}),
+      ReduceAxis::Sequence({0, -1}), ReduceAxis::Sequence({5})};
+  for (int a = -4; a <= 4; ++a) axes.push_back(ReduceAxis(a));
+  int ok = 0, invalid = 0;
+  for (DType dtype : dtypes) {
+    for (const Shape& s0 : shapes) {
+      for (const Shape& s1 : shapes) {
+        const Tensor t0 = Tensor::Zeros(dtype, s0);
+        const Tensor t1 =
+            Tensor::Zeros(dtype == DType::kI32 ? DType::kF32 : dtype, s1);
+        const std::vector<Value> values = {
+            PR({t0, t1}), Value(Mirrored<Tensor>({t0, t0})), Value(t0),
+            Value::Number(s0.rank()), PR({})};
+        for (const Value& v : values) {
+          for (const ReduceAxis& axis : axes) {
+            for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+              for (int n : {1, 2}) {
+                absl::StatusOr<Value> r = ReduceOnHost(op, v, axis, n);
+                if (r.ok()) {
+                  ++ok;
+                } else {
+                  ASSERT_EQ(r.status().code(),
+                            absl::StatusCode::kInvalidArgument)
+                      << r.status();
+                  ASSERT_FALSE(r.status().message().empty());
+                  ++invalid;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(ok, 1000);
+  EXPECT_GT(invalid, 1000);
+}
+
 }  // namespace
 }  // namespace tpusim::strategy

@@ -74,7 +74,8 @@ TEST(TPUStrategyTest, RejectsBadStepsPerRunAndForeignDeviceAssignment) {
   foreign.device_assignment =
       *DeviceAssignment::Build(big->topology(), {}, {}, 16);
   EXPECT_THAT(TPUStrategy::Create(*f.backend, *f.resolver, foreign),
-              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("mesh shape (4, 4, 2)")));
 }
 
 TEST(TPUStrategyTest, BackendWithTooFewDevicesIsInvalidArgument) {
@@ -382,8 +383,9 @@ TEST(RunTest, BadShapesAndForeignValuesReturnStatus) {
         return TracedNest(y);
       });
   Tensor m = Tensor::Zeros(DType::kF32, Shape({2, 3}));
-  EXPECT_THAT(f.strategy->Run(bad_matmul, ValueNest::Tuple({Value(m)})),
-              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(
+      f.strategy->Run(bad_matmul, ValueNest::Tuple({Value(m)})),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("f32[2,3]")));
   StepFunction foreign(
       [](ReplicaContext&, const TracedNest&) -> absl::StatusOr<TracedNest> {
         return TracedNest(TracedValue{42});
@@ -638,8 +640,108 @@ TEST(ExperimentalRunTest, PartialFinalBatchWithAnEmptyReplicaReducesExactly) {
                 .AsDouble(0),
             72.5);
   EXPECT_THAT(traced_types, ElementsAre("f32[4]", "f32[<=2]"));
-  EXPECT_THAT(f.strategy->ExperimentalRun(square, &it),
-              StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+  EXPECT_THAT(
+      f.strategy->ExperimentalRun(square, &it),
+      StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("End of sequence")));
+}
+
+TEST(MergeCallTest,
+     ReplicaOnlyMethodsInsideTheMergeFunctionAreFailedPrecondition) {
+  auto f = MakeStrategy("plain:1x2");
+  absl::Status nested_merge, all_reduce;
+  StepFunction step([&](ReplicaContext& ctx,
+                        const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    return ctx.MergeCall(
+        [&](MergeContext& merge,
+            const TracedNest& merge_args) -> absl::StatusOr<TracedNest> {
+          all_reduce =
+              ctx.AllReduce(ReduceOp::kSum, merge_args.leaf()).status();
+          nested_merge =
+              ctx.MergeCall([](MergeContext&, const TracedNest& a)
+                                -> absl::StatusOr<TracedNest> { return a; },
+                            merge_args)
+                  .status();
+          return merge.ReduceTo("mean", merge_args.leaf()).status().ok()
+                     ? absl::StatusOr<TracedNest>(merge_args)
+                     : absl::InternalError("ReduceTo failed");
+        },
+        TracedNest(Arg(args, 0)));
+  });
+  ASSERT_THAT(f.strategy->Run(step, ValueNest::Tuple({Value(Ids(2))})), IsOk());
+  EXPECT_THAT(
+      all_reduce,
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("Need to be inside `call_for_each_replica()`")));
+  EXPECT_THAT(nested_merge, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                     HasSubstr("ReplicaContext::MergeCall")));
+}
+
+TEST(RunTest, TfTpuRegroupOptionKeepsReplicaIndependentResultsPerReplica) {
+  TPUStrategyOptions options;
+  options.unwrap_replica_independent_results = false;
+  auto f = MakeStrategy("plain:1x2", options);
+  StepFunction step([](ReplicaContext& ctx,
+                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue c, ctx.Constant(F32(4)));
+    return TracedNest::Tuple({TracedNest(Arg(args, 0)), TracedNest(c)});
+  });
+  absl::StatusOr<ValueNest> out =
+      f.strategy->Run(step, ValueNest::Tuple({Value(F32(3))}));
+  ASSERT_THAT(out, IsOk());
+  EXPECT_THAT(ReplicaScalars(out->children()[0].leaf()), ElementsAre(3, 3));
+  EXPECT_THAT(ReplicaScalars(out->children()[1].leaf()), ElementsAre(4, 4));
+}
+
+// Bad run() arguments never crash: odd structures, component counts, dtypes,
+// ranks, strings and abstract tensors give OK or InvalidArgument.
+TEST(RunTest, SweepOfOddArgumentsNeverCrashes) {
+  auto f = MakeStrategy("plain:1x2");
+  StepFunction echo([](ReplicaContext& ctx,
+                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    std::vector<TracedNest> outs;
+    for (const TracedValue* v : args.Flatten()) {
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue y, ctx.Add(*v, *v));
+      outs.push_back(TracedNest(y));
+    }
+    return TracedNest::Tuple(std::move(outs));
+  });
+  const std::vector<Tensor> tensors = {
+      F32(1),
+      F32s({1, 2}),
+      F32s({}),
+      Tensor::Zeros(DType::kI32, Shape({2, 2})),
+      Tensor::Scalar<std::string>("s"),
+      Tensor::Abstract(DType::kF32, Shape({3})),
+      Tensor::Zeros(DType::kBF16, Shape({1, 0, 2}))};
+  std::vector<Value> leaves = {Value::Number(2),
+                               PerReplica<Tensor>(std::vector<Tensor>{}),
+                               PerReplica<Tensor>({F32(1)})};
+  for (const Tensor& a : tensors) {
+    leaves.push_back(Value(a));
+    for (const Tensor& b : tensors) {
+      leaves.push_back(PerReplica<Tensor>({a, b}));
+      leaves.push_back(Mirrored<Tensor>({a, b}));
+    }
+  }
+  int ok = 0, invalid = 0;
+  for (const Value& leaf : leaves) {
+    const std::vector<ValueNest> arg_lists = {
+        ValueNest::Tuple({leaf}), ValueNest::Tuple({ValueNest::None(), leaf}),
+        ValueNest::Tuple({ValueNest::Dict({{"k", ValueNest(leaf)}}), leaf}),
+        ValueNest(leaf)};
+    for (const ValueNest& args : arg_lists) {
+      absl::StatusOr<ValueNest> out = f.strategy->Run(echo, args);
+      if (out.ok()) {
+        ++ok;
+      } else {
+        ASSERT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+            << out.status();
+        ++invalid;
+      }
+    }
+  }
+  EXPECT_GT(ok, 50);
+  EXPECT_GT(invalid, 50);
 }
 
 }  // namespace

@@ -254,6 +254,26 @@ TEST(KernelsTest, Conv2DSameStrideOneWithChannels) {
   EXPECT_THAT(F(*y), ElementsAre(12, 34, 56, 78));
 }
 
+TEST(KernelsTest, MaxPoolSameStrideTwoIgnoresPadding) {
+  // 1x3x3x1 input -1..-9 (all negative so zero padding would win if counted);
+  // 2x2 window, stride 2, SAME: out 2x2, pad 0 before and 1 after.
+  OpAttrs a;
+  a.window = {2, 2};
+  a.window_strides = {2, 2};
+  a.padding = Padding::kSame;
+  absl::StatusOr<Tensor> y =
+      Eval(OpCode::kMaxPool2D, a,
+           {F32({1, 3, 3, 1}, {-1, -2, -3, -4, -5, -6, -7, -8, -9})});
+  ASSERT_THAT(y, IsOk());
+  EXPECT_EQ(y->shape(), Shape({1, 2, 2, 1}));
+  EXPECT_THAT(F(*y), ElementsAre(-1, -3, -7, -9));
+  a.padding = Padding::kValid;
+  a.window_strides = {1, 1};
+  absl::StatusOr<Tensor> v = Eval(
+      OpCode::kMaxPool2D, a, {F32({1, 3, 3, 1}, {1, 5, 2, 4, 3, 9, 0, 7, 6})});
+  EXPECT_THAT(F(*v), ElementsAre(5, 9, 7, 9));
+}
+
 TEST(KernelsTest, ReduceOverAxes) {
   Tensor x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   OpAttrs a;

@@ -194,6 +194,34 @@ TEST(OpsTest, Conv2DSameAndValidOutputSizes) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 4 (NHWC)")));
 }
 
+TEST(OpsTest, MaxPoolShapesAndErrors) {
+  OpAttrs a;
+  a.window = {3, 3};
+  a.window_strides = {2, 2};
+  a.padding = Padding::kSame;
+  EXPECT_EQ(*Infer(OpCode::kMaxPool2D, a, {F32({8, 112, 112, 64}, 0b1)}),
+            F32({8, 56, 56, 64}, 0b1));
+  a.padding = Padding::kValid;
+  EXPECT_EQ(*Infer(OpCode::kMaxPool2D, a, {F32({1, 5, 5, 2})}),
+            F32({1, 2, 2, 2}));
+  a.window = {3};
+  EXPECT_THAT(
+      Infer(OpCode::kMaxPool2D, a, {F32({1, 5, 5, 2})}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr(
+                   "max_pool2d(f32[1,5,5,2]): window={3} must be two values")));
+  a.window = {6, 1};
+  EXPECT_THAT(
+      Infer(OpCode::kMaxPool2D, a, {F32({1, 5, 5, 2})}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("needs the window (6) to fit in the input (5)")));
+  OpAttrs pool;
+  pool.window = {2, 2};
+  pool.window_strides = {2, 2};
+  // 1x2x2x3 result, 2x2 compares each.
+  EXPECT_EQ(Cost(OpCode::kMaxPool2D, pool, {F32({1, 4, 4, 3})}).flops, 12 * 4);
+}
+
 TEST(OpsTest, ReduceOverDynamicAxisIsStatic) {
   OpAttrs a;
   a.axes = {0};

@@ -169,7 +169,9 @@ TEST(ProgramTest, ProtoRoundTripKeepsCollectiveAttributesAndCores) {
   Value rs = *b.ReduceScatter(g, CollectiveReduce::kMean, 0, {{0, 2}, {1, 3}});
   Value cp = *b.CollectivePermute(rs, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
   Value sl = *b.Slice(cp, {0, 0}, {2, 4}, {2, 1});
-  Program p = *std::move(b).Build({sl});
+  Value img = *b.Parameter(DType::kF32, Shape({2, 6, 6, 3}));
+  Value pooled = *b.MaxPool2D(img, {3, 3}, {2, 2}, Padding::kSame);
+  Program p = *std::move(b).Build({sl, pooled});
   proto::ProgramProto pb;
   p.ToProto(&pb);
   absl::StatusOr<Program> back = Program::FromProto(pb);
@@ -180,6 +182,9 @@ TEST(ProgramTest, ProtoRoundTripKeepsCollectiveAttributesAndCores) {
                         "core=1"));
   EXPECT_THAT(p.ToText(),
               HasSubstr("source_target_pairs={{0,1},{1,2},{2,3},{3,0}}"));
+  EXPECT_THAT(p.ToText(),
+              HasSubstr("= f32[2,3,3,3] max_pool2d(%5), window={3,3}, "
+                        "window_strides={2,2}, padding=SAME, core=1"));
 }
 
 TEST(ProgramTest, ParsingUnknownOpNamesIt) {
