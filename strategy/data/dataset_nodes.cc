@@ -1094,6 +1094,11 @@ absl::StatusOr<NodePtr> InterleaveNode::MakeWithBody(NodePtr input,
         "interleave: cycle_length must be >= 1 or AUTOTUNE (-1), got ",
         cycle_length));
   }
+  if (cycle_length > kMaxCycleLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "interleave: cycle_length ", cycle_length,
+        " exceeds tpusim's limit of ", kMaxCycleLength, " open iterators"));
+  }
   if (block_length < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "interleave: block_length must be >= 1 or AUTOTUNE (-1), got ",

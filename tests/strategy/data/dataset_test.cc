@@ -586,6 +586,9 @@ TEST(DatasetTest, InterleaveValidatesLengths) {
       Dataset::Range(3).Interleave(fn, 2, 0).status(),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("block_length must be >= 1 or AUTOTUNE (-1), got 0")));
+  EXPECT_THAT(Dataset::Range(3).Interleave(fn, kMaxCycleLength + 1, 1).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("exceeds tpusim's limit of 1048576")));
 }
 
 // ---- zip / concatenate ----
