@@ -379,6 +379,17 @@ TEST(DatasetTest, MapWhoseProbeFailsAsksForOutputSpec) {
                        HasSubstr("declare MapFunction::output_spec")));
 }
 
+TEST(DatasetTest, MapDoesNotProbeHugeElements) {
+  Dataset huge = Dataset::FromTensors(TensorRefNest(TensorRef::Argument(
+      0, TensorSpec{DType::kF32, Shape({1 << 20, 1 << 20})})));
+  // A body-only reference is fine for spec purposes; the map must refuse to
+  // probe a 2^40-value element and ask for an output_spec instead.
+  Dataset ds =
+      huge.Map([](const Element& e) -> absl::StatusOr<Element> { return e; });
+  EXPECT_THAT(ds.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr("would exceed 16777216 values")));
+}
+
 TEST(DatasetTest, MapResultMustMatchDeclaredSpec) {
   MapFunction f;
   f.fn = [](const Element& e) -> absl::StatusOr<Element> {
