@@ -693,6 +693,37 @@ TEST(DatasetTest, DebugStringShowsFunctionBodies) {
       "  TensorSliceDataset(components=[string[1]{\"a\"}]) -> string[]\n");
 }
 
+TEST(DatasetTest, IteratorsOutliveTheirDataset) {
+  IteratorPtr it;
+  {
+    Dataset ds = Dataset::Range(4)
+                     .Map([](const Element& e) -> absl::StatusOr<Element> {
+                       return Times(e, 2);
+                     })
+                     .FlatMap([](const FunctionArg& a) {
+                       return Dataset::FromTensors(a.nest()).Repeat(2);
+                     })
+                     .Concatenate(Dataset::Range(100, 101))
+                     .Repeat(2);
+    absl::StatusOr<IteratorPtr> made = ds.MakeIterator();
+    ASSERT_THAT(made, IsOk());
+    it = *std::move(made);
+  }
+  Ints out;
+  while (true) {
+    absl::StatusOr<std::optional<Element>> e = it->GetNext();
+    ASSERT_THAT(e, IsOk());
+    if (!e->has_value()) break;
+    out.push_back((*e)->leaf().scalar<int64_t>());
+  }
+  EXPECT_THAT(out, ElementsAre(0, 0, 2, 2, 4, 4, 6, 6, 100, 0, 0, 2, 2, 4, 4, 6,
+                               6, 100));
+  // After the end, GetNext keeps returning end of sequence.
+  absl::StatusOr<std::optional<Element>> again = it->GetNext();
+  ASSERT_THAT(again, IsOk());
+  EXPECT_FALSE(again->has_value());
+}
+
 // ---- graph inspection and rewriting ----
 
 TEST(DatasetTest, NodesExposeTensorFlowOpNamesAndParameters) {
