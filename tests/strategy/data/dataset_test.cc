@@ -83,8 +83,8 @@ TEST(DatasetTest, RangeNearInt64LimitsDoesNotOverflow) {
   EXPECT_THAT(Scalars(Dataset::Range(kMin, kMax, kMax)),
               ElementsAre(kMin, -1, kMax - 1));
   EXPECT_THAT(Scalars(Dataset::Range(kMax, kMin, kMin)), ElementsAre(kMax, -1));
-  const auto& huge =
-      static_cast<const RangeNode&>(*Dataset::Range(kMin, kMax).node());
+  Dataset all = Dataset::Range(kMin, kMax);
+  const auto& huge = static_cast<const RangeNode&>(*all.node());
   EXPECT_EQ(huge.size(), kMax);
 }
 
