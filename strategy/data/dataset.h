@@ -105,6 +105,9 @@ inline constexpr int64_t kAutotune = -1;
 // (never the CPU count, so results do not depend on the machine). block_length
 // AUTOTUNE means 1.
 inline constexpr int64_t kAutotuneCycleLength = 4;
+// tpusim choice: interleave keeps one slot per cycle element, so cycle_length
+// is limited to this (InvalidArgument above it) instead of failing to allocate.
+inline constexpr int64_t kMaxCycleLength = int64_t{1} << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Iteration.

@@ -586,6 +586,24 @@ absl::StatusOr<ElementSpec> InferMapSpec(const ElementSpec& input,
                      ElementSpecToString(input), " (", s.message(),
                      "); declare MapFunction::output_spec"));
   };
+  // Probe elements are real zeros; refuse to allocate absurd ones.
+  constexpr int64_t kMaxProbeElements = int64_t{1} << 24;
+  int64_t probe_elements = 0;
+  input.ForEach([&](const std::string&, const TensorSpec& t) {
+    int64_t n = 1;
+    if (t.shape.rank_known()) {
+      for (int64_t d : t.shape.dims()) {
+        const int64_t k = d == runtime::kUnknownDim ? 2 : d;
+        n = (k != 0 && n > kMaxProbeElements / k) ? kMaxProbeElements + 1
+                                                  : n * k;
+      }
+    }
+    probe_elements = std::min(probe_elements + n, kMaxProbeElements + 1);
+  });
+  if (probe_elements > kMaxProbeElements) {
+    return fail(absl::InvalidArgumentError(absl::StrCat(
+        "a probe element would exceed ", kMaxProbeElements, " values")));
+  }
   absl::StatusOr<Element> a = fn(ProbeElement(input, 1));
   if (!a.ok()) return fail(a.status());
   absl::StatusOr<Element> b = fn(ProbeElement(input, 2));
@@ -1093,6 +1111,11 @@ absl::StatusOr<NodePtr> InterleaveNode::MakeWithBody(NodePtr input,
     return absl::InvalidArgumentError(absl::StrCat(
         "interleave: cycle_length must be >= 1 or AUTOTUNE (-1), got ",
         cycle_length));
+  }
+  if (cycle_length > kMaxCycleLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "interleave: cycle_length ", cycle_length,
+        " exceeds tpusim's limit of ", kMaxCycleLength, " open iterators"));
   }
   if (block_length < 1) {
     return absl::InvalidArgumentError(absl::StrCat(

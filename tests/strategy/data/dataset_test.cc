@@ -83,8 +83,8 @@ TEST(DatasetTest, RangeNearInt64LimitsDoesNotOverflow) {
   EXPECT_THAT(Scalars(Dataset::Range(kMin, kMax, kMax)),
               ElementsAre(kMin, -1, kMax - 1));
   EXPECT_THAT(Scalars(Dataset::Range(kMax, kMin, kMin)), ElementsAre(kMax, -1));
-  const auto& huge =
-      static_cast<const RangeNode&>(*Dataset::Range(kMin, kMax).node());
+  Dataset all = Dataset::Range(kMin, kMax);
+  const auto& huge = static_cast<const RangeNode&>(*all.node());
   EXPECT_EQ(huge.size(), kMax);
 }
 
@@ -379,6 +379,17 @@ TEST(DatasetTest, MapWhoseProbeFailsAsksForOutputSpec) {
                        HasSubstr("declare MapFunction::output_spec")));
 }
 
+TEST(DatasetTest, MapDoesNotProbeHugeElements) {
+  Dataset huge = Dataset::FromTensors(TensorRefNest(TensorRef::Argument(
+      0, TensorSpec{DType::kF32, Shape({1 << 20, 1 << 20})})));
+  // A body-only reference is fine for spec purposes; the map must refuse to
+  // probe a 2^40-value element and ask for an output_spec instead.
+  Dataset ds =
+      huge.Map([](const Element& e) -> absl::StatusOr<Element> { return e; });
+  EXPECT_THAT(ds.status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr("would exceed 16777216 values")));
+}
+
 TEST(DatasetTest, MapResultMustMatchDeclaredSpec) {
   MapFunction f;
   f.fn = [](const Element& e) -> absl::StatusOr<Element> {
@@ -586,6 +597,9 @@ TEST(DatasetTest, InterleaveValidatesLengths) {
       Dataset::Range(3).Interleave(fn, 2, 0).status(),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("block_length must be >= 1 or AUTOTUNE (-1), got 0")));
+  EXPECT_THAT(Dataset::Range(3).Interleave(fn, kMaxCycleLength + 1, 1).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("exceeds tpusim's limit of 1048576")));
 }
 
 // ---- zip / concatenate ----
@@ -677,6 +691,37 @@ TEST(DatasetTest, DebugStringShowsFunctionBodies) {
       "    TFRecordDataset(filenames=arg[0]:string[], "
       "compression_type=\"\") -> string[]\n"
       "  TensorSliceDataset(components=[string[1]{\"a\"}]) -> string[]\n");
+}
+
+TEST(DatasetTest, IteratorsOutliveTheirDataset) {
+  IteratorPtr it;
+  {
+    Dataset ds = Dataset::Range(4)
+                     .Map([](const Element& e) -> absl::StatusOr<Element> {
+                       return Times(e, 2);
+                     })
+                     .FlatMap([](const FunctionArg& a) {
+                       return Dataset::FromTensors(a.nest()).Repeat(2);
+                     })
+                     .Concatenate(Dataset::Range(100, 101))
+                     .Repeat(2);
+    absl::StatusOr<IteratorPtr> made = ds.MakeIterator();
+    ASSERT_THAT(made, IsOk());
+    it = *std::move(made);
+  }
+  Ints out;
+  while (true) {
+    absl::StatusOr<std::optional<Element>> e = it->GetNext();
+    ASSERT_THAT(e, IsOk());
+    if (!e->has_value()) break;
+    out.push_back((*e)->leaf().scalar<int64_t>());
+  }
+  EXPECT_THAT(out, ElementsAre(0, 0, 2, 2, 4, 4, 6, 6, 100, 0, 0, 2, 2, 4, 4, 6,
+                               6, 100));
+  // After the end, GetNext keeps returning end of sequence.
+  absl::StatusOr<std::optional<Element>> again = it->GetNext();
+  ASSERT_THAT(again, IsOk());
+  EXPECT_FALSE(again->has_value());
 }
 
 // ---- graph inspection and rewriting ----
