@@ -354,9 +354,7 @@ absl::StatusOr<Tensor> Tensor::Reshape(Shape shape) const {
 
 absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
   if (parts.empty()) return absl::InvalidArgumentError("Stack of zero tensors");
-  std::vector<Tensor> rows;
-  rows.reserve(parts.size());
-  for (size_t i = 0; i < parts.size(); ++i) {
+  for (size_t i = 1; i < parts.size(); ++i) {
     if (parts[i].dtype_ != parts[0].dtype_ ||
         parts[i].shape_ != parts[0].shape_) {
       return absl::InvalidArgumentError(
@@ -364,10 +362,40 @@ absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
                        parts[0].spec().ToString(), ", element ", i, " is ",
                        parts[i].spec().ToString()));
     }
-    absl::StatusOr<Tensor> r = parts[i].Reshape(parts[i].shape_.Prepend(1));
-    rows.push_back(*std::move(r));
   }
-  return Concat(rows);
+  // Every part becomes one row of the result: the same bytes as concatenating
+  // them, under a shape with a new leading dimension.
+  return Join(parts,
+              parts[0].shape_.Prepend(static_cast<int64_t>(parts.size())));
+}
+
+Tensor Tensor::Join(absl::Span<const Tensor> parts, Shape shape) {
+  const Tensor& first = parts[0];
+  for (const Tensor& p : parts) {
+    if (!p.has_data()) return Abstract(first.dtype_, std::move(shape));
+  }
+  if (parts.size() == 1) {
+    Tensor t = first;  // a view: no copy
+    t.shape_ = std::move(shape);
+    return t;
+  }
+  auto storage = std::make_shared<Storage>();
+  if (first.dtype_ == DType::kBytes) {
+    storage->strings.reserve(shape.num_elements());
+    for (const Tensor& p : parts) {
+      auto v = p.values<std::string>();
+      storage->strings.insert(storage->strings.end(), v.begin(), v.end());
+    }
+  } else {
+    storage->bytes = ByteBuffer(shape.num_elements() * DTypeSize(first.dtype_));
+    uint8_t* out = storage->bytes.data();
+    for (const Tensor& p : parts) {
+      absl::Span<const uint8_t> b = p.raw_bytes();
+      if (!b.empty()) std::memcpy(out, b.data(), b.size());
+      out += b.size();
+    }
+  }
+  return Tensor(first.dtype_, std::move(shape), std::move(storage), 0);
 }
 
 std::optional<Tensor> Tensor::StackViews(absl::Span<const Tensor> parts) {
@@ -394,7 +422,6 @@ absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
   if (first.rank() < 1)
     return absl::InvalidArgumentError("cannot concatenate scalars");
   int64_t rows = 0;
-  bool all_data = true;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& p = parts[i];
     bool ok = p.dtype_ == first.dtype_ && p.rank() == first.rank();
@@ -406,33 +433,8 @@ absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
           first.spec().ToString(), ", part ", i, " is ", p.spec().ToString()));
     }
     rows += p.shape_.dim(0);
-    all_data = all_data && p.has_data();
   }
-  Shape shape = first.shape_.WithDim0(rows);
-  if (!all_data) return Abstract(first.dtype_, std::move(shape));
-  // A single part, or parts that are adjacent views of one storage, need no
-  // copy.
-  if (parts.size() == 1) {
-    Tensor t = first;
-    return t;
-  }
-  auto storage = std::make_shared<Storage>();
-  if (first.dtype_ == DType::kBytes) {
-    storage->strings.reserve(shape.num_elements());
-    for (const Tensor& p : parts) {
-      auto v = p.values<std::string>();
-      storage->strings.insert(storage->strings.end(), v.begin(), v.end());
-    }
-  } else {
-    storage->bytes = ByteBuffer(shape.num_elements() * DTypeSize(first.dtype_));
-    uint8_t* out = storage->bytes.data();
-    for (const Tensor& p : parts) {
-      absl::Span<const uint8_t> b = p.raw_bytes();
-      if (!b.empty()) std::memcpy(out, b.data(), b.size());
-      out += b.size();
-    }
-  }
-  return Tensor(first.dtype_, std::move(shape), std::move(storage), 0);
+  return Join(parts, first.shape_.WithDim0(rows));
 }
 
 absl::StatusOr<Tensor> Tensor::Cast(DType to) const {

@@ -257,6 +257,10 @@ class Tensor {
   };
   Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage,
          int64_t offset);
+  // The parts' elements back to back under `shape` (Stack and Concat): one
+  // allocation and one copy per part; a single part is returned as a view.
+  // Precondition: parts agree in dtype and shape.num_elements() is their total.
+  static Tensor Join(absl::Span<const Tensor> parts, Shape shape);
   void CheckAccess(DType expected) const;
   void MakeUnique();
 
