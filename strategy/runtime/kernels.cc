@@ -48,29 +48,6 @@ T Store(C<T> v) {
 template <typename T>
 constexpr bool kIsFloat = std::is_floating_point_v<C<T>>;
 
-// Calls fn(T{}) for a numeric dtype.
-template <typename Fn>
-auto VisitNumeric(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kF32:
-      return fn(float{});
-    case DType::kF64:
-      return fn(double{});
-    case DType::kBF16:
-      return fn(BFloat16{});
-    case DType::kI32:
-      return fn(int32_t{});
-    case DType::kI64:
-      return fn(int64_t{});
-    case DType::kU8:
-      return fn(uint8_t{});
-    case DType::kBytes:
-      break;
-  }
-  TPUSIM_CHECK(false) << "not numeric: " << DTypeName(dtype);
-  return fn(float{});
-}
-
 // Calls fn(T{}) for any dtype (data movement ops also move strings).
 template <typename Fn>
 auto VisitAny(DType dtype, Fn&& fn) {

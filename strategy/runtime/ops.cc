@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace tpusim::runtime {
 namespace {
@@ -251,6 +252,24 @@ absl::StatusOr<ValueType> InferDot(const OpAttrs& attrs,
   return Make(l.dtype, std::move(dims), dynamic);
 }
 
+// Output size of spatial dim `dim` of a sliding window (conv2d filter or
+// max_pool2d window) of size `k` and stride `s` over `size` input positions:
+// SAME pads to ceil(size / s); VALID needs the window to fit.
+absl::StatusOr<int64_t> WindowedSize(OpCode code,
+                                     absl::Span<const ValueType* const> ops,
+                                     absl::string_view what, int dim,
+                                     int64_t size, int64_t k, int64_t s,
+                                     Padding padding) {
+  if (padding == Padding::kSame) return (size + s - 1) / s;
+  if (k > size) {
+    return Error(code, ops,
+                 absl::StrCat("VALID padding needs the ", what, " (", k,
+                              ") to fit in the input (", size,
+                              ") in spatial dim ", dim));
+  }
+  return (size - k) / s + 1;
+}
+
 absl::StatusOr<ValueType> InferConv(const OpAttrs& attrs,
                                     absl::Span<const ValueType* const> ops) {
   const OpCode code = OpCode::kConv2D;
@@ -278,20 +297,10 @@ absl::StatusOr<ValueType> InferConv(const OpAttrs& attrs,
   }
   std::vector<int64_t> out = {in.shape.dim(0), 0, 0, f.shape.dim(3)};
   for (int i = 0; i < 2; ++i) {
-    const int64_t size = in.shape.dim(1 + i);
-    const int64_t k = f.shape.dim(i);
-    const int64_t s = attrs.window_strides[i];
-    if (attrs.padding == Padding::kSame) {
-      out[1 + i] = (size + s - 1) / s;
-    } else {
-      if (k > size) {
-        return Error(code, ops,
-                     absl::StrCat("VALID padding needs the filter (", k,
-                                  ") to fit in the input (", size,
-                                  ") in spatial dim ", i));
-      }
-      out[1 + i] = (size - k) / s + 1;
-    }
+    TPUSIM_ASSIGN_OR_RETURN(
+        out[1 + i],
+        WindowedSize(code, ops, "filter", i, in.shape.dim(1 + i),
+                     f.shape.dim(i), attrs.window_strides[i], attrs.padding));
   }
   return Make(in.dtype, std::move(out), in.dynamic_dims);
 }
@@ -319,20 +328,10 @@ absl::StatusOr<ValueType> InferMaxPool(const OpAttrs& attrs,
   }
   std::vector<int64_t> out = {in.shape.dim(0), 0, 0, in.shape.dim(3)};
   for (int i = 0; i < 2; ++i) {
-    const int64_t size = in.shape.dim(1 + i);
-    const int64_t k = attrs.window[i];
-    const int64_t s = attrs.window_strides[i];
-    if (attrs.padding == Padding::kSame) {
-      out[1 + i] = (size + s - 1) / s;
-    } else {
-      if (k > size) {
-        return Error(code, ops,
-                     absl::StrCat("VALID padding needs the window (", k,
-                                  ") to fit in the input (", size,
-                                  ") in spatial dim ", i));
-      }
-      out[1 + i] = (size - k) / s + 1;
-    }
+    TPUSIM_ASSIGN_OR_RETURN(
+        out[1 + i],
+        WindowedSize(code, ops, "window", i, in.shape.dim(1 + i),
+                     attrs.window[i], attrs.window_strides[i], attrs.padding));
   }
   return Make(in.dtype, std::move(out), in.dynamic_dims);
 }

@@ -10,29 +10,6 @@
 namespace tpusim::runtime {
 namespace {
 
-// Calls `fn(T{})` with the C++ type of a numeric dtype.
-template <typename Fn>
-auto VisitNumeric(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kF32:
-      return fn(float{});
-    case DType::kF64:
-      return fn(double{});
-    case DType::kBF16:
-      return fn(BFloat16{});
-    case DType::kI32:
-      return fn(int32_t{});
-    case DType::kI64:
-      return fn(int64_t{});
-    case DType::kU8:
-      return fn(uint8_t{});
-    case DType::kBytes:
-      break;
-  }
-  TPUSIM_CHECK(false) << "not a numeric dtype: " << DTypeName(dtype);
-  return fn(float{});
-}
-
 template <typename T>
 double ToDouble(T v) {
   if constexpr (std::is_same_v<T, BFloat16>) {

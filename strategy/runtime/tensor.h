@@ -93,6 +93,31 @@ struct DTypeOf<std::string> {
   static constexpr DType value = DType::kBytes;
 };
 
+// Calls `fn(T{})` with the C++ element type of a numeric `dtype` (float,
+// double, BFloat16, int32_t, int64_t, uint8_t) and returns its result.
+// Precondition: dtype != kBytes (a programming error: aborts).
+template <typename Fn>
+auto VisitNumeric(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kF32:
+      return fn(float{});
+    case DType::kF64:
+      return fn(double{});
+    case DType::kBF16:
+      return fn(BFloat16{});
+    case DType::kI32:
+      return fn(int32_t{});
+    case DType::kI64:
+      return fn(int64_t{});
+    case DType::kU8:
+      return fn(uint8_t{});
+    case DType::kBytes:
+      break;
+  }
+  TPUSIM_CHECK(false) << "not a numeric dtype: " << DTypeName(dtype);
+  return fn(float{});
+}
+
 inline constexpr int64_t kUnknownDim = -1;
 
 // A possibly partial shape: dimensions may be kUnknownDim and the rank may be
