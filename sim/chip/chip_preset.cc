@@ -84,8 +84,8 @@ std::vector<ChipPreset> MakePresets() {
                  50,  // A.4/A.8: 45–50; tpusim choice: 50 GB/s raw link rate
                       // (A.9 item 1: raw rate as the hardware link, protocol
                       // overhead modelled on top), 45 as achieved
-                 45,            // A.4 [V]+[D]: ~45 GB/s achieved
-                 16,            // A.4 [V]/[M]: 16 GB/s each way per chip
+                 45,  // A.4 [V]+[D]: ~45 GB/s achieved
+                 16,  // A.4 [V]/[M]: 16 GB/s each way per chip
                  std::nullopt,  // A.8: DCN "?"
                  kVpuLanes, kVpuSublanes, kHopLatency});
   // ---- v5e (sheet A.5, A.8) ----

@@ -22,9 +22,7 @@ struct Result {
   std::string err;
 };
 
-std::string SourceDir() {
-  return TPUSIM_SOURCE_DIR;
-}
+std::string SourceDir() { return TPUSIM_SOURCE_DIR; }
 
 std::string Scenario(const std::string& name) {
   return SourceDir() + "/scenarios/" + name + ".textproto";
