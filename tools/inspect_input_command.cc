@@ -45,7 +45,19 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   const std::string json = FormatListingJson(listing);
   out << (format == "json" ? json : FormatListingText(listing));
 
-  if (!args.Has("golden")) return absl::OkStatus();
+  // Without a golden, an error that ended the listing (what TensorFlow would
+  // raise, e.g. fewer files than workers) is the run's result: the listing is
+  // printed up to it, then the CLI prints the status and exits 1. With a
+  // golden, the golden decides: it records the expected end, error or not.
+  if (!args.Has("golden")) {
+    if (listing.end.ok() || absl::IsOutOfRange(listing.end)) {
+      return absl::OkStatus();
+    }
+    return absl::Status(
+        listing.end.code(),
+        absl::StrCat("the listing ended at step ", listing.end_at_step, ": ",
+                     listing.end.message()));
+  }
   const std::string golden = args.Get("golden");
   if (args.Has("update-golden")) {
     std::ofstream o(golden, std::ios::binary | std::ios::trunc);
@@ -106,10 +118,11 @@ Subcommand InspectInputCommand() {
       "round-robin\n"
       "to replicas) and every step lists each replica's element. The first "
       "error ends the\n"
-      "listing and is reported as its end (exit 0); scenario errors exit 1 "
-      "naming the line\n"
-      "and field. The JSON schema is documented in "
-      "tools/inspect_input_report.h.";
+      "listing and is reported as its end; it then exits 1 with that error "
+      "(with --golden,\n"
+      "the comparison decides the exit code). Scenario errors exit 1 naming "
+      "the line and\n"
+      "field. The JSON schema is documented in README.md.";
   s.run = &RunInspectInput;
   return s;
 }

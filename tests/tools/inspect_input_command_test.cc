@@ -202,13 +202,27 @@ TEST(InspectInputCommandTest, UpdateGoldenNeedsGolden) {
   EXPECT_THAT(r.err, HasSubstr("--update-golden needs --golden FILE"));
 }
 
-TEST(InspectInputCommandTest, ErrorEndingTheListingStillExitsZero) {
+TEST(InspectInputCommandTest, ErrorEndingTheListingIsPrintedThenExitsOne) {
   const Result r = RunCommand({Scenario("too_few_files"), "--format=json"});
-  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.code, 1);
   EXPECT_THAT(
       r.out,
       HasSubstr("\"end\": {\"at_step\": 0, \"code\": \"INVALID_ARGUMENT\""));
   EXPECT_THAT(r.out, HasSubstr("\"steps\": [],"));
+  EXPECT_THAT(r.err, HasSubstr("tpusim inspect-input: INVALID_ARGUMENT: the "
+                               "listing ended at step 0: "));
+  EXPECT_THAT(r.err, HasSubstr("# shards = 2"));
+}
+
+TEST(InspectInputCommandTest, ErrorEndingTheListingMatchingTheGoldenExitsZero) {
+  const Result r = RunCommand(
+      {Scenario("too_few_files"), "--golden", Golden("too_few_files")});
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST(InspectInputCommandTest, EndOfDataAndStepLimitExitZero) {
+  EXPECT_EQ(RunCommand({Scenario("partial_batch")}).code, 0);
+  EXPECT_EQ(RunCommand({Scenario("default"), "--steps", "1"}).code, 0);
 }
 
 }  // namespace
