@@ -14,62 +14,6 @@
 namespace tpusim::data {
 namespace {
 
-class RequireNonEmptyShardIterator final : public DatasetIterator {
- public:
-  RequireNonEmptyShardIterator(IteratorPtr input, int64_t num_shards,
-                               int64_t index, SemanticsVersion version)
-      : input_(std::move(input)),
-        num_shards_(num_shards),
-        index_(index),
-        version_(version) {}
-
-  absl::StatusOr<std::optional<Element>> GetNext() override {
-    if (input_ == nullptr) return std::optional<Element>();
-    std::optional<Element> result;
-    do {
-      TPUSIM_ASSIGN_OR_RETURN(result, input_->GetNext());
-      if (!result.has_value()) {
-        input_.reset();
-        return std::optional<Element>();
-      }
-      ++next_index_;
-    } while ((next_index_ - 1) % num_shards_ != index_);
-    // TF 2.2 shard_dataset_op: the first element of every shard must exist;
-    // read ahead to position num_shards-1 and fail if the input ends before.
-    while (next_index_ < num_shards_) {
-      TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> unused, input_->GetNext());
-      if (!unused.has_value()) {
-        input_.reset();
-        if (version_ == SemanticsVersion::k2_4) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "ShardDataset(require_non_empty): Could not apply FILE based "
-              "sharding: the dataset only has ",
-              next_index_, " file(s), which is not enough for the required ",
-              num_shards_,
-              " shards/workers; consider the auto-shard policy DATA or OFF "
-              "(options.auto_shard_policy), or split the input files into "
-              "more files"));
-        }
-        return absl::InvalidArgumentError(absl::StrCat(
-            "ShardDataset(require_non_empty): there aren't enough elements in "
-            "this dataset for each shard to have at least one element (# "
-            "elems = ",
-            next_index_, ", # shards = ", num_shards_,
-            "); with a distribution strategy, consider setting the auto-shard "
-            "policy to DATA or OFF (options.auto_shard_policy)"));
-      }
-      ++next_index_;
-    }
-    return result;
-  }
-
- private:
-  IteratorPtr input_;
-  int64_t num_shards_, index_;
-  SemanticsVersion version_;
-  int64_t next_index_ = 0;
-};
-
 bool IsFilePassThrough(absl::string_view op) {
   return op == BatchNode::kOp || op == MapNode::kOp || op == FilterNode::kOp ||
          op == PrefetchNode::kOp || op == RepeatNode::kOp ||
@@ -125,7 +69,7 @@ absl::StatusOr<NodePtr> ShardFunctionInput(const FunctionNode& fn, int64_t w,
   TPUSIM_ASSIGN_OR_RETURN(NodePtr input,
                           StripShuffles(fn.inputs()[0], last_shuffle));
   TPUSIM_ASSIGN_OR_RETURN(NodePtr sharded,
-                          RequireNonEmptyShardNode::Make(input, w, i, version));
+                          MakeRequireNonEmptyShard(input, w, i, version));
   if (last_shuffle != nullptr) {
     TPUSIM_ASSIGN_OR_RETURN(sharded, last_shuffle->WithInputs({sharded}));
   }
@@ -226,49 +170,14 @@ absl::StatusOr<NodePtr> RebatchV2ToLegacy(const NodePtr& node,
 
 }  // namespace
 
-// ---- RequireNonEmptyShardNode ----
-
-absl::StatusOr<NodePtr> RequireNonEmptyShardNode::Make(
-    NodePtr input, int64_t num_shards, int64_t index,
-    SemanticsVersion version) {
-  if (num_shards < 1 || index < 0 || index >= num_shards) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ShardDataset(require_non_empty): num_shards=", num_shards, ", index=",
-        index, "; need num_shards >= 1 and 0 <= index < num_shards"));
-  }
-  return NodePtr(std::make_shared<RequireNonEmptyShardNode>(
-      std::move(input), num_shards, index, version));
-}
-
-RequireNonEmptyShardNode::RequireNonEmptyShardNode(NodePtr input,
-                                                   int64_t num_shards,
-                                                   int64_t index,
-                                                   SemanticsVersion version)
-    : DatasetNode({input}, input->element_spec()),
-      num_shards_(num_shards),
-      index_(index),
-      version_(version) {}
-
-std::vector<NodeAttr> RequireNonEmptyShardNode::attrs() const {
-  return {{"num_shards", absl::StrCat(num_shards_)},
-          {"index", absl::StrCat(index_)},
-          {"require_non_empty", "true"}};
-}
-
-absl::StatusOr<IteratorPtr> RequireNonEmptyShardNode::MakeIterator(
-    const IteratorContext& ctx) const {
-  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
-  return IteratorPtr(std::make_unique<RequireNonEmptyShardIterator>(
-      std::move(input), num_shards_, index_, version_));
-}
-
-absl::StatusOr<NodePtr> RequireNonEmptyShardNode::WithInputs(
-    std::vector<NodePtr> inputs) const {
-  if (inputs.size() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ShardDataset takes 1 input, got ", inputs.size()));
-  }
-  return Make(std::move(inputs[0]), num_shards_, index_, version_);
+absl::StatusOr<NodePtr> MakeRequireNonEmptyShard(NodePtr input,
+                                                 int64_t num_shards,
+                                                 int64_t index,
+                                                 SemanticsVersion version) {
+  return ShardNode::Make(std::move(input), num_shards, index,
+                         version == SemanticsVersion::k2_4
+                             ? ShardNonEmpty::kTf24Wording
+                             : ShardNonEmpty::kTf22Wording);
 }
 
 // ---- policies ----
@@ -290,7 +199,7 @@ absl::StatusOr<NodePtr> ShardByData(const NodePtr& root, int64_t num_workers,
   if (version == SemanticsVersion::k2_4) {
     TPUSIM_ASSIGN_OR_RETURN(node, RebatchV2ToLegacy(root, num_replicas));
   }
-  return RequireNonEmptyShardNode::Make(node, num_workers, index, version);
+  return MakeRequireNonEmptyShard(node, num_workers, index, version);
 }
 
 absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,

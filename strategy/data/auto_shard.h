@@ -30,42 +30,12 @@
 
 namespace tpusim::data {
 
-// The shard auto-shard inserts: TF's ShardDataset with require_non_empty=true.
-// It keeps elements index, index+num_shards, ... like shard(); in addition,
-// after taking its first element it reads ahead to position num_shards-1 and,
-// if the input ends before that, fails with InvalidArgument "... not enough
-// elements ... (# elems = M, # shards = W) ..." (TF 2.2's check; with
-// SemanticsVersion::k2_4 TF 2.4's wording "Could not apply FILE based sharding:
-// the dataset only has M file(s), which is not enough for the required W
-// shards/workers ..."). A worker whose index is >= M sees a clean end instead.
-// After the error the iterator is at its end. tpusim choice: M is always the
-// number of elements the input had.
-class RequireNonEmptyShardNode final : public DatasetNode {
- public:
-  static constexpr absl::string_view kOp =
-      "ShardDataset";  // TF's op, attr require_non_empty
-  // num_shards >= 1 and 0 <= index < num_shards, else InvalidArgument.
-  static absl::StatusOr<NodePtr> Make(
-      NodePtr input, int64_t num_shards, int64_t index,
-      SemanticsVersion version = SemanticsVersion::k2_2);
-  absl::string_view op() const override { return kOp; }
-  std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
-      const IteratorContext& ctx) const override;
-  absl::StatusOr<NodePtr> WithInputs(
-      std::vector<NodePtr> inputs) const override;
-  int64_t num_shards() const { return num_shards_; }
-  int64_t index() const { return index_; }
-
-  SemanticsVersion version() const { return version_; }
-
-  RequireNonEmptyShardNode(NodePtr input, int64_t num_shards, int64_t index,
-                           SemanticsVersion version);  // use Make
-
- private:
-  int64_t num_shards_, index_;
-  SemanticsVersion version_;
-};
+// The shard auto-shard inserts: TF's ShardDataset with require_non_empty=true
+// (ShardNode with the wording of `version`).
+absl::StatusOr<NodePtr> MakeRequireNonEmptyShard(NodePtr input,
+                                                 int64_t num_shards,
+                                                 int64_t index,
+                                                 SemanticsVersion version);
 
 struct AutoShardResult {
   NodePtr node;

@@ -425,13 +425,16 @@ absl::StatusOr<NodePtr> BatchNode::WithInputs(
 // ---------------------------------------------------------------------------------------------
 // ShardNode
 
-ShardNode::ShardNode(NodePtr input, int64_t num_shards, int64_t index)
+ShardNode::ShardNode(NodePtr input, int64_t num_shards, int64_t index,
+                     ShardNonEmpty non_empty)
     : DatasetNode({input}, input->element_spec()),
       num_shards_(num_shards),
-      index_(index) {}
+      index_(index),
+      non_empty_(non_empty) {}
 
 absl::StatusOr<NodePtr> ShardNode::Make(NodePtr input, int64_t num_shards,
-                                        int64_t index) {
+                                        int64_t index,
+                                        ShardNonEmpty non_empty) {
   // TF (shard_dataset_op.cc): "Number of shards must be greater than zero
   // (currently num_shards = 0)." and "Index must be between 0 and 1 (currently
   // index = 2)."
@@ -446,49 +449,90 @@ absl::StatusOr<NodePtr> ShardNode::Make(NodePtr input, int64_t num_shards,
         absl::StrCat("shard: Index must be between 0 and ", num_shards - 1,
                      " (currently index = ", index, ")."));
   }
-  return NodePtr(
-      std::make_shared<ShardNode>(std::move(input), num_shards, index));
+  return NodePtr(std::make_shared<ShardNode>(std::move(input), num_shards,
+                                             index, non_empty));
 }
 
 std::vector<NodeAttr> ShardNode::attrs() const {
-  return {{"num_shards", absl::StrCat(num_shards_)},
-          {"index", absl::StrCat(index_)}};
+  std::vector<NodeAttr> attrs = {{"num_shards", absl::StrCat(num_shards_)},
+                                 {"index", absl::StrCat(index_)}};
+  if (require_non_empty()) attrs.push_back({"require_non_empty", "true"});
+  return attrs;
 }
+
+namespace {
+
+// The error of a require-non-empty shard whose input had only `elems`
+// elements for `shards` shards.
+absl::Status NotEnoughElementsForShards(ShardNonEmpty wording, int64_t elems,
+                                        int64_t shards) {
+  if (wording == ShardNonEmpty::kTf24Wording) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ShardDataset(require_non_empty): Could not apply FILE based "
+        "sharding: the dataset only has ",
+        elems, " file(s), which is not enough for the required ", shards,
+        " shards/workers; consider the auto-shard policy DATA or OFF "
+        "(options.auto_shard_policy), or split the input files into more "
+        "files"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "ShardDataset(require_non_empty): there aren't enough elements in this "
+      "dataset for each shard to have at least one element (# elems = ",
+      elems, ", # shards = ", shards,
+      "); with a distribution strategy, consider setting the auto-shard "
+      "policy to DATA or OFF (options.auto_shard_policy)"));
+}
+
+}  // namespace
 
 absl::StatusOr<IteratorPtr> ShardNode::MakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:
-    It(IteratorPtr input, int64_t n, int64_t i)
-        : input_(std::move(input)), n_(n), i_(i) {}
+    It(IteratorPtr input, int64_t n, int64_t i, ShardNonEmpty non_empty)
+        : input_(std::move(input)), n_(n), i_(i), non_empty_(non_empty) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
-      while (!done_) {
+      while (input_ != nullptr) {
         TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
         if (!e.has_value()) {
-          done_ = true;
+          input_.reset();
           break;
         }
         const int64_t k = pos_++;
-        if (k % n_ == i_) return e;
+        if (k % n_ != i_) continue;
+        // Require non-empty (TF 2.2 shard_dataset_op): with the first element
+        // in hand, every shard must have one: read ahead to position n-1.
+        if (non_empty_ != ShardNonEmpty::kNotRequired) {
+          while (pos_ < n_) {
+            TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> skipped,
+                                    input_->GetNext());
+            if (!skipped.has_value()) {
+              input_.reset();
+              return NotEnoughElementsForShards(non_empty_, pos_, n_);
+            }
+            ++pos_;
+          }
+        }
+        return e;
       }
       return std::optional<Element>();
     }
 
    private:
-    IteratorPtr input_;
+    IteratorPtr input_;  // null once the input ended (or failed the check)
     int64_t n_, i_;
+    ShardNonEmpty non_empty_;
     int64_t pos_ = 0;
-    bool done_ = false;
   };
   return IteratorPtr(
-      std::make_unique<It>(std::move(input), num_shards_, index_));
+      std::make_unique<It>(std::move(input), num_shards_, index_, non_empty_));
 }
 
 absl::StatusOr<NodePtr> ShardNode::WithInputs(
     std::vector<NodePtr> inputs) const {
   TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
-  return Make(inputs[0], num_shards_, index_);
+  return Make(inputs[0], num_shards_, index_, non_empty_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -215,12 +215,26 @@ class BatchNode final : public DatasetNode {
   bool drop_remainder_;
 };
 
+// shard(num_shards, index): keeps elements index, index + num_shards, ...
+//
+// With require_non_empty (TF's ShardDataset attr, set by auto-shard) it also
+// reads ahead, after taking its first element, to position num_shards - 1 and,
+// if the input ends before that, fails with InvalidArgument naming the element
+// count M and num_shards W: "... not enough elements ... (# elems = M,
+// # shards = W) ..." (TF 2.2's shard_dataset_op) or, with kTf24Wording, TF
+// 2.4's "Could not apply FILE based sharding: the dataset only has M file(s)
+// ...". A shard whose index is >= M sees a clean end instead. After the error
+// the iterator is at its end. tpusim choice: M is always the number of
+// elements the input had.
+enum class ShardNonEmpty { kNotRequired, kTf22Wording, kTf24Wording };
+
 class ShardNode final : public DatasetNode {
  public:
   static constexpr absl::string_view kOp = "ShardDataset";
   // num_shards > 0 and 0 <= index < num_shards, else InvalidArgument.
-  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t num_shards,
-                                      int64_t index);
+  static absl::StatusOr<NodePtr> Make(
+      NodePtr input, int64_t num_shards, int64_t index,
+      ShardNonEmpty non_empty = ShardNonEmpty::kNotRequired);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
   absl::StatusOr<IteratorPtr> MakeIterator(
@@ -229,11 +243,17 @@ class ShardNode final : public DatasetNode {
       std::vector<NodePtr> inputs) const override;
   int64_t num_shards() const { return num_shards_; }
   int64_t index() const { return index_; }
+  bool require_non_empty() const {
+    return non_empty_ != ShardNonEmpty::kNotRequired;
+  }
+  ShardNonEmpty non_empty() const { return non_empty_; }
 
-  ShardNode(NodePtr input, int64_t num_shards, int64_t index);  // use Make
+  ShardNode(NodePtr input, int64_t num_shards, int64_t index,
+            ShardNonEmpty non_empty);  // use Make
 
  private:
   int64_t num_shards_, index_;
+  ShardNonEmpty non_empty_;
 };
 
 class RepeatNode final : public DatasetNode {

@@ -480,14 +480,14 @@ TEST(AutoShardTest, InvalidArgumentsAreRejected) {
                         SemanticsVersion::k2_2),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unknown policy 7")));
-  EXPECT_THAT(
-      RequireNonEmptyShardNode::Make(node, 0, 0),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_shards=0")));
+  EXPECT_THAT(MakeRequireNonEmptyShard(node, 0, 0, SemanticsVersion::k2_2),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("currently num_shards = 0")));
 }
 
 TEST(AutoShardTest, RequireNonEmptyShardErrorsOnlyOnceThenEnds) {
-  absl::StatusOr<NodePtr> shard =
-      RequireNonEmptyShardNode::Make(Dataset::Range(1).node(), 2, 0);
+  absl::StatusOr<NodePtr> shard = MakeRequireNonEmptyShard(
+      Dataset::Range(1).node(), 2, 0, SemanticsVersion::k2_2);
   ASSERT_THAT(shard, IsOk());
   absl::StatusOr<IteratorPtr> it = Dataset(*shard).MakeIterator();
   ASSERT_THAT(it, IsOk());
