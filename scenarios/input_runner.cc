@@ -12,7 +12,6 @@
 #include "strategy/data/distribute.h"
 #include "strategy/data/input_context.h"
 #include "strategy/runtime/host_backend.h"
-#include "strategy/runtime/slice.h"
 #include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
@@ -39,24 +38,18 @@ struct HostStrategy {
 
 absl::StatusOr<HostStrategy> MakeHostStrategy(const ClusterLayout& cluster,
                                               const std::string& semantics) {
+  // The resolver lays out the devices (a slice name or plain workers x
+  // replicas); the backend is built from exactly those devices.
+  TPUSIM_ASSIGN_OR_RETURN(
+      strategy::TPUClusterResolver resolver,
+      cluster.slice.empty()
+          ? strategy::TPUClusterResolver::CreatePlain(
+                cluster.workers, cluster.replicas_per_worker)
+          : strategy::TPUClusterResolver::Create(cluster.slice));
   HostStrategy h;
-  if (cluster.slice.empty()) {
-    TPUSIM_ASSIGN_OR_RETURN(strategy::TPUClusterResolver resolver,
-                            strategy::TPUClusterResolver::CreatePlain(
-                                cluster.workers, cluster.replicas_per_worker));
-    h.backend = std::make_unique<runtime::HostBackend>(resolver.devices());
-    h.resolver =
-        std::make_unique<strategy::TPUClusterResolver>(std::move(resolver));
-  } else {
-    TPUSIM_ASSIGN_OR_RETURN(runtime::SliceLayout layout,
-                            runtime::ParseSlice(cluster.slice));
-    h.backend = std::make_unique<runtime::HostBackend>(layout.devices);
-    TPUSIM_ASSIGN_OR_RETURN(
-        strategy::TPUClusterResolver resolver,
-        strategy::TPUClusterResolver::Create(*h.backend, cluster.slice));
-    h.resolver =
-        std::make_unique<strategy::TPUClusterResolver>(std::move(resolver));
-  }
+  h.backend = std::make_unique<runtime::HostBackend>(resolver.devices());
+  h.resolver =
+      std::make_unique<strategy::TPUClusterResolver>(std::move(resolver));
   strategy::TPUStrategyOptions options;
   options.semantics_version = semantics;
   TPUSIM_ASSIGN_OR_RETURN(h.strategy, strategy::TPUStrategy::Create(

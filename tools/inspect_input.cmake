@@ -1,6 +1,4 @@
 # `tpusim inspect-input` (included by tools/CMakeLists.txt).
-tpusim_cc_library(NAME json_writer SRCS json_writer.cc HDRS json_writer.h
-                  DEPS absl::strings absl::str_format)
 tpusim_cc_library(NAME inspect_input_report SRCS inspect_input_report.cc
                   HDRS inspect_input_report.h
                   DEPS tpusim::tools::json_writer tpusim::scenarios::input_runner

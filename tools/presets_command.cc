@@ -1,15 +1,17 @@
 #include "tools/presets_command.h"
 
+#include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "sim/chip/chip_preset.h"
+#include "tools/json_writer.h"
 
 namespace tpusim::tools {
 namespace {
@@ -27,34 +29,61 @@ std::string MaxSlice(const ChipPreset& p) {
              : absl::StrCat(s[0], "x", s[1]);
 }
 
-// One row per field: label, unit, value.
-std::vector<std::vector<std::string>> Fields(const ChipPreset& p) {
+// One preset field: its label and unit, the text people read and the value
+// machines read (a number, a string, or null where the sheet has none).
+struct Field {
+  std::string label;
+  std::string unit;
+  std::string text;
+  Json json;
+};
+
+// `text` overrides the default "%g" rendering for people.
+Field Number(std::string label, std::string unit, double v,
+             std::string text = "") {
+  if (text.empty()) text = absl::StrFormat("%g", v);
+  // Whole numbers (counts, 900 GB/s) are JSON integers, the rest the shortest
+  // float text.
+  const bool whole = v == std::trunc(v) && std::abs(v) < 1e15;
+  return {std::move(label), std::move(unit), std::move(text),
+          whole ? Json::Int(static_cast<int64_t>(v)) : Json::Float64(v)};
+}
+Field Optional(std::string label, std::string unit,
+               const std::optional<double>& v) {
+  if (v.has_value()) return Number(std::move(label), std::move(unit), *v);
+  return {std::move(label), std::move(unit), "-", Json::Null()};
+}
+Field Text(std::string label, std::string unit, std::string text) {
+  Json json = Json::String(text);
+  return {std::move(label), std::move(unit), std::move(text), std::move(json)};
+}
+
+std::vector<Field> Fields(const ChipPreset& p) {
   const auto* g = p.generation;
   return {
-      {"TensorCores per chip", "", absl::StrCat(g->cores_per_chip)},
-      {"devices per chip", "", absl::StrCat(g->devices_per_chip)},
-      {"MXUs per core", "", absl::StrCat(p.mxus_per_core)},
-      {"MXU size", "", absl::StrCat(p.mxu_dim, "x", p.mxu_dim)},
-      {"clock", "GHz", absl::StrFormat("%g", p.clock_ghz)},
-      {"peak bf16 (datasheet)", "TFLOPS/chip",
-       absl::StrFormat("%g", p.datasheet_bf16_tflops)},
-      {"peak bf16 (MXU identity)", "TFLOPS/chip",
-       absl::StrFormat("%.1f", p.PeakBf16FlopsPerSecond() / 1e12)},
-      {"int8", "TOPS/chip", Opt(p.int8_tops)},
-      {"HBM", "GiB/chip", absl::StrFormat("%g", p.hbm_capacity.gib())},
-      {"HBM bandwidth", "GB/s/chip", absl::StrFormat("%g", p.hbm_gbps)},
-      {"ICI ports", "", absl::StrCat(p.ici_ports)},
-      {"ICI link (raw)", "GB/s/dir", absl::StrFormat("%g", p.ici_link_gbps)},
-      {"ICI link (achieved)", "GB/s/dir", Opt(p.ici_link_achieved_gbps)},
-      {"ICI hop latency", "us",
-       absl::StrFormat("%g", p.ici_hop_latency.microseconds())},
-      {"torus", "", absl::StrCat(g->torus_rank, "-D")},
-      {"max slice", "chips", MaxSlice(p)},
-      {"chips per host", "", absl::StrCat(g->chips_per_host)},
-      {"PCIe", "GB/s/chip", Opt(p.pcie_gbps)},
-      {"DCN", "GB/s/chip", Opt(p.dcn_gbps)},
-      {"vector unit", "lanes x sublanes",
-       absl::StrCat(p.vpu_lanes, "x", p.vpu_sublanes)},
+      Number("TensorCores per chip", "", g->cores_per_chip),
+      Number("devices per chip", "", g->devices_per_chip),
+      Number("MXUs per core", "", p.mxus_per_core),
+      Text("MXU size", "", absl::StrCat(p.mxu_dim, "x", p.mxu_dim)),
+      Number("clock", "GHz", p.clock_ghz),
+      Number("peak bf16 (datasheet)", "TFLOPS/chip", p.datasheet_bf16_tflops),
+      Number("peak bf16 (MXU identity)", "TFLOPS/chip",
+             p.PeakBf16FlopsPerSecond() / 1e12,
+             absl::StrFormat("%.1f", p.PeakBf16FlopsPerSecond() / 1e12)),
+      Optional("int8", "TOPS/chip", p.int8_tops),
+      Number("HBM", "GiB/chip", p.hbm_capacity.gib()),
+      Number("HBM bandwidth", "GB/s/chip", p.hbm_gbps),
+      Number("ICI ports", "", p.ici_ports),
+      Number("ICI link (raw)", "GB/s/dir", p.ici_link_gbps),
+      Optional("ICI link (achieved)", "GB/s/dir", p.ici_link_achieved_gbps),
+      Number("ICI hop latency", "us", p.ici_hop_latency.microseconds()),
+      Text("torus", "", absl::StrCat(g->torus_rank, "-D")),
+      Text("max slice", "chips", MaxSlice(p)),
+      Number("chips per host", "", g->chips_per_host),
+      Optional("PCIe", "GB/s/chip", p.pcie_gbps),
+      Optional("DCN", "GB/s/chip", p.dcn_gbps),
+      Text("vector unit", "lanes x sublanes",
+           absl::StrCat(p.vpu_lanes, "x", p.vpu_sublanes)),
   };
 }
 
@@ -82,36 +111,21 @@ void PrintTable(std::ostream& out) {
          "sim/chip/chip_preset.cc. '-' = not published.\n";
 }
 
-std::string JsonEscape(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
-
+// One JSON object per preset, keys "label (unit)" plus "name", sorted (the
+// project's JSON convention, tools/json_writer.h).
 void PrintJson(absl::Span<const ChipPreset* const> presets, std::ostream& out) {
-  out << "[";
-  for (size_t i = 0; i < presets.size(); ++i) {
-    out << (i ? ",\n " : "") << "{\"name\": \"" << presets[i]->name() << "\"";
-    for (const auto& f : Fields(*presets[i])) {
-      out << ", \"" << JsonEscape(f[0])
-          << (f[1].empty() ? "" : " (" + f[1] + ")") << "\": ";
-      double number;
-      if (f[2] == "-") {
-        out << "null";
-      } else if (absl::SimpleAtod(f[2], &number) &&
-                 f[2].find('x') == std::string::npos &&
-                 f[2].find('D') == std::string::npos) {
-        out << f[2];
-      } else {
-        out << "\"" << JsonEscape(f[2]) << "\"";
-      }
+  std::vector<Json> items;
+  for (const ChipPreset* p : presets) {
+    std::map<std::string, Json> members = {
+        {"name", Json::String(std::string(p->name()))}};
+    for (Field& f : Fields(*p)) {
+      members[f.unit.empty() ? f.label
+                             : absl::StrCat(f.label, " (", f.unit, ")")] =
+          std::move(f.json);
     }
-    out << "}";
+    items.push_back(Json::Object(std::move(members)));
   }
-  out << "]\n";
+  out << Json::Array(std::move(items)).Dump() << "\n";
 }
 
 absl::Status RunPresets(const ParsedArgs& args, std::ostream& out) {
@@ -135,7 +149,7 @@ absl::Status RunPresets(const ParsedArgs& args, std::ostream& out) {
   } else {
     out << "preset " << selected[0]->name() << "\n";
     for (const auto& f : Fields(*selected[0])) {
-      out << absl::StrFormat("  %-26s %-12s %s\n", f[0], f[2], f[1]);
+      out << absl::StrFormat("  %-26s %-12s %s\n", f.label, f.text, f.unit);
     }
   }
   return absl::OkStatus();
