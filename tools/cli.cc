@@ -93,19 +93,19 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
       PrintHelp(*sub, out);
       return kExitOk;
     }
+    // Only "--name" and "--name=value" are flags; "-x" is unknown.
     const size_t eq = a.find('=');
-    const std::string flag_name =
-        a.substr(a[1] == '-' ? 2 : 1, eq == std::string::npos
-                                          ? std::string::npos
-                                          : eq - (a[1] == '-' ? 2 : 1));
-    auto spec =
-        std::find_if(sub->flags.begin(), sub->flags.end(),
-                     [&](const FlagSpec& f) { return f.name == flag_name; });
-    if (!absl::StartsWith(a, "--") || spec == sub->flags.end()) {
-      err << "tpusim " << sub->name << ": unknown flag " << a.substr(0, eq)
+    const std::string spelled = a.substr(0, eq);  // "--name" or "-x"
+    auto spec = std::find_if(sub->flags.begin(), sub->flags.end(),
+                             [&](const FlagSpec& f) {
+                               return spelled == absl::StrCat("--", f.name);
+                             });
+    if (spec == sub->flags.end()) {
+      err << "tpusim " << sub->name << ": unknown flag " << spelled
           << " (see 'tpusim " << sub->name << " --help')\n";
       return kExitUsage;
     }
+    const std::string& flag_name = spec->name;
     if (!spec->takes_value) {
       if (eq != std::string::npos) {
         err << "tpusim " << sub->name << ": flag --" << flag_name
