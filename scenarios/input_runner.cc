@@ -1,11 +1,13 @@
 #include "scenarios/input_runner.h"
 
+#include <filesystem>
 #include <memory>
+#include <string>
 #include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
+#include "absl/strings/ascii.h"
 #include "common/status_macros.h"
 #include "scenarios/pipeline_builder.h"
 #include "strategy/cluster_resolver.h"
@@ -17,15 +19,58 @@
 namespace tpusim::scenarios {
 namespace {
 
-// `status` with every occurrence of the data directory replaced by
-// "<data-dir>", so that messages naming synthetic files do not depend on where
-// they were written (goldens stay machine-independent).
+// True for the characters of a path component ("data", "set-01.tfrecord").
+bool IsPathChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         c == '-' || c == '.';
+}
+
+// `text` with the data directory replaced by "<data-dir>" where it appears as
+// a path: at a boundary (not inside a longer name) and followed by '/' or the
+// end of the path. `data_dir` is the resolved (absolute, normalized)
+// directory, so "dataset" in a message never matches "--data-dir data".
+std::string HideDataDir(absl::string_view text, const std::string& data_dir) {
+  if (data_dir.empty()) return std::string(text);
+  std::string out;
+  size_t from = 0;
+  while (true) {
+    const size_t at = text.find(data_dir, from);
+    if (at == absl::string_view::npos) break;
+    const size_t end = at + data_dir.size();
+    const bool starts =
+        at == 0 || (!IsPathChar(text[at - 1]) && text[at - 1] != '/');
+    const bool ends =
+        end == text.size() || text[end] == '/' || !IsPathChar(text[end]);
+    if (starts && ends) {
+      absl::StrAppend(&out, text.substr(from, at - from), "<data-dir>");
+    } else {
+      absl::StrAppend(&out, text.substr(from, end - from));
+    }
+    from = end;
+  }
+  absl::StrAppend(&out, text.substr(from));
+  return out;
+}
+
+// `status` with the data directory hidden (HideDataDir), so that messages
+// naming synthetic files do not depend on where they were written (goldens
+// stay machine-independent).
 absl::Status WithoutDataDir(const absl::Status& status,
                             const std::string& data_dir) {
   if (status.ok() || data_dir.empty()) return status;
-  return absl::Status(
-      status.code(),
-      absl::StrReplaceAll(status.message(), {{data_dir, "<data-dir>"}}));
+  return absl::Status(status.code(), HideDataDir(status.message(), data_dir));
+}
+
+// The data directory as an absolute, normalized path without a trailing '/'
+// (the files are written under exactly this path, so it is what messages
+// contain).
+std::string ResolveDataDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  if (ec) p = dir;
+  std::string out = p.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
 }
 
 // A TPUStrategy on a HostBackend with the scenario's devices. The backend and
@@ -57,6 +102,14 @@ absl::StatusOr<HostStrategy> MakeHostStrategy(const ClusterLayout& cluster,
   return h;
 }
 
+// `ds` with its Options::max_memory set to `budget`.
+data::Dataset WithMaxMemory(data::Dataset ds, common::Bytes budget) {
+  if (!ds.ok()) return ds;
+  data::Options options = ds.options();
+  options.max_memory = budget;
+  return ds.WithOptions(options);
+}
+
 }  // namespace
 
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
@@ -83,8 +136,8 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     for (int r : workers.replicas_per_worker[w]) listing.replica_workers[r] = w;
   }
 
-  const std::string data_dir =
-      options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
+  const std::string data_dir = ResolveDataDir(
+      options.data_dir.empty() ? DefaultDataDir() : options.data_dir);
   TPUSIM_ASSIGN_OR_RETURN(FileSetPaths files,
                           MaterializeFileSets(scenario, data_dir));
 
@@ -101,21 +154,21 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
         [&](const data::InputContext& ctx) {
           absl::StatusOr<data::Dataset> ds =
               BuildPipeline(scenario, files, ctx);
-          return ds.ok() ? *std::move(ds)
+          return ds.ok() ? WithMaxMemory(*std::move(ds), options.max_memory)
                          : data::Dataset::FromError(ds.status());
         });
   } else {
     TPUSIM_ASSIGN_OR_RETURN(data::Dataset dataset,
                             BuildPipeline(scenario, files, std::nullopt));
-    dist = tpu.ExperimentalDistributeDataset(dataset);
+    dist = tpu.ExperimentalDistributeDataset(
+        WithMaxMemory(std::move(dataset), options.max_memory));
   }
   if (!dist.ok()) {
     listing.end = WithoutDataDir(dist.status(), data_dir);
     return listing;
   }
   for (const std::string& w : dist->warnings()) {
-    listing.warnings.push_back(
-        absl::StrReplaceAll(w, {{data_dir, "<data-dir>"}}));
+    listing.warnings.push_back(HideDataDir(w, data_dir));
   }
   absl::StatusOr<data::DistributedIterator> it = dist->MakeIterator();
   if (!it.ok()) {

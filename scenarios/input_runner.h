@@ -64,8 +64,11 @@ struct RunInputOptions {
   // (without fetching step max_steps, so nothing past the limit is evaluated).
   int64_t max_steps = 1000;
   // Where synthetic file sets are written (pipeline_builder.h,
-  // DefaultDataDir()).
+  // DefaultDataDir()). Resolved to an absolute, normalized path; messages
+  // name it "<data-dir>" (only where it appears as that path).
   std::string data_dir;
+  // The memory budget of each input buffer (data::Options::max_memory).
+  common::Bytes max_memory = data::kDefaultMaxMemory;
 };
 
 // Runs the input side of `scenario`. Errors: the cluster's and pipeline

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/int_math.h"
 #include "common/status_macros.h"
 #include "common/units.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -209,14 +210,8 @@ absl::StatusOr<Element> Elementwise(const Element& e,
 
 // Two's-complement wrap-around like TF's integer ops, without signed-overflow
 // UB.
-int64_t WrapMul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) *
-                              static_cast<uint64_t>(b));
-}
-int64_t WrapAdd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) +
-                              static_cast<uint64_t>(b));
-}
+using common::WrapAdd;
+using common::WrapMul;
 
 absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
                                              const ElementSpec& input_spec,
@@ -237,13 +232,13 @@ absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
   } else if (fn == "negate") {
     f.fn = [fn](const Element& e) {
       return Elementwise(
-          e, fn, [](int64_t v) { return WrapMul(v, -1); },
+          e, fn, [](int64_t v) { return WrapMul<int64_t>(v, -1); },
           [](double v) { return -v; });
     };
   } else if (fn == "add_one") {
     f.fn = [fn](const Element& e) {
       return Elementwise(
-          e, fn, [](int64_t v) { return WrapAdd(v, 1); },
+          e, fn, [](int64_t v) { return WrapAdd<int64_t>(v, 1); },
           [](double v) { return v + 1; });
     };
   } else if (fn == "parse_example") {
@@ -327,9 +322,9 @@ class Builder {
       TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> matches,
                               data::MatchingFiles({pattern}));
       if (matches.empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(s_.source_name, ": ", path, ".glob=\"", r.glob(),
-                         "\": no file matches \"", pattern, "\""));
+        return ScenarioError(s_, absl::StrCat(path, ".glob"),
+                             absl::StrCat("\"", r.glob(), "\""),
+                             absl::StrCat("no file matches \"", pattern, "\""));
       }
       return matches;
     }
@@ -342,9 +337,9 @@ class Builder {
                                                    const std::string& path) {
     auto it = files_.find(name);
     if (it == files_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(s_.source_name, ": ", path, ".file_set=\"", name,
-                       "\": the file set was not generated"));
+      return ScenarioError(s_, absl::StrCat(path, ".file_set"),
+                           absl::StrCat("\"", name, "\""),
+                           "the file set was not generated");
     }
     return it->second;
   }
@@ -566,8 +561,7 @@ class Builder {
       default:
         break;
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        s_.source_name, ": ", path, ": stage cannot be built here"));
+    return ScenarioError(s_, path, "", "stage cannot be built here");
   }
 
   const LoadedScenario& s_;

@@ -2,21 +2,23 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
+#include <limits>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/file_io.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "strategy/data/dataset.h"
 #include "strategy/runtime/slice.h"
 #include "strategy/runtime/tensor.h"
 
@@ -144,6 +146,20 @@ class Cursor {
                      absl::string_view problem) const {
     return Error(field, -1, value, problem);
   }
+  // An error about the message itself, with an optional value.
+  absl::Status ErrorWithValue(absl::string_view value,
+                              absl::string_view problem) const {
+    const std::string where = line_ > 0
+                                  ? absl::StrCat(*source_, ":", line_, ": ")
+                                  : absl::StrCat(*source_, ": ");
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, path_.empty() ? "scenario" : path_,
+        value.empty() ? "" : absl::StrCat("=", value), ": ", problem));
+  }
+  // The line of `field` (see Line()).
+  int LineOf(absl::string_view field, int index) const {
+    return Line(field, index);
+  }
   // An error about the message itself (no field).
   absl::Status Error(absl::string_view problem) const {
     const std::string where = line_ > 0
@@ -237,6 +253,21 @@ std::string Join(const char* const (&names)[N]) {
 
 std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
+constexpr const char* kFileSetNameRule =
+    "must be 1 to 64 characters from [A-Za-z0-9_.-], not starting with '.' "
+    "(the name becomes a directory under the data directory)";
+
+bool IsValidFileSetName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxFileSetNameLength || name[0] == '.')
+    return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 class Validator {
  public:
   explicit Validator(const LoadedScenario& s) : s_(s) {}
@@ -267,6 +298,9 @@ class Validator {
       Cursor c = root.Child(fs, "file_set", i);
       if (!fs.has_name() || fs.name().empty())
         return c.Error("name", "", "missing");
+      if (!IsValidFileSetName(fs.name())) {
+        return c.Error("name", Quote(fs.name()), kFileSetNameRule);
+      }
       if (!names.insert(fs.name()).second) {
         return c.Error("name", Quote(fs.name()),
                        "another file_set has this name");
@@ -367,6 +401,13 @@ class Validator {
     for (int i = 0; i < stages.size(); ++i) {
       const Stage& st = stages.Get(i);
       Cursor c = parent.Child(st, field, i);
+      if (++stage_count_ > kMaxScenarioStages) {
+        return parent.Error(
+            field, i, "",
+            absl::StrCat("the scenario has more than ", kMaxScenarioStages,
+                         " stages (counting nested pipelines); tpusim's limit "
+                         "keeps deep pipelines from exhausting the stack"));
+      }
       const std::string name = StageName(st);
       if (name.empty()) {
         return parent.Error(
@@ -444,6 +485,22 @@ class Validator {
                         absl::StrCat("do not match dtype ", Quote(dtype_name),
                                      "; use ", want));
       }
+      if (*dtype == runtime::DType::kI32 || *dtype == runtime::DType::kU8) {
+        const int64_t lo = *dtype == runtime::DType::kU8
+                               ? 0
+                               : std::numeric_limits<int32_t>::min();
+        const int64_t hi = *dtype == runtime::DType::kU8
+                               ? 255
+                               : std::numeric_limits<int32_t>::max();
+        for (int v = 0; v < lit.int_values_size(); ++v) {
+          if (lit.int_values(v) < lo || lit.int_values(v) > hi) {
+            return cc.Error(
+                "int_values", v, absl::StrCat(lit.int_values(v)),
+                absl::StrCat("out of range for ", dtype_name, " [", lo, ", ",
+                             hi, "]"));
+          }
+        }
+      }
       if (lit.scalar() && lit.shape_size() > 0) {
         return cc.Error("scalar", "true",
                         "contradicts shape; a scalar has shape []");
@@ -456,8 +513,15 @@ class Validator {
             return cc.Error("shape", d, absl::StrCat(lit.shape(d)),
                             "must be >= 0");
           }
-          elements *= lit.shape(d);
         }
+        const runtime::Shape shape(
+            std::vector<int64_t>(lit.shape().begin(), lit.shape().end()));
+        absl::StatusOr<int64_t> bytes =
+            runtime::CheckedByteSize(*dtype, shape);
+        if (!bytes.ok()) {
+          return cc.Error("shape", shape.ToString(), bytes.status().message());
+        }
+        elements = shape.num_elements();
       }
       if (elements != count) {
         return cc.Error(
@@ -500,9 +564,12 @@ class Validator {
       TPUSIM_RETURN_IF_ERROR(CheckFileSetRef(c, r.file_set()));
     if (r.has_glob() && r.glob().empty())
       return c.Error("glob", "\"\"", "must not be empty");
-    if (r.has_num_parallel_reads() && r.num_parallel_reads() < 1) {
+    if (r.has_num_parallel_reads() &&
+        (r.num_parallel_reads() < 1 ||
+         r.num_parallel_reads() > data::kMaxCycleLength)) {
       return c.Error("num_parallel_reads", absl::StrCat(r.num_parallel_reads()),
-                     "must be >= 1");
+                     absl::StrCat("must be in [1, ", data::kMaxCycleLength,
+                                  "]"));
     }
     const bool fixed = name == "fixed_length";
     if (!fixed && (r.has_record_bytes() || r.has_header_bytes() ||
@@ -705,6 +772,16 @@ class Validator {
                                 "must be >= 1");
               }
             }
+            const runtime::Shape shape(
+                std::vector<int64_t>(f.shape().begin(), f.shape().end()));
+            absl::StatusOr<runtime::DType> dtype = runtime::DTypeFromName(
+                f.has_dtype() ? f.dtype() : "int64");
+            absl::StatusOr<int64_t> bytes =
+                runtime::CheckedByteSize(*dtype, shape);
+            if (!bytes.ok()) {
+              return fc.Error("shape", shape.ToString(),
+                              bytes.status().message());
+            }
           }
         } else if (m.feature_size() > 0) {
           return c.Error("feature", "",
@@ -809,6 +886,7 @@ class Validator {
   const LoadedScenario& s_;
   std::set<std::string> file_sets_;
   bool from_function_ = false;
+  int stage_count_ = 0;
 };
 
 }  // namespace
@@ -822,6 +900,10 @@ absl::StatusOr<LoadedScenario> ParseScenario(absl::string_view text,
   auto tree = std::make_shared<TextFormat::ParseInfoTree>();
   FirstErrorCollector errors;
   TextFormat::Parser parser;
+  // Without a limit, a scenario nested a few thousand levels deep overflows
+  // the stack inside protobuf's recursive-descent parser; with it, the parser
+  // reports "Message is too deep" at the offending line.
+  parser.SetRecursionLimit(kMaxScenarioNesting);
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(tree.get());
   google::protobuf::io::ArrayInputStream input(text.data(),
@@ -840,18 +922,9 @@ absl::StatusOr<LoadedScenario> ParseScenario(absl::string_view text,
 }
 
 absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scenario file \"", path, "\" is a directory"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read scenario file \"", path, "\""));
-  }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  TPUSIM_ASSIGN_OR_RETURN(
+      const std::string text,
+      common::ReadRegularFile(path, "scenario file", kMaxScenarioFileBytes));
   // Relative files are resolved against the scenario's directory ("" = the
   // current one, "/" for a file in the root directory).
   const size_t slash = path.rfind('/');
@@ -861,11 +934,60 @@ absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path) {
   } else if (slash != std::string::npos) {
     dir = path.substr(0, slash);
   }
-  return ParseScenario(buffer.str(), path, dir);
+  return ParseScenario(text, path, dir);
 }
 
 absl::Status ValidateScenario(const LoadedScenario& scenario) {
   return Validator(scenario).Run();
+}
+
+absl::Status ScenarioError(const LoadedScenario& scenario,
+                           absl::string_view field_path,
+                           absl::string_view value,
+                           absl::string_view problem) {
+  // Walk the path through the message (reflection) and the parse tree, so
+  // that the error carries the line of the deepest field written.
+  Cursor cursor(scenario.proto, scenario.locations.get(), "", 0,
+                &scenario.source_name);
+  const Message* msg = &scenario.proto;
+  const std::vector<std::string> parts = absl::StrSplit(field_path, '.');
+  for (size_t p = 0; p < parts.size(); ++p) {
+    std::string name = parts[p];
+    int index = -1;
+    if (const size_t bracket = name.find('[');
+        bracket != std::string::npos && name.back() == ']') {
+      if (!absl::SimpleAtoi(
+              name.substr(bracket + 1, name.size() - bracket - 2), &index)) {
+        index = -1;
+      }
+      name = name.substr(0, bracket);
+    }
+    const FieldDescriptor* fd =
+        msg == nullptr ? nullptr
+                       : msg->GetDescriptor()->FindFieldByName(name);
+    const bool last = p + 1 == parts.size();
+    if (last || fd == nullptr ||
+        fd->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE ||
+        (fd->is_repeated() &&
+         (index < 0 ||
+          index >= msg->GetReflection()->FieldSize(*msg, fd))) ||
+        (!fd->is_repeated() && !msg->GetReflection()->HasField(*msg, fd))) {
+      // The rest of the path is named as written, located at the last field
+      // known.
+      std::string rest = absl::StrJoin(parts.begin() + p, parts.end(), ".");
+      if (!cursor.path().empty()) rest = absl::StrCat(cursor.path(), ".", rest);
+      return Cursor(*msg, nullptr, rest, cursor.LineOf(name, index),
+                    &scenario.source_name)
+          .ErrorWithValue(value, problem);
+    }
+    const Message& child =
+        fd->is_repeated()
+            ? msg->GetReflection()->GetRepeatedMessage(*msg, fd, index)
+            : msg->GetReflection()->GetMessage(*msg, fd);
+    cursor = cursor.Child(child, name, index);
+    msg = &child;
+  }
+  return cursor.ErrorWithValue(value, problem);
 }
 
 absl::StatusOr<ClusterLayout> ResolveCluster(const LoadedScenario& scenario) {

@@ -19,6 +19,8 @@
 #ifndef TPUSIM_SCENARIOS_SCENARIO_LOADER_H_
 #define TPUSIM_SCENARIOS_SCENARIO_LOADER_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,6 +30,21 @@
 #include "scenarios/scenario.pb.h"
 
 namespace tpusim::scenarios {
+
+// Limits on scenario files (tpusim choices; each violation is an error with
+// file:LINE, never a crash):
+// * protobuf's text parser nests messages at most this deep (a concatenate
+//   stage costs 2 levels, a zip input 3): "file:LINE:COL: Message is too deep,
+//   the parser exceeded the configured recursion limit of 64.";
+inline constexpr int kMaxScenarioNesting = 64;
+// * at most this many stages in all, nested pipelines included;
+inline constexpr int kMaxScenarioStages = 1000;
+// * a file_set name is 1 to 64 characters from [A-Za-z0-9_.-] and does not
+//   start with '.' (it becomes a directory name: no "..", no "/");
+inline constexpr size_t kMaxFileSetNameLength = 64;
+// * the file is a regular file (not a directory, FIFO or device) of at most
+//   16 MiB.
+inline constexpr int64_t kMaxScenarioFileBytes = int64_t{16} << 20;
 
 struct LoadedScenario {
   Scenario proto;
@@ -55,6 +72,17 @@ absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path);
 // Validates an already built scenario (ParseScenario calls it). Errors as
 // above, without line numbers when `scenario.locations` is null.
 absl::Status ValidateScenario(const LoadedScenario& scenario);
+
+// An error about the field at `field_path` ("pipeline[2].text_line.glob",
+// as the validator names fields) in the validator's format: InvalidArgument
+// "source:LINE: path=value: problem" ("=value" omitted when empty; LINE is
+// the line of the deepest field of the path that was written, omitted when
+// unknown). For checks that need more than the file itself (a glob that
+// matches nothing).
+absl::Status ScenarioError(const LoadedScenario& scenario,
+                           absl::string_view field_path,
+                           absl::string_view value,
+                           absl::string_view problem);
 
 // The cluster a scenario runs on.
 struct ClusterLayout {

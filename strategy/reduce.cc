@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/int_math.h"
 #include "common/status_macros.h"
 
 namespace tpusim::strategy {
@@ -261,7 +262,7 @@ absl::StatusOr<Tensor> ReduceSumAxes(const Tensor& tensor,
       if (!reduced[d]) out_flat = out_flat * tensor.shape().dim(d) + index[d];
     }
     if (integral) {
-      isum[out_flat] += tensor.AsInt64(flat);
+      isum[out_flat] = common::WrapAdd(isum[out_flat], tensor.AsInt64(flat));
     } else {
       fsum[out_flat] += tensor.AsDouble(flat);
     }
@@ -293,7 +294,8 @@ absl::StatusOr<Tensor> AddN(absl::Span<const Tensor> parts) {
   if (runtime::IsInteger(first.dtype())) {
     std::vector<int64_t> sum(count, 0);
     for (const Tensor& t : parts) {
-      for (int64_t i = 0; i < count; ++i) sum[i] += t.AsInt64(i);
+      for (int64_t i = 0; i < count; ++i)
+        sum[i] = common::WrapAdd(sum[i], t.AsInt64(i));
     }
     return FromInt64s(first.dtype(), first.shape(), std::move(sum));
   }

@@ -16,8 +16,11 @@
 //   (TF accumulates in the dtype itself; results agree exactly for the small
 //   integral values of the spec's examples). bf16 arithmetic computes in f32
 //   and rounds to nearest even on output.
-// * Integer sums accumulate in int64 and saturate to the dtype on output (TF
-//   wraps).
+// * Integer sums wrap around in two's complement, as TF's integer kernels do:
+//   int32 2147483647 + 1 = -2147483648, int64 likewise (common/int_math.h;
+//   never signed-overflow UB). They accumulate in int64 with wrapping adds
+//   and convert to the dtype with tf.cast's wrap, which gives exactly the
+//   dtype's own wrapping sum (arithmetic modulo 2^bits).
 // * MEAN with axis=None multiplies the sum by the dtype's rounding of 1/N (as
 //   TF's `output *= 1. / len(values)`), it does not divide by N.
 // * MEAN with an integer axis divides with tf.truediv's dtype table:

@@ -1,12 +1,18 @@
 #include "tools/cli.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <new>
+#include <stdexcept>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/file_io.h"
 
 namespace tpusim::tools {
 
@@ -29,6 +35,68 @@ absl::StatusOr<int64_t> ParsedArgs::GetInt(absl::string_view flag,
   }
   return value;
 }
+
+namespace {
+
+// Runs the subcommand; an allocation failure (std::bad_alloc, or a container
+// asked for more than it can hold) becomes RESOURCE_EXHAUSTED here instead of
+// escaping to SystemC's report handler, which would print it on stdout.
+absl::Status RunCatchingAllocationFailure(const Subcommand& sub,
+                                          const ParsedArgs& args,
+                                          std::ostream& out) {
+  try {
+    return sub.run(args, out);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "out of memory (std::bad_alloc); lower --max-memory, the batch or "
+        "shuffle buffer sizes, or --steps");
+  } catch (const std::length_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of memory (std::length_error: ", e.what(), ")"));
+  }
+}
+
+// Flushes `out` and reports a failed write (a full disk, a closed pipe: with
+// SIGPIPE ignored, EPIPE) instead of exiting 0 with lost output.
+absl::Status FlushOutput(std::ostream& out) {
+  out.flush();
+  if (out.good()) return absl::OkStatus();
+  const auto* fd_buffer = dynamic_cast<const FdOutputBuffer*>(out.rdbuf());
+  const int err = fd_buffer != nullptr && fd_buffer->error() != 0
+                      ? fd_buffer->error()
+                      : EIO;
+  return common::ErrnoStatus("cannot write the output to", "standard output",
+                             err);
+}
+
+}  // namespace
+
+bool FdOutputBuffer::Drain() {
+  const char* p = pbase();
+  while (p < pptr()) {
+    const ssize_t n = ::write(fd_, p, static_cast<size_t>(pptr() - p));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (error_ == 0) error_ = errno;
+      setp(buffer_, buffer_ + sizeof(buffer_));  // drop what cannot be written
+      return false;
+    }
+    p += n;
+  }
+  setp(buffer_, buffer_ + sizeof(buffer_));
+  return error_ == 0;
+}
+
+FdOutputBuffer::int_type FdOutputBuffer::overflow(int_type ch) {
+  if (!Drain()) return traits_type::eof();
+  if (!traits_type::eq_int_type(ch, traits_type::eof())) {
+    *pptr() = traits_type::to_char_type(ch);
+    pbump(1);
+  }
+  return traits_type::not_eof(ch);
+}
+
+int FdOutputBuffer::sync() { return Drain() ? 0 : -1; }
 
 void Cli::PrintTopHelp(std::ostream& out) const {
   out << "tpusim: TensorFlow TPUStrategy semantics on virtual TPU pods\n\n"
@@ -135,7 +203,8 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
         << " argument(s), got " << n << "; usage: " << sub->usage << "\n";
     return kExitUsage;
   }
-  absl::Status status = sub->run(parsed, out);
+  absl::Status status = RunCatchingAllocationFailure(*sub, parsed, out);
+  if (status.ok()) status = FlushOutput(out);
   if (!status.ok()) {
     err << "tpusim " << sub->name << ": "
         << absl::StatusCodeToString(status.code()) << ": " << status.message()

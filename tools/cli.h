@@ -28,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,29 @@ struct Subcommand {
   std::string description;
 };
 
+// A stream buffer writing to a file descriptor with write(2) (the CLI's
+// stdout). It remembers the errno of the first failed write (ENOSPC on a full
+// disk, EPIPE on a closed pipe), so that the CLI can report the OS reason.
+class FdOutputBuffer : public std::streambuf {
+ public:
+  explicit FdOutputBuffer(int fd) : fd_(fd) {
+    setp(buffer_, buffer_ + sizeof(buffer_));
+  }
+  ~FdOutputBuffer() override { sync(); }
+  // 0 until a write fails.
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type ch) override;
+  int sync() override;
+
+ private:
+  bool Drain();
+  int fd_;
+  int error_ = 0;
+  char buffer_[1 << 16];
+};
+
 class Cli {
  public:
   explicit Cli(std::vector<Subcommand> subcommands)
@@ -88,6 +112,9 @@ class Cli {
 
   // Runs `args` (without the program name) and returns the process exit code.
   // Output for people and machines goes to `out`, diagnostics to `err`.
+  // `out` is flushed before returning; a failed write is exit 1 naming the OS
+  // reason (from FdOutputBuffer when `out` writes through one). An allocation
+  // failure in the subcommand is RESOURCE_EXHAUSTED, exit 1.
   int Run(absl::Span<const std::string> args, std::ostream& out,
           std::ostream& err) const;
 

@@ -7,5 +7,6 @@ tpusim_cc_library(NAME inspect_input_command SRCS inspect_input_command.cc
                   HDRS inspect_input_command.h
                   DEPS tpusim::tools::cli tpusim::tools::inspect_input_report
                        tpusim::scenarios::input_runner tpusim::scenarios::scenario_loader
-                       tpusim::common::status_macros absl::status absl::strings)
+                       tpusim::common::status_macros tpusim::common::file_io
+                       absl::status absl::strings)
 list(APPEND TPUSIM_CLI_SUBCOMMANDS tpusim::tools::inspect_input_command)

@@ -1,14 +1,21 @@
 #include "tools/inspect_input_command.h"
 
+#include <cstdint>
 #include <fstream>
-#include <sstream>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/file_io.h"
+#include "common/units.h"
 #include "common/status_macros.h"
 #include "scenarios/input_runner.h"
 #include "scenarios/scenario_loader.h"
+#include "strategy/data/dataset.h"
 #include "tools/inspect_input_report.h"
 
 namespace tpusim::tools {
@@ -18,6 +25,38 @@ namespace {
 // code "OK"), so that a repeating pipeline still terminates.
 constexpr int64_t kDefaultMaxSteps = 1000;
 
+// tpusim choice: a golden file larger than this is refused (it could only
+// be a wrong path, e.g. a device).
+constexpr int64_t kMaxGoldenFileBytes = int64_t{256} << 20;
+
+// --max-memory=N with an optional binary suffix (KiB, MiB, GiB, TiB); default
+// data::kDefaultMaxMemory (2 GiB).
+absl::StatusOr<common::Bytes> ParseMaxMemory(const ParsedArgs& args) {
+  if (!args.Has("max-memory")) return data::kDefaultMaxMemory;
+  const std::string text = args.Get("max-memory");
+  absl::string_view digits = text;
+  int shift = 0;
+  for (const auto& [suffix, s] :
+       {std::pair<absl::string_view, int>{"KiB", 10},
+        {"MiB", 20},
+        {"GiB", 30},
+        {"TiB", 40}}) {
+    if (absl::ConsumeSuffix(&digits, suffix)) {
+      shift = s;
+      break;
+    }
+  }
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(digits, &value) || value < 1 ||
+      value > (std::numeric_limits<int64_t>::max() >> shift)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-memory=", text,
+        " is not allowed; expected a positive number of bytes, optionally "
+        "with a suffix KiB, MiB, GiB or TiB (e.g. 512MiB)"));
+  }
+  return common::Bytes(value << shift);
+}
+
 absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   const std::string format = args.Get("format", "text");
   if (format != "text" && format != "json") {
@@ -26,6 +65,8 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   }
   TPUSIM_ASSIGN_OR_RETURN(const int64_t steps,
                           args.GetInt("steps", kDefaultMaxSteps, 1));
+  TPUSIM_ASSIGN_OR_RETURN(const common::Bytes max_memory,
+                          ParseMaxMemory(args));
   if (args.Has("update-golden") && !args.Has("golden")) {
     return absl::InvalidArgumentError(
         "--update-golden needs --golden FILE (the file to rewrite)");
@@ -40,6 +81,7 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   scenarios::RunInputOptions options;
   options.max_steps = steps;
   options.data_dir = args.Get("data-dir");
+  options.max_memory = max_memory;
   TPUSIM_ASSIGN_OR_RETURN(scenarios::InputListing listing,
                           scenarios::RunInputScenario(scenario, options));
   const std::string json = FormatListingJson(listing);
@@ -68,15 +110,18 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
     }
     return absl::OkStatus();
   }
-  std::ifstream in(golden, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat(
-        "--golden=", golden,
-        ": cannot read the file (run with --update-golden to create it)"));
+  absl::StatusOr<std::string> expected =
+      common::ReadRegularFile(golden, "golden file", kMaxGoldenFileBytes);
+  if (!expected.ok()) {
+    return absl::Status(
+        expected.status().code(),
+        absl::StrCat("--golden=", golden, ": cannot read the file (",
+                     expected.status().message(),
+                     absl::IsNotFound(expected.status())
+                         ? "; run with --update-golden to create it)"
+                         : ")"));
   }
-  std::stringstream expected;
-  expected << in.rdbuf();
-  const std::string diff = GoldenDiff(expected.str(), json, golden);
+  const std::string diff = GoldenDiff(*expected, json, golden);
   if (diff.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "the JSON output of ", path, " differs from golden ", golden, "; ", diff,
@@ -93,7 +138,7 @@ Subcommand InspectInputCommand() {
   s.usage =
       "tpusim inspect-input SCENARIO [--format=text|json] [--steps K] "
       "[--golden FILE] "
-      "[--update-golden] [--data-dir DIR]";
+      "[--update-golden] [--data-dir DIR] [--max-memory BYTES]";
   s.flags = {
       {"format", true, "text (default) or json"},
       {"steps", true, "list at most K steps (K >= 1; default 1000)"},
@@ -101,6 +146,9 @@ Subcommand InspectInputCommand() {
        "compare the JSON output with FILE; exit 1 with a diff if it differs"},
       {"update-golden", false,
        "with --golden: rewrite FILE with the JSON output"},
+      {"max-memory", true,
+       "memory budget of each input buffer (batch, shuffle, cache, one "
+       "record), e.g. 512MiB (default 2GiB)"},
       {"data-dir", true,
        "where synthetic file sets are written (default $TPUSIM_DATA_DIR or "
        "$TMPDIR/tpusim-data)"},

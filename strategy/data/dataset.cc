@@ -1,11 +1,15 @@
 #include "strategy/data/dataset.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/int_math.h"
 #include "common/status_macros.h"
 #include "strategy/data/dataset_nodes.h"
 
@@ -98,8 +102,78 @@ Options MergeOptions(const Options& a, const Options& b) {
   if (b.auto_shard_policy != AutoShardPolicy::kAuto) {
     out.auto_shard_policy = b.auto_shard_policy;
   }
+  if (b.max_memory != kDefaultMaxMemory) out.max_memory = b.max_memory;
   out.make_stateless = a.make_stateless || b.make_stateless;
   return out;
+}
+
+std::optional<int64_t> EstimateElementBytes(const ElementSpec& spec) {
+  int64_t total = 0;
+  for (const TensorSpec* leaf : spec.Flatten()) {
+    int64_t elements = 1;
+    if (leaf->shape.rank_known()) {
+      for (int64_t d : leaf->shape.dims()) {
+        std::optional<int64_t> p =
+            common::CheckedMul(elements, std::max<int64_t>(d, 0));
+        if (!p.has_value()) return std::nullopt;
+        elements = *p;
+      }
+    }
+    const int64_t per_element = leaf->dtype == DType::kBytes
+                                    ? static_cast<int64_t>(sizeof(std::string))
+                                    : runtime::DTypeSize(leaf->dtype);
+    std::optional<int64_t> bytes = common::CheckedMul(elements, per_element);
+    if (!bytes.has_value()) return std::nullopt;
+    std::optional<int64_t> leaf_bytes =
+        common::CheckedAdd(*bytes, kTensorOverheadBytes);
+    if (!leaf_bytes.has_value()) return std::nullopt;
+    std::optional<int64_t> sum = common::CheckedAdd(total, *leaf_bytes);
+    if (!sum.has_value()) return std::nullopt;
+    total = *sum;
+  }
+  return total;
+}
+
+int64_t ElementBytes(const Element& element) {
+  int64_t total = 0;
+  for (const Tensor* t : element.Flatten()) {
+    total += kTensorOverheadBytes + t->byte_size();
+    if (t->dtype() == DType::kBytes) {
+      total += t->num_elements() * static_cast<int64_t>(sizeof(std::string));
+    }
+  }
+  return total;
+}
+
+namespace {
+std::string BudgetText(common::Bytes budget) {
+  return absl::StrCat("the memory budget of ", budget.count(), " bytes (",
+                      budget.ToString(),
+                      "; Options.max_memory, tpusim --max-memory)");
+}
+}  // namespace
+
+absl::Status CheckBufferEstimate(absl::string_view what, int64_t count,
+                                 const ElementSpec& spec,
+                                 common::Bytes budget) {
+  const std::optional<int64_t> per_element = EstimateElementBytes(spec);
+  std::optional<int64_t> estimate;
+  if (per_element.has_value())
+    estimate = common::CheckedMul(count, *per_element);
+  if (estimate.has_value() && *estimate <= budget.count())
+    return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      what, ": ", count, " elements of ", ElementSpecToString(spec),
+      " need an estimated ",
+      estimate.has_value() ? absl::StrCat(*estimate) : "more than 2^63-1",
+      " bytes, more than ", BudgetText(budget)));
+}
+
+absl::Status MemoryBudgetExceeded(absl::string_view what, int64_t bytes,
+                                  common::Bytes budget) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      what, ": the buffer reached ", bytes, " bytes, more than ",
+      BudgetText(budget)));
 }
 
 absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
@@ -270,6 +344,12 @@ namespace {
 
 Dataset Wrap(absl::StatusOr<NodePtr> node, Options options = {}) {
   if (!node.ok()) return Dataset::FromError(node.status());
+  if ((*node)->depth() > kMaxDatasetDepth) {
+    return Dataset::FromError(absl::InvalidArgumentError(absl::StrCat(
+        (*node)->op(), ": the dataset would be ", (*node)->depth(),
+        " nodes deep, more than tpusim's limit of ", kMaxDatasetDepth,
+        " (kMaxDatasetDepth)")));
+  }
   return Dataset(*std::move(node), options);
 }
 
@@ -324,11 +404,24 @@ Dataset FilenameList(const std::vector<std::string>& filenames) {
       TensorRefNest(Tensor::Vector<std::string>(filenames)));
 }
 
-Dataset ReadFiles(const Dataset& filenames,
+Dataset ReadFiles(const Dataset& filenames, absl::string_view op,
                   std::optional<int64_t> num_parallel_reads,
                   const DatasetFn& reader) {
   if (!num_parallel_reads.has_value()) return filenames.FlatMap(reader);
-  return filenames.Interleave(reader, *num_parallel_reads, 1);
+  // The readers interleave with cycle_length = num_parallel_reads; the errors
+  // name the reader's own argument, not interleave's.
+  const int64_t n = *num_parallel_reads;
+  if (n < 1 && n != kAutotune) {
+    return Dataset::FromError(absl::InvalidArgumentError(
+        absl::StrCat(op, ": num_parallel_reads=", n,
+                     ": must be >= 1 or AUTOTUNE (-1)")));
+  }
+  if (n > kMaxCycleLength) {
+    return Dataset::FromError(absl::InvalidArgumentError(absl::StrCat(
+        op, ": num_parallel_reads=", n, ": exceeds tpusim's limit of ",
+        kMaxCycleLength, " files read in parallel")));
+  }
+  return filenames.Interleave(reader, n, 1);
 }
 
 }  // namespace
@@ -341,7 +434,7 @@ Dataset Dataset::TFRecord(const Dataset& filenames, TFRecordOptions options) {
   absl::Status s = ValidateFilenamesDataset(filenames, "TFRecordDataset");
   if (!s.ok()) return FromError(s);
   const std::string compression = options.compression_type;
-  return ReadFiles(filenames, options.num_parallel_reads,
+  return ReadFiles(filenames, "TFRecordDataset", options.num_parallel_reads,
                    [compression](const FunctionArg& arg) {
                      return TFRecordReader(
                          arg.leaf(),
@@ -356,9 +449,10 @@ Dataset Dataset::TextLine(const Dataset& filenames,
                           std::optional<int64_t> num_parallel_reads) {
   absl::Status s = ValidateFilenamesDataset(filenames, "TextLineDataset");
   if (!s.ok()) return FromError(s);
-  return ReadFiles(filenames, num_parallel_reads, [](const FunctionArg& arg) {
-    return TextLineReader(arg.leaf());
-  });
+  return ReadFiles(filenames, "TextLineDataset", num_parallel_reads,
+                   [](const FunctionArg& arg) {
+                     return TextLineReader(arg.leaf());
+                   });
 }
 Dataset Dataset::FixedLengthRecord(std::vector<std::string> filenames,
                                    FixedLengthRecordOptions options) {
@@ -369,8 +463,8 @@ Dataset Dataset::FixedLengthRecord(const Dataset& filenames,
   absl::Status s =
       ValidateFilenamesDataset(filenames, "FixedLengthRecordDataset");
   if (!s.ok()) return FromError(s);
-  return ReadFiles(filenames, options.num_parallel_reads,
-                   [options](const FunctionArg& arg) {
+  return ReadFiles(filenames, "FixedLengthRecordDataset",
+                   options.num_parallel_reads, [options](const FunctionArg& arg) {
                      return FixedLengthRecordReader(arg.leaf(), options);
                    });
 }
@@ -476,7 +570,9 @@ Dataset Dataset::WithOptions(Options options) const {
 
 absl::StatusOr<IteratorPtr> Dataset::MakeIterator() const {
   TPUSIM_RETURN_IF_ERROR(status_);
-  return node_->MakeIterator(IteratorContext{});
+  IteratorContext ctx;
+  ctx.max_memory = options_.max_memory;
+  return node_->MakeIterator(ctx);
 }
 
 absl::StatusOr<std::vector<Element>> Dataset::Collect(

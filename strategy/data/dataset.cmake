@@ -1,7 +1,8 @@
 # Dataset graph, node types, readers and file formats.
 tpusim_cc_library(NAME crc32c SRCS crc32c.cc HDRS crc32c.h DEPS absl::strings)
 tpusim_cc_library(NAME tfrecord SRCS tfrecord.cc HDRS tfrecord.h
-                  DEPS tpusim::strategy::data::crc32c absl::status absl::statusor
+                  DEPS tpusim::strategy::data::crc32c tpusim::common::file_io
+                       absl::status absl::statusor
                        absl::strings)
 tpusim_cc_library(NAME dataset
                   SRCS dataset.cc dataset_nodes.cc readers.cc glob.cc

@@ -44,6 +44,7 @@
 #ifndef TPUSIM_STRATEGY_DATA_DATASET_H_
 #define TPUSIM_STRATEGY_DATA_DATASET_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -83,15 +84,27 @@ enum class AutoShardPolicy : int { kAuto = 0, kFile = 1, kData = 2, kOff = -1 };
 absl::string_view AutoShardPolicyName(
     AutoShardPolicy policy);  // "AUTO", "FILE", ...
 
+// tpusim choice: the default memory budget (Options::max_memory). A fixed
+// number, never read from the machine, so that a pipeline passes or fails the
+// same way everywhere.
+inline constexpr common::Bytes kDefaultMaxMemory = common::Bytes::GiB(2);
+
 // tf.data.Options (the fields tpusim uses).
 struct Options {
   AutoShardPolicy auto_shard_policy = AutoShardPolicy::kAuto;
   // Set by experimental_distribute_dataset (spec (b) step 2); informational
   // only.
   bool make_stateless = false;
+  // tpusim extension (no TF counterpart; `tpusim --max-memory`): the memory
+  // budget of each buffer an iterator fills — a batch being assembled, a
+  // shuffle buffer, a cache, one record read from a file. A buffer whose
+  // estimate (before allocating: count x EstimateElementBytes) or whose
+  // actual size exceeds it fails with ResourceExhausted naming the estimate.
+  common::Bytes max_memory = kDefaultMaxMemory;
   friend bool operator==(const Options& a, const Options& b) {
     return a.auto_shard_policy == b.auto_shard_policy &&
-           a.make_stateless == b.make_stateless;
+           a.make_stateless == b.make_stateless &&
+           a.max_memory == b.max_memory;
   }
 };
 
@@ -108,6 +121,14 @@ inline constexpr int64_t kAutotuneCycleLength = 4;
 // tpusim choice: interleave keeps one slot per cycle element, so cycle_length
 // is limited to this (InvalidArgument above it) instead of failing to allocate.
 inline constexpr int64_t kMaxCycleLength = int64_t{1} << 20;
+// tpusim choice: a dataset graph is at most this many nodes deep (the longest
+// chain from a source to the output; a function body counts on its own).
+// Iterators, graph rewrites (auto-shard, rebatch, distribution) and
+// destruction walk the chain recursively, so the limit keeps them far inside
+// the stack; a builder that would exceed it returns a Dataset carrying
+// InvalidArgument instead. Scenario files have a tighter, file:LINE-reported
+// limit on their stages (scenarios/scenario_loader.h).
+inline constexpr int kMaxDatasetDepth = 2000;
 
 // ---------------------------------------------------------------------------------------------
 // Iteration.
@@ -134,7 +155,32 @@ struct IteratorContext {
   // first pass of the outermost repeat; nested repeats mix their counts in).
   // Shuffle with reshuffle_each_iteration mixes it into its seed.
   uint64_t epoch = 0;
+  // The memory budget of each buffer (Options::max_memory).
+  common::Bytes max_memory = kDefaultMaxMemory;
 };
+
+// ---- memory estimates (Options::max_memory) ----
+
+// tpusim choice: bookkeeping bytes counted for every tensor of a buffered
+// element (its shared storage block, shape and nest node) on top of its data.
+inline constexpr int64_t kTensorOverheadBytes = 128;
+
+// Estimated bytes of one element of `spec`: per leaf kTensorOverheadBytes plus
+// dtype size x elements (sizeof(std::string) per string element; unknown
+// dimensions count as 0, so the estimate is a lower bound). nullopt when it
+// exceeds 2^63-1.
+std::optional<int64_t> EstimateElementBytes(const ElementSpec& spec);
+// The bytes `element` occupies by the same rule (string payloads included).
+int64_t ElementBytes(const Element& element);
+// OK when `count` elements of `spec` fit in `budget` by the estimate, else
+// ResourceExhausted: "<what>: <count> elements of <spec> need an estimated N
+// bytes, more than the memory budget of M bytes (...)".
+absl::Status CheckBufferEstimate(absl::string_view what, int64_t count,
+                                 const ElementSpec& spec, common::Bytes budget);
+// ResourceExhausted for a buffer that grew to `bytes` (> budget), naming
+// `what` and both figures.
+absl::Status MemoryBudgetExceeded(absl::string_view what, int64_t bytes,
+                                  common::Bytes budget);
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-valued node inputs.
@@ -249,9 +295,19 @@ class DatasetNode {
 
  protected:
   DatasetNode(std::vector<NodePtr> inputs, ElementSpec element_spec)
-      : inputs_(std::move(inputs)), element_spec_(std::move(element_spec)) {}
+      : inputs_(std::move(inputs)), element_spec_(std::move(element_spec)) {
+    for (const NodePtr& in : inputs_) {
+      if (in != nullptr) depth_ = std::max(depth_, in->depth_ + 1);
+    }
+  }
+
+ public:
+  // Nodes on the longest chain from a source to this node, this one included
+  // (a source has depth 1). See kMaxDatasetDepth.
+  int depth() const { return depth_; }
 
  private:
+  int depth_ = 1;
   std::vector<NodePtr> inputs_;
   ElementSpec element_spec_;
 };

@@ -310,6 +310,18 @@ absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
     return absl::InvalidArgumentError(absl::StrCat(
         "batch: batch_size must be greater than zero, got ", batch_size));
   }
+  // batch x row bytes must be a representable size (the batched spec's shape
+  // is [batch_size, ...]).
+  for (const TensorSpec* leaf : input->element_spec().Flatten()) {
+    if (!leaf->shape.IsFullyDefined()) continue;
+    absl::StatusOr<int64_t> bytes =
+        runtime::CheckedByteSize(leaf->dtype, leaf->shape.Prepend(batch_size));
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch: batch_size=", batch_size, " of ",
+                       leaf->ToString(), " elements: ", bytes.status().message()));
+    }
+  }
   return NodePtr(std::make_shared<BatchNode>(std::move(input), batch_size,
                                              drop_remainder));
 }
@@ -382,20 +394,34 @@ absl::StatusOr<Element> StackElements(std::vector<Element> elements) {
 
 absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
     const IteratorContext& ctx) const {
+  // Estimate before allocating: a batch holds batch_size input elements.
+  TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
+      absl::StrCat("batch(batch_size=", batch_size_, ")"), batch_size_,
+      inputs()[0]->element_spec(), ctx.max_memory));
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:
-    It(IteratorPtr input, int64_t b, bool drop)
-        : input_(std::move(input)), b_(b), drop_(drop) {}
+    It(IteratorPtr input, int64_t b, bool drop, common::Bytes budget)
+        : input_(std::move(input)), b_(b), drop_(drop), budget_(budget) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (done_) return std::optional<Element>();
       std::vector<Element> parts;
       parts.reserve(static_cast<size_t>(std::min<int64_t>(b_, 1 << 16)));
+      int64_t bytes = 0;
       while (static_cast<int64_t>(parts.size()) < b_) {
         TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
         if (!e.has_value()) {
           done_ = true;
           break;
+        }
+        // Elements of unknown size (strings, unknown dimensions) are counted
+        // as they arrive.
+        bytes += ElementBytes(*e);
+        if (bytes > budget_.count()) {
+          return MemoryBudgetExceeded(absl::StrCat("batch(batch_size=", b_,
+                                                   ") at element ",
+                                                   parts.size()),
+                                      bytes, budget_);
         }
         parts.push_back(*std::move(e));
       }
@@ -410,10 +436,11 @@ absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
     IteratorPtr input_;
     int64_t b_;
     bool drop_;
+    common::Bytes budget_;
     bool done_ = false;
   };
-  return IteratorPtr(
-      std::make_unique<It>(std::move(input), batch_size_, drop_remainder_));
+  return IteratorPtr(std::make_unique<It>(std::move(input), batch_size_,
+                                          drop_remainder_, ctx.max_memory));
 }
 
 absl::StatusOr<NodePtr> BatchNode::WithInputs(
@@ -800,19 +827,32 @@ std::vector<NodeAttr> ShuffleNode::attrs() const {
 
 absl::StatusOr<IteratorPtr> ShuffleNode::MakeIterator(
     const IteratorContext& ctx) const {
+  // Estimate before allocating: the buffer holds up to buffer_size elements.
+  TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
+      absl::StrCat("shuffle(buffer_size=", buffer_size_, ")"), buffer_size_,
+      inputs()[0]->element_spec(), ctx.max_memory));
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   const uint64_t seed =
       reshuffle_each_iteration_ ? MixSeed(seed_, ctx.epoch) : MixSeed(seed_, 0);
   class It final : public DatasetIterator {
    public:
-    It(IteratorPtr input, int64_t size, uint64_t seed)
-        : input_(std::move(input)), size_(size), rng_(seed) {}
+    It(IteratorPtr input, int64_t size, uint64_t seed, common::Bytes budget)
+        : input_(std::move(input)), size_(size), rng_(seed), budget_(budget) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       while (!input_done_ && static_cast<int64_t>(buffer_.size()) < size_) {
         TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
         if (!e.has_value()) {
           input_done_ = true;
           break;
+        }
+        // Filling counts the elements' actual sizes (strings, unknown
+        // dimensions); later refills replace one element with another.
+        fill_bytes_ += ElementBytes(*e);
+        if (fill_bytes_ > budget_.count()) {
+          return MemoryBudgetExceeded(
+              absl::StrCat("shuffle(buffer_size=", size_, ") at element ",
+                           buffer_.size()),
+              fill_bytes_, budget_);
         }
         buffer_.push_back(*std::move(e));
       }
@@ -836,11 +876,13 @@ absl::StatusOr<IteratorPtr> ShuffleNode::MakeIterator(
     IteratorPtr input_;
     int64_t size_;
     Prng rng_;
+    common::Bytes budget_;
+    int64_t fill_bytes_ = 0;
     std::vector<Element> buffer_;
     bool input_done_ = false;
   };
-  return IteratorPtr(
-      std::make_unique<It>(std::move(input), buffer_size_, seed));
+  return IteratorPtr(std::make_unique<It>(std::move(input), buffer_size_, seed,
+                                          ctx.max_memory));
 }
 
 absl::StatusOr<NodePtr> ShuffleNode::WithInputs(
@@ -1005,11 +1047,19 @@ absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:
-    It(IteratorPtr input, std::shared_ptr<State> state)
-        : input_(std::move(input)), state_(std::move(state)) {}
+    It(IteratorPtr input, std::shared_ptr<State> state, common::Bytes budget)
+        : input_(std::move(input)), state_(std::move(state)), budget_(budget) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (input_ == nullptr) return std::optional<Element>();
       TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      if (e.has_value()) {
+        bytes_ += ElementBytes(*e);
+        if (bytes_ > budget_.count()) {
+          return MemoryBudgetExceeded(
+              absl::StrCat("cache at element ", seen_.size()), bytes_,
+              budget_);
+        }
+      }
       if (!e.has_value()) {
         input_.reset();
         std::lock_guard<std::mutex> lock(state_->mu);
@@ -1026,9 +1076,12 @@ absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
    private:
     IteratorPtr input_;
     std::shared_ptr<State> state_;
+    common::Bytes budget_;
+    int64_t bytes_ = 0;
     std::vector<Element> seen_;
   };
-  return IteratorPtr(std::make_unique<It>(std::move(input), state_));
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), state_, ctx.max_memory));
 }
 
 absl::StatusOr<NodePtr> CacheNode::WithInputs(
@@ -1063,6 +1116,7 @@ absl::StatusOr<IteratorPtr> Instantiate(const NodePtr& body, Element element,
   IteratorContext ctx;
   ctx.argument = std::make_shared<const Element>(std::move(element));
   ctx.epoch = outer.epoch;
+  ctx.max_memory = outer.max_memory;
   return body->MakeIterator(ctx);
 }
 

@@ -1,10 +1,13 @@
 // Reader nodes (TFRecordDataset, TextLineDataset, FixedLengthRecordDataset) and
 // list_files.
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -107,36 +110,71 @@ struct FileCloser {
 };
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
+// Opens `path` for reading; a directory is FailedPrecondition (fopen accepts
+// one and only the first read fails). Errors carry the OS reason (FileError).
+absl::StatusOr<FilePtr> OpenForReading(absl::string_view op,
+                                       const std::string& path) {
+  const std::string what = absl::StrCat(op, ": cannot open");
+  FilePtr f(std::fopen(path.c_str(), "rb"));
+  if (f == nullptr) return FileError(what, path, errno);
+  struct stat st;
+  if (::fstat(::fileno(f.get()), &st) != 0) return FileError(what, path, errno);
+  if (S_ISDIR(st.st_mode)) return FileError(what, path, EISDIR);
+  return f;
+}
+
 // TF's line reader (BufferedInputStream::ReadLine, used by TextLineDataset): a
 // record ends at "\n"; every "\r" in the line is dropped (not only one before
 // "\n"); a last line without "\n" is a record when it is non-empty after that
 // (a file ending in "\n" has no empty last record).
+//
+// A read error (ferror after fread: EIO, ENOMEM, ...) is an error naming the
+// file and the line, never the end of the file; a line longer than the memory
+// budget is ResourceExhausted before it grows further.
 class TextLineSource final : public RecordSource {
  public:
-  TextLineSource(std::string path, FilePtr f)
-      : path_(std::move(path)), f_(std::move(f)) {}
+  TextLineSource(std::string path, FilePtr f, common::Bytes budget)
+      : path_(std::move(path)), f_(std::move(f)), budget_(budget) {}
   absl::StatusOr<std::optional<std::string>> ReadNext() override {
-    char* buf = buf_.get();
-    size_t cap = cap_;
-    errno = 0;
-    const ssize_t n = ::getline(&buf, &cap, f_.get());
-    buf_.release();
-    buf_.reset(buf);
-    cap_ = cap;
-    if (n < 0) {
-      if (std::ferror(f_.get())) {
-        return FileError("cannot read text file", path_, errno);
-      }
-      return std::optional<std::string>();  // end of file
-    }
-    size_t len = static_cast<size_t>(n);
-    const bool terminated = len > 0 && buf[len - 1] == '\n';
-    if (terminated) --len;
     std::string line;
-    line.reserve(len);
-    for (size_t i = 0; i < len; ++i) {
-      if (buf[i] != '\r') line.push_back(buf[i]);
+    bool terminated = false;
+    bool any = false;
+    while (!terminated) {
+      if (pos_ == end_) {
+        errno = 0;
+        end_ = std::fread(chunk_, 1, sizeof(chunk_), f_.get());
+        pos_ = 0;
+        if (end_ == 0) {
+          if (std::ferror(f_.get())) {
+            return ReadError("TextLineDataset: cannot read", path_,
+                             absl::StrCat("line ", line_number_ + 1), errno);
+          }
+          break;  // end of file
+        }
+      }
+      any = true;
+      const char* begin = chunk_ + pos_;
+      const void* nl = std::memchr(begin, '\n', end_ - pos_);
+      const size_t n = nl == nullptr
+                           ? end_ - pos_
+                           : static_cast<const char*>(nl) - begin;
+      for (size_t i = 0; i < n; ++i) {
+        if (begin[i] != '\r') line.push_back(begin[i]);
+      }
+      pos_ += n;
+      if (nl != nullptr) {
+        ++pos_;
+        terminated = true;
+      }
+      if (static_cast<int64_t>(line.size()) > budget_.count()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "TextLineDataset: line ", line_number_ + 1, " of \"", path_,
+            "\" is longer than the memory budget of ", budget_.count(),
+            " bytes"));
+      }
     }
+    if (!any) return std::optional<std::string>();  // end of file
+    ++line_number_;
     // TF returns an unterminated last line only when it is non-empty (after
     // dropping '\r').
     if (!terminated && line.empty()) return std::optional<std::string>();
@@ -144,13 +182,13 @@ class TextLineSource final : public RecordSource {
   }
 
  private:
-  struct FreeDeleter {
-    void operator()(char* p) const { std::free(p); }
-  };
   std::string path_;
   FilePtr f_;
-  std::unique_ptr<char, FreeDeleter> buf_;  // getline's buffer
-  size_t cap_ = 0;
+  common::Bytes budget_;
+  int64_t line_number_ = 0;  // lines returned so far
+  char chunk_[1 << 14];
+  size_t pos_ = 0;
+  size_t end_ = 0;
 };
 
 class FixedLengthSource final : public RecordSource {
@@ -164,12 +202,18 @@ class FixedLengthSource final : public RecordSource {
   absl::StatusOr<std::optional<std::string>> ReadNext() override {
     if (left_ <= 0) return std::optional<std::string>();
     std::string record(static_cast<size_t>(record_bytes_), '\0');
+    errno = 0;
     if (std::fread(&record[0], 1, record.size(), f_.get()) != record.size()) {
+      if (std::ferror(f_.get())) {
+        return ReadError("FixedLengthRecordDataset: cannot read", path_,
+                         absl::StrCat("record ", index_), errno);
+      }
       return absl::DataLossError(
           absl::StrCat("FixedLengthRecordDataset: file \"", path_,
-                       "\" ended inside a record"));
+                       "\" ended inside record ", index_));
     }
     --left_;
+    ++index_;
     return std::optional<std::string>(std::move(record));
   }
 
@@ -178,6 +222,7 @@ class FixedLengthSource final : public RecordSource {
   FilePtr f_;
   int64_t record_bytes_;
   int64_t left_;
+  int64_t index_ = 0;  // of the next record in the file
 };
 
 }  // namespace
@@ -232,12 +277,13 @@ absl::StatusOr<IteratorPtr> TFRecordReaderNode::MakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
                           ResolveFilenames(ctx));
+  const common::Bytes budget = ctx.max_memory;
   return IteratorPtr(std::make_unique<FileRecordIterator>(
       std::move(files),
-      [](const std::string& path)
+      [budget](const std::string& path)
           -> absl::StatusOr<std::unique_ptr<RecordSource>> {
         TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordFileReader> r,
-                                TFRecordFileReader::Open(path));
+                                TFRecordFileReader::Open(path, budget.count()));
         return std::unique_ptr<RecordSource>(
             std::make_unique<TFRecordSource>(std::move(r)));
       }));
@@ -263,15 +309,15 @@ absl::StatusOr<IteratorPtr> TextLineReaderNode::MakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
                           ResolveFilenames(ctx));
+  const common::Bytes budget = ctx.max_memory;
   return IteratorPtr(std::make_unique<FileRecordIterator>(
       std::move(files),
-      [](const std::string& path)
+      [budget](const std::string& path)
           -> absl::StatusOr<std::unique_ptr<RecordSource>> {
-        FilePtr f(std::fopen(path.c_str(), "rb"));
-        if (f == nullptr)
-          return FileError("TextLineDataset: cannot open", path, errno);
+        TPUSIM_ASSIGN_OR_RETURN(FilePtr f,
+                                OpenForReading("TextLineDataset", path));
         return std::unique_ptr<RecordSource>(
-            std::make_unique<TextLineSource>(path, std::move(f)));
+            std::make_unique<TextLineSource>(path, std::move(f), budget));
       }));
 }
 
@@ -324,14 +370,19 @@ absl::StatusOr<IteratorPtr> FixedLengthRecordReaderNode::MakeIterator(
                           ResolveFilenames(ctx));
   const int64_t record = record_bytes_, header = header_bytes_,
                 footer = footer_bytes_;
+  // Estimate before allocating: one record is read at a time.
+  if (record > ctx.max_memory.count()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "FixedLengthRecordDataset: record_bytes=", record,
+        " is more than the memory budget of ", ctx.max_memory.count(),
+        " bytes"));
+  }
   return IteratorPtr(std::make_unique<FileRecordIterator>(
       std::move(files),
       [=](const std::string& path)
           -> absl::StatusOr<std::unique_ptr<RecordSource>> {
-        FilePtr f(std::fopen(path.c_str(), "rb"));
-        if (f == nullptr)
-          return FileError("FixedLengthRecordDataset: cannot open", path,
-                           errno);
+        TPUSIM_ASSIGN_OR_RETURN(
+            FilePtr f, OpenForReading("FixedLengthRecordDataset", path));
         if (std::fseek(f.get(), 0, SEEK_END) != 0) {
           return FileError("FixedLengthRecordDataset: cannot seek in", path,
                            errno);
@@ -349,7 +400,10 @@ absl::StatusOr<IteratorPtr> FixedLengthRecordReaderNode::MakeIterator(
               " bytes, which is not an exact multiple of the record length (",
               record, " bytes)."));
         }
-        std::fseek(f.get(), header, SEEK_SET);
+        if (std::fseek(f.get(), header, SEEK_SET) != 0) {
+          return FileError("FixedLengthRecordDataset: cannot seek in", path,
+                           errno);
+        }
         return std::unique_ptr<RecordSource>(
             std::make_unique<FixedLengthSource>(path, std::move(f), record,
                                                 body / record));

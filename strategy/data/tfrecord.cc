@@ -1,10 +1,13 @@
 #include "strategy/data/tfrecord.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_io.h"
 #include "strategy/data/crc32c.h"
 
 namespace tpusim::data {
@@ -31,18 +34,15 @@ uint32_t GetU32(const char* p) {
 
 absl::Status FileError(absl::string_view what, const std::string& path,
                        int err) {
-  const std::string msg =
-      absl::StrCat(what, " \"", path, "\": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(msg);
-    default:
-      return absl::UnknownError(msg);
-  }
+  return common::ErrnoStatus(what, path, err);
+}
+
+absl::Status ReadError(absl::string_view what, const std::string& path,
+                       absl::string_view position, int err) {
+  const std::string msg = absl::StrCat(what, " \"", path, "\" at ", position,
+                                       ": ", std::strerror(err));
+  if (err == ENOMEM || err == ENOSPC) return absl::ResourceExhaustedError(msg);
+  return absl::DataLossError(msg);
 }
 
 std::string EncodeTFRecord(absl::string_view data) {
@@ -106,12 +106,18 @@ absl::Status WriteTFRecordFile(const std::string& path,
 }
 
 absl::StatusOr<std::unique_ptr<TFRecordFileReader>> TFRecordFileReader::Open(
-    const std::string& path) {
+    const std::string& path, int64_t max_record_bytes) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return FileError("cannot open TFRecord file", path, errno);
   std::unique_ptr<TFRecordFileReader> reader(new TFRecordFileReader(path, f));
+  reader->max_record_bytes_ = max_record_bytes;
+  struct stat st;
+  if (::fstat(::fileno(f), &st) != 0)
+    return FileError("cannot open TFRecord file", path, errno);
+  if (S_ISDIR(st.st_mode))
+    return FileError("cannot open TFRecord file", path, EISDIR);
   if (std::fseek(f, 0, SEEK_END) != 0)
-    return FileError("cannot seek in", path, errno);
+    return FileError("cannot seek in TFRecord file", path, errno);
   reader->file_size_ = std::ftell(f);
   std::rewind(f);
   return reader;
@@ -133,26 +139,39 @@ absl::StatusOr<std::optional<std::string>> TFRecordFileReader::ReadNext() {
         "TFRecord file \"", path_, "\": corrupted record at byte offset ",
         start, " (", which, " checksum mismatch)"));
   };
+  // A short read is an error of the device (ferror: EIO, ENOMEM, ...) or the
+  // end of the file (a truncated record); never both silently.
+  auto short_read = [&](int64_t at) {
+    if (std::ferror(file_)) {
+      return ReadError("cannot read TFRecord file", path_,
+                       absl::StrCat("byte offset ", at), errno);
+    }
+    return truncated();
+  };
   char header[12];
+  errno = 0;
   const size_t got = std::fread(header, 1, sizeof(header), file_);
   if (got == 0 && std::feof(file_)) return std::optional<std::string>();
-  if (got != sizeof(header)) {
-    if (std::ferror(file_))
-      return FileError("cannot read TFRecord file", path_, errno);
-    return truncated();
-  }
+  if (got != sizeof(header)) return short_read(start);
   if (UnmaskCrc32c(GetU32(header + 8)) != Crc32c(header, 8))
     return corrupted("length");
   const uint64_t length = GetU64(header);
   // Guard the allocation against a length that cannot fit in the rest of the
-  // file.
+  // file, then against the memory budget.
   if (length > static_cast<uint64_t>(file_size_ - (start + 12)))
     return truncated();
+  if (length > static_cast<uint64_t>(max_record_bytes_)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "TFRecord file \"", path_, "\": the record at byte offset ", start,
+        " has ", length, " bytes, more than the memory budget of ",
+        max_record_bytes_, " bytes"));
+  }
   std::string data(length, '\0');
   if (length > 0 && std::fread(&data[0], 1, length, file_) != length)
-    return truncated();
+    return short_read(start + 12);
   char footer[4];
-  if (std::fread(footer, 1, 4, file_) != 4) return truncated();
+  if (std::fread(footer, 1, 4, file_) != 4)
+    return short_read(start + 12 + static_cast<int64_t>(length));
   if (UnmaskCrc32c(GetU32(footer)) != Crc32c(data)) return corrupted("data");
   offset_ = start + 12 + static_cast<int64_t>(length) + 4;
   return std::optional<std::string>(std::move(data));

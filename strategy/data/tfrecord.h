@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,11 +37,19 @@ namespace tpusim::data {
 // The encoded bytes of one record.
 std::string EncodeTFRecord(absl::string_view data);
 
-// An absl::Status for a failed file operation on `path` from errno (NotFound
-// for ENOENT, PermissionDenied for EACCES, else Unknown), naming the path and
-// `what`.
+// An absl::Status for a failed file operation on `path` from errno, naming
+// `what`, the path and the OS reason (strerror): NotFound for ENOENT/ENOTDIR,
+// PermissionDenied for EACCES/EPERM/EROFS, FailedPrecondition for EISDIR,
+// ResourceExhausted for ENOMEM/ENOSPC/EMFILE/ENFILE, else Unknown.
 absl::Status FileError(absl::string_view what, const std::string& path,
                        int err);
+
+// An absl::Status for a failed read (or write) in the middle of `path`, at
+// `position` ("byte offset 12", "line 3"): ResourceExhausted for
+// ENOMEM/ENOSPC, else DataLoss — the rest of the file is not silently
+// treated as its end. "<what> \"path\" at <position>: <strerror>".
+absl::Status ReadError(absl::string_view what, const std::string& path,
+                       absl::string_view position, int err);
 
 class TFRecordWriter {
  public:
@@ -66,9 +75,12 @@ absl::Status WriteTFRecordFile(const std::string& path,
 
 class TFRecordFileReader {
  public:
-  // NotFound (naming the path) when the file does not exist.
+  // NotFound (naming the path) when the file does not exist. A record longer
+  // than `max_record_bytes` is ResourceExhausted naming the file, the offset
+  // and the length, before it is allocated.
   static absl::StatusOr<std::unique_ptr<TFRecordFileReader>> Open(
-      const std::string& path);
+      const std::string& path,
+      int64_t max_record_bytes = std::numeric_limits<int64_t>::max());
   ~TFRecordFileReader();
   // The next record, nullopt at a clean end of file. DataLoss "<path>:
   // truncated record at byte offset N" / "<path>: corrupted record at byte
@@ -84,6 +96,7 @@ class TFRecordFileReader {
   std::FILE* file_;
   int64_t file_size_ = 0;
   int64_t offset_ = 0;
+  int64_t max_record_bytes_ = std::numeric_limits<int64_t>::max();
 };
 
 // Every record of the file at `path`.

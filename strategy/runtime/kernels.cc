@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/int_math.h"
 
 namespace tpusim::runtime {
 namespace {
@@ -56,25 +57,9 @@ auto VisitAny(DType dtype, Fn&& fn) {
 }
 
 // Integer arithmetic wraps (two's complement) instead of overflowing.
-template <typename T>
-T WrapAdd(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-}
-template <typename T>
-T WrapSub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-}
-template <typename T>
-T WrapMul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  if constexpr (sizeof(T) < sizeof(unsigned)) {
-    return static_cast<T>(static_cast<unsigned>(a) * static_cast<unsigned>(b));
-  } else {
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  }
-}
+using common::WrapAdd;
+using common::WrapMul;
+using common::WrapSub;
 
 // NaN-propagating max/min.
 template <typename V>

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/int_math.h"
 #include "common/status_macros.h"
 
 namespace tpusim::runtime {
@@ -392,7 +393,13 @@ absl::StatusOr<ValueType> InferReshape(const OpAttrs& attrs,
           absl::StrCat("shape=", Ints(attrs.shape), " has negative size ",
                        dims[i], "; sizes must be >= 0 or one -1 (inferred)"));
     } else {
-      known *= dims[i];
+      std::optional<int64_t> product = common::CheckedMul(known, dims[i]);
+      if (!product.has_value()) {
+        return Error(code, ops,
+                     absl::StrCat("shape=", Ints(attrs.shape),
+                                  " has more than 2^63-1 elements"));
+      }
+      known = *product;
     }
   }
   if (x.any_dynamic() && infer < 0) {

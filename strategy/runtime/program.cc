@@ -53,24 +53,29 @@ absl::StatusOr<Tensor> TensorFromProto(const proto::TensorValueProto& p) {
     return absl::InvalidArgumentError(absl::StrCat(
         "constant literal shape ", shape.ToString(), " must be fully defined"));
   }
+  TPUSIM_RETURN_IF_ERROR(CheckedByteSize(dtype, shape).status());
   if (p.abstract()) return Tensor::Abstract(dtype, shape);
-  Tensor t = Tensor::Zeros(dtype, shape);
+  // The sizes are checked against the proto's payload BEFORE the tensor is
+  // allocated, so a huge shape with a small payload allocates nothing.
+  const int64_t elements = shape.num_elements();
   if (dtype == DType::kBytes) {
-    if (p.strings_size() != t.num_elements()) {
+    if (p.strings_size() != elements) {
       return absl::InvalidArgumentError(
           absl::StrCat("constant literal has ", p.strings_size(),
-                       " strings, shape needs ", t.num_elements()));
+                       " strings, shape needs ", elements));
     }
+    Tensor t = Tensor::Zeros(dtype, shape);
     absl::Span<std::string> v = t.mutable_values<std::string>();
     for (int i = 0; i < p.strings_size(); ++i) v[i] = p.strings(i);
     return t;
   }
-  const int64_t want = t.byte_size();
+  const int64_t want = elements * DTypeSize(dtype);  // checked above
   if (static_cast<int64_t>(p.data().size()) != want) {
     return absl::InvalidArgumentError(
         absl::StrCat("constant literal has ", p.data().size(), " data bytes, ",
-                     t.spec().ToString(), " needs ", want));
+                     DTypeName(dtype), shape.ToString(), " needs ", want));
   }
+  Tensor t = Tensor::Zeros(dtype, shape);
   Tensor raw;
   // Write the bytes through the typed span of the right dtype.
   switch (dtype) {
@@ -529,6 +534,11 @@ absl::Status ProgramBuilder::DeclareVariable(int slot, DType dtype, Shape shape,
     return absl::InvalidArgumentError(absl::StrCat("variable slot ", slot,
                                                    ": shape ", shape.ToString(),
                                                    " must be fully defined"));
+  }
+  if (absl::StatusOr<int64_t> bytes = CheckedByteSize(dtype, shape);
+      !bytes.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "variable slot ", slot, ": ", bytes.status().message()));
   }
   if (const VariableDecl* d = program_.FindVariable(slot)) {
     if (d->dtype == dtype && d->shape == shape) return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/int_math.h"
 
 namespace tpusim::runtime {
 namespace {
@@ -142,9 +143,27 @@ bool Shape::IsFullyDefined() const {
 }
 
 int64_t Shape::num_elements() const {
-  TPUSIM_CHECK(IsFullyDefined()) << ToString();
+  absl::StatusOr<int64_t> n = CheckedNumElements();
+  TPUSIM_CHECK(n.ok()) << n.status();
+  return *n;
+}
+
+absl::StatusOr<int64_t> Shape::CheckedNumElements() const {
+  if (!IsFullyDefined()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape ", ToString(), " is not fully defined; it has no element count"));
+  }
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims_) {
+    std::optional<int64_t> p = common::CheckedMul(n, d);
+    if (!p.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shape ", ToString(),
+                       " has more than 2^63-1 elements (the product of its "
+                       "dimensions overflows int64)"));
+    }
+    n = *p;
+  }
   return n;
 }
 
@@ -200,6 +219,21 @@ std::string Shape::ToString() const {
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
 
+absl::StatusOr<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
+  TPUSIM_ASSIGN_OR_RETURN(const int64_t n, shape.CheckedNumElements());
+  const int64_t per_element = dtype == DType::kBytes
+                                  ? static_cast<int64_t>(sizeof(std::string))
+                                  : DTypeSize(dtype);
+  std::optional<int64_t> bytes = common::CheckedMul(n, per_element);
+  if (!bytes.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DTypeName(dtype), shape.ToString(), " has ", n,
+                     " elements of ", per_element,
+                     " bytes: more than 2^63-1 bytes"));
+  }
+  return *bytes;
+}
+
 std::string TensorSpec::ToString() const {
   return absl::StrCat(DTypeName(dtype), shape.ToString());
 }
@@ -221,6 +255,8 @@ Tensor Tensor::Abstract(DType dtype, Shape shape) {
 
 Tensor Tensor::Zeros(DType dtype, Shape shape) {
   TPUSIM_CHECK(shape.IsFullyDefined()) << shape.ToString();
+  const absl::StatusOr<int64_t> bytes = CheckedByteSize(dtype, shape);
+  TPUSIM_CHECK(bytes.ok()) << bytes.status();
   auto storage = std::make_shared<Storage>();
   const int64_t n = shape.num_elements();
   if (dtype == DType::kBytes) {
@@ -341,9 +377,11 @@ absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
     }
   }
   // Every part becomes one row of the result: the same bytes as concatenating
-  // them, under a shape with a new leading dimension.
-  return Join(parts,
-              parts[0].shape_.Prepend(static_cast<int64_t>(parts.size())));
+  // them, under a shape with a new leading dimension. (Parts with data cannot
+  // overflow, their bytes exist; abstract parts can.)
+  Shape shape = parts[0].shape_.Prepend(static_cast<int64_t>(parts.size()));
+  TPUSIM_RETURN_IF_ERROR(CheckedByteSize(parts[0].dtype_, shape).status());
+  return Join(parts, std::move(shape));
 }
 
 Tensor Tensor::Join(absl::Span<const Tensor> parts, Shape shape) {
@@ -409,9 +447,17 @@ absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
           "cannot concatenate along dimension 0: part 0 is ",
           first.spec().ToString(), ", part ", i, " is ", p.spec().ToString()));
     }
-    rows += p.shape_.dim(0);
+    std::optional<int64_t> sum = common::CheckedAdd(rows, p.shape_.dim(0));
+    if (!sum.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot concatenate along dimension 0: more than 2^63-1 rows (part ",
+          i, " is ", p.spec().ToString(), ")"));
+    }
+    rows = *sum;
   }
-  return Join(parts, first.shape_.WithDim0(rows));
+  Shape shape = first.shape_.WithDim0(rows);
+  TPUSIM_RETURN_IF_ERROR(CheckedByteSize(first.dtype_, shape).status());
+  return Join(parts, std::move(shape));
 }
 
 absl::StatusOr<Tensor> Tensor::Cast(DType to) const {

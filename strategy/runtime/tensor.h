@@ -135,8 +135,16 @@ class Shape {
   int64_t dim(int i) const { return dims_[i]; }
   const std::vector<int64_t>& dims() const { return dims_; }
   bool IsFullyDefined() const;
-  // Product of the dimensions. Precondition: IsFullyDefined().
+  // Product of the dimensions. Precondition: IsFullyDefined() and the product
+  // fits in int64 (CheckedNumElements() has accepted the shape); a violation
+  // aborts, it never wraps.
   int64_t num_elements() const;
+  // The product of the dimensions, checked: InvalidArgument naming the shape
+  // when a dimension is unknown or negative, or when the product overflows
+  // int64 ("shape [4294967296,4294967296] has more than 2^63-1 elements").
+  // Every shape that comes from user input goes through this (or
+  // CheckedByteSize) before a tensor is made with it.
+  absl::StatusOr<int64_t> CheckedNumElements() const;
 
   // A copy with dimension 0 replaced (`dim` may be kUnknownDim). Precondition:
   // rank >= 1.
@@ -161,6 +169,12 @@ class Shape {
   std::vector<int64_t> dims_;
   bool rank_known_ = true;
 };
+
+// Bytes a tensor of `dtype` and `shape` needs: elements x DTypeSize (for
+// kBytes, elements x sizeof(std::string), the size of the empty strings before
+// any payload). InvalidArgument naming the dtype and shape when the shape is
+// not fully defined or the element count or byte count overflows int64.
+absl::StatusOr<int64_t> CheckedByteSize(DType dtype, const Shape& shape);
 
 // The (dtype, partial shape) of one tensor component, as in tf.TensorSpec.
 struct TensorSpec {
