@@ -29,7 +29,8 @@ bool IsPathChar(char c) {
 // a path: at a boundary (not inside a longer name) and followed by '/' or the
 // end of the path. `data_dir` is the resolved (absolute, normalized)
 // directory, so "dataset" in a message never matches "--data-dir data".
-std::string HideDataDir(absl::string_view text, const std::string& data_dir) {
+std::string HideDataDirPath(absl::string_view text,
+                            const std::string& data_dir) {
   if (data_dir.empty()) return std::string(text);
   std::string out;
   size_t from = 0;
@@ -52,12 +53,26 @@ std::string HideDataDir(absl::string_view text, const std::string& data_dir) {
   return out;
 }
 
+// The data directory as resolved (absolute, normalized: where the files are
+// written) and as given (a scenario may name files under it as the user spelled
+// it, e.g. "/tmp//d/x").
+struct DataDirNames {
+  std::string resolved;
+  std::string given;
+};
+
+std::string HideDataDir(absl::string_view text, const DataDirNames& dir) {
+  std::string out = HideDataDirPath(text, dir.resolved);
+  if (dir.given != dir.resolved) out = HideDataDirPath(out, dir.given);
+  return out;
+}
+
 // `status` with the data directory hidden (HideDataDir), so that messages
 // naming synthetic files do not depend on where they were written (goldens
 // stay machine-independent).
 absl::Status WithoutDataDir(const absl::Status& status,
-                            const std::string& data_dir) {
-  if (status.ok() || data_dir.empty()) return status;
+                            const DataDirNames& data_dir) {
+  if (status.ok()) return status;
   return absl::Status(status.code(), HideDataDir(status.message(), data_dir));
 }
 
@@ -136,10 +151,14 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     for (int r : workers.replicas_per_worker[w]) listing.replica_workers[r] = w;
   }
 
-  const std::string data_dir = ResolveDataDir(
-      options.data_dir.empty() ? DefaultDataDir() : options.data_dir);
+  DataDirNames data_dir;
+  data_dir.given =
+      options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
+  while (data_dir.given.size() > 1 && data_dir.given.back() == '/')
+    data_dir.given.pop_back();
+  data_dir.resolved = ResolveDataDir(data_dir.given);
   TPUSIM_ASSIGN_OR_RETURN(FileSetPaths files,
-                          MaterializeFileSets(scenario, data_dir));
+                          MaterializeFileSets(scenario, data_dir.resolved));
 
   absl::StatusOr<data::DistributedDataset> dist =
       absl::UnknownError("not distributed");

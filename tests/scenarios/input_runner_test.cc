@@ -1,6 +1,7 @@
 #include "scenarios/input_runner.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -237,4 +238,49 @@ TEST(InputRunnerTest, ScenarioProblemsFailTheRun) {
 }
 
 }  // namespace
+// Issue 7: only the data directory as a path is hidden: "--data-dir <tmp>/data"
+// must not turn "<tmp>/dataset" into "<data-dir>set".
+TEST(InputRunnerTest, DataDirIsHiddenOnlyWhereItIsThePath) {
+  const std::string tmp = ::testing::TempDir() + "/input_runner_hide";
+  absl::StatusOr<LoadedScenario> s = ParseScenario(
+      "cluster { workers: 1 replicas_per_worker: 1 }\n"
+      "pipeline { tfrecord { file: \"" +
+          tmp + "/dataset/missing.tfrecord\" } }\n"
+                "pipeline { batch { batch_size: 2 } }\n",
+      "t", "");
+  ASSERT_THAT(s, IsOk());
+  RunInputOptions options;
+  options.data_dir = tmp + "/data";
+  absl::StatusOr<InputListing> l = RunInputScenario(*s, options);
+  ASSERT_THAT(l, IsOk());
+  EXPECT_THAT(l->end, StatusIs(absl::StatusCode::kNotFound,
+                               "cannot open TFRecord file \"" + tmp +
+                                   "/dataset/missing.tfrecord\": No such file "
+                                   "or directory"));
+  std::filesystem::remove_all(tmp);
+}
+
+// Issue 7: the memory budget reaches the distributed pipeline.
+TEST(InputRunnerTest, MaxMemoryBoundsTheInputBuffers) {
+  absl::StatusOr<LoadedScenario> s = ParseScenario(
+      "cluster { workers: 1 replicas_per_worker: 1 }\n"
+      "pipeline { range { stop: 100 } }\n"
+      "pipeline { batch { batch_size: 8 } }\n",
+      "t", "");
+  ASSERT_THAT(s, IsOk());
+  RunInputOptions options;
+  options.data_dir = ::testing::TempDir() + "/input_runner_test";
+  options.max_memory = common::Bytes(1000);
+  absl::StatusOr<InputListing> l = RunInputScenario(*s, options);
+  ASSERT_THAT(l, IsOk());
+  EXPECT_TRUE(l->steps.empty());
+  // 8 x 136 = 1088 bytes for the global batch of 8 int64 scalars.
+  EXPECT_THAT(l->end,
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       "batch(batch_size=8): 8 elements of int64[] need an "
+                       "estimated 1088 bytes, more than the memory budget of "
+                       "1000 bytes (1000 B; Options.max_memory, tpusim "
+                       "--max-memory)"));
+}
+
 }  // namespace tpusim::scenarios

@@ -124,15 +124,17 @@ TEST(PipelineBuilderTest, UnkeyedComponentsGiveATupleAndOneGivesATensor) {
   EXPECT_EQ(data::ElementSpecToString(ds->element_spec()), "int32[2]");
 }
 
+// Issue 7: a range error is a validation error with file:LINE (it used to
+// come from the builder without a line).
 TEST(PipelineBuilderTest, OutOfRangeLiteralNamesTheValue) {
-  const LoadedScenario s = MustParse(
-      "pipeline { from_tensors { component { dtype: \"uint8\" int_values: [1, "
-      "256] } } }\n");
   EXPECT_THAT(
-      Build(s),
+      ParseScenario(std::string(kCluster) +
+                        "pipeline { from_tensors { component { dtype: "
+                        "\"uint8\" int_values: [1, 256] } } }\n",
+                    "t", ""),
       StatusIs(absl::StatusCode::kInvalidArgument,
-               "pipeline[0].from_tensors.component[0].int_values[1]=256: out "
-               "of range for uint8"));
+               "t:2: pipeline[0].from_tensors.component[0].int_values[1]=256: "
+               "out of range for uint8 [0, 255]"));
 }
 
 TEST(PipelineBuilderTest, BuiltinMapFunctionsComputeElementwise) {
@@ -430,8 +432,8 @@ TEST(PipelineBuilderTest, GlobWithoutMatchIsAScenarioError) {
                       "/nodir")),
       StatusIs(
           absl::StatusCode::kInvalidArgument,
-          "t: pipeline[0].tfrecord.glob=\"none-*.tfrecord\": no file matches "
-          "\"/nodir/none-*.tfrecord\""));
+          "t:2: pipeline[0].tfrecord.glob=\"none-*.tfrecord\": no file "
+          "matches \"/nodir/none-*.tfrecord\""));
 }
 
 TEST(PipelineBuilderTest, ListFilesWithoutMatchIsADatasetError) {

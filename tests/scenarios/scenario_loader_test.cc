@@ -496,7 +496,8 @@ TEST(ScenarioLoaderTest, MissingFileIsNotFound) {
   EXPECT_THAT(
       LoadScenarioFile("/nonexistent/x.textproto"),
       StatusIs(absl::StatusCode::kNotFound,
-               "cannot read scenario file \"/nonexistent/x.textproto\""));
+               "cannot read scenario file \"/nonexistent/x.textproto\": No "
+               "such file or directory"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "strategy/reduce.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "common/testing/status_matchers.h"
@@ -359,4 +360,30 @@ TEST(ReduceTest, SweepOfMisuseNeverCrashes) {
 }
 
 }  // namespace
+// Issue 7: integer sums wrap in two's complement as TF's do (int32 and int64),
+// never signed-overflow UB, never saturation.
+TEST(ReduceTest, IntegerSumsWrapLikeTensorFlow) {
+  constexpr int32_t kMax32 = std::numeric_limits<int32_t>::max();
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+  absl::StatusOr<Value> sum32 = ReduceOnHost(
+      ReduceOp::kSum,
+      PR({Tensor::Vector<int32_t>({kMax32, 5}), Tensor::Vector<int32_t>({1, 7})}),
+      std::nullopt, 2);
+  ASSERT_THAT(sum32, IsOk());
+  EXPECT_THAT(sum32->tensor().values<int32_t>(),
+              ElementsAre(std::numeric_limits<int32_t>::min(), 12));
+  absl::StatusOr<Value> sum64 = ReduceOnHost(
+      ReduceOp::kSum,
+      PR({Tensor::Vector<int64_t>({kMax64}), Tensor::Vector<int64_t>({2})}),
+      std::nullopt, 2);
+  ASSERT_THAT(sum64, IsOk());
+  EXPECT_THAT(sum64->tensor().values<int64_t>(),
+              ElementsAre(std::numeric_limits<int64_t>::min() + 1));
+  // Along an axis (reduce_sum): the same wrap.
+  absl::StatusOr<Tensor> axis = ReduceSumAxes(
+      Tensor::Vector<int64_t>({kMax64, kMax64, 3}), std::vector<int>{0});
+  ASSERT_THAT(axis, IsOk());
+  EXPECT_EQ(axis->values<int64_t>()[0], 1);  // 2 * (2^63-1) + 3 mod 2^64
+}
+
 }  // namespace tpusim::strategy

@@ -1,5 +1,10 @@
 #include "tools/cli.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <new>
 #include <sstream>
 
 #include "gmock/gmock.h"
@@ -147,4 +152,68 @@ TEST(PresetsCommandTest, UnknownFormatIsAnInputError) {
 }
 
 }  // namespace
+// Issue 7: an allocation failure is RESOURCE_EXHAUSTED on stderr, exit 1,
+// and nothing half-written on stdout.
+TEST(CliTest, AllocationFailureIsResourceExhausted) {
+  Subcommand greedy;
+  greedy.name = "greedy";
+  greedy.usage = "tpusim greedy";
+  greedy.run = [](const ParsedArgs&, std::ostream&) -> absl::Status {
+    throw std::bad_alloc();
+  };
+  Cli cli({greedy});
+  std::ostringstream out, err;
+  EXPECT_EQ(cli.Run({"greedy"}, out, err), kExitError);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_EQ(err.str(),
+            "tpusim greedy: RESOURCE_EXHAUSTED: out of memory "
+            "(std::bad_alloc); lower --max-memory, the batch or shuffle "
+            "buffer sizes, or --steps\n");
+}
+
+// Runs `echo WORD` with stdout written through an FdOutputBuffer on `fd`.
+Result RunEchoTo(int fd, const std::string& word) {
+  Subcommand echo;
+  echo.name = "echo";
+  echo.usage = "tpusim echo WORD";
+  echo.min_positional = 1;
+  echo.max_positional = 1;
+  echo.run = [](const ParsedArgs& a, std::ostream& out) -> absl::Status {
+    out << a.positional()[0];
+    return absl::OkStatus();
+  };
+  Cli cli({echo});
+  FdOutputBuffer buffer(fd);
+  std::ostream out(&buffer);
+  std::ostringstream err;
+  const int code = cli.Run({"echo", word}, out, err);
+  return {code, "", err.str()};
+}
+
+TEST(CliTest, FullDiskOnStdoutExitsOneWithTheOsReason) {
+  const int fd = ::open("/dev/full", O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const Result r = RunEchoTo(fd, "hello");
+  ::close(fd);
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_EQ(r.err,
+            "tpusim echo: RESOURCE_EXHAUSTED: cannot write the output to "
+            "\"standard output\": No space left on device\n");
+}
+
+TEST(CliTest, ClosedPipeOnStdoutExitsOne) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  // As the CLI's main does: EPIPE instead of death by SIGPIPE.
+  void (*old)(int) = std::signal(SIGPIPE, SIG_IGN);
+  const Result r = RunEchoTo(fds[1], std::string(200000, 'x'));
+  std::signal(SIGPIPE, old);
+  ::close(fds[1]);
+  EXPECT_EQ(r.code, kExitError);
+  EXPECT_EQ(r.err,
+            "tpusim echo: FAILED_PRECONDITION: cannot write the output to "
+            "\"standard output\": Broken pipe\n");
+}
+
 }  // namespace tpusim::tools

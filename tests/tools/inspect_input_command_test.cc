@@ -1,6 +1,7 @@
 #include "tools/inspect_input_command.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -226,4 +227,35 @@ TEST(InspectInputCommandTest, EndOfDataAndStepLimitExitZero) {
 }
 
 }  // namespace
+// Issue 7: a directory passed as --golden says so.
+TEST(InspectInputCommandTest, GoldenDirectorySaysSo) {
+  const std::string dir = ::testing::TempDir() + "/golden_dir_test";
+  std::filesystem::create_directories(dir);
+  const Result r = RunCommand({Scenario("default"), "--golden", dir});
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "tpusim inspect-input: INVALID_ARGUMENT: --golden=" + dir +
+                       ": cannot read the file (golden file \"" + dir +
+                       "\" is a directory)\n");
+}
+
+// Issue 7: --max-memory bounds the input buffers; the error gives the estimate.
+TEST(InspectInputCommandTest, MaxMemoryFailsWithTheEstimate) {
+  Result r = RunCommand({Scenario("default"), "--max-memory=100"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err,
+              StartsWith("tpusim inspect-input: RESOURCE_EXHAUSTED: the "
+                         "listing ended at step 0: batch(batch_size="));
+  EXPECT_THAT(r.err, HasSubstr("more than the memory budget of 100 bytes (100 "
+                               "B; Options.max_memory, tpusim --max-memory)"));
+  r = RunCommand({Scenario("default"), "--max-memory=1MiB"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = RunCommand({Scenario("default"), "--max-memory=lots"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "tpusim inspect-input: INVALID_ARGUMENT: --max-memory=lots is not "
+            "allowed; expected a positive number of bytes, optionally with a "
+            "suffix KiB, MiB, GiB or TiB (e.g. 512MiB)\n");
+}
+
 }  // namespace tpusim::tools

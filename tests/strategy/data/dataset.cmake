@@ -5,3 +5,5 @@ tpusim_cc_test(NAME tfrecord_test SRCS tfrecord_test.cc DEPS tpusim::strategy::d
 tpusim_cc_test(NAME readers_test SRCS readers_test.cc DEPS tpusim::strategy::data::dataset)
 tpusim_cc_test(NAME example_parser_test SRCS example_parser_test.cc
                DEPS tpusim::strategy::data::example_parser)
+tpusim_cc_test(NAME hardening_test SRCS hardening_test.cc
+               DEPS tpusim::strategy::data::dataset tpusim::common::status_matchers)

@@ -320,4 +320,44 @@ TEST(ProgramTest, TotalCostSumsOpCostsOnBounds) {
 }
 
 }  // namespace
+// Issue 7: sizes from a proto are checked before anything is allocated, and
+// never wrap ([2^32, 2^32] is not 0 elements).
+TEST(ProgramTest, ParsingChecksLiteralAndVariableSizes) {
+  proto::ProgramProto pb;
+  pb.set_name("p");
+  pb.set_num_replicas(1);
+  pb.set_num_cores_per_replica(1);
+  proto::OpProto* op = pb.add_ops();
+  op->set_op("constant");
+  op->mutable_literal()->set_dtype("float32");
+  op->mutable_literal()->add_dims(int64_t{1} << 32);
+  op->mutable_literal()->add_dims(int64_t{1} << 32);
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program p op %0: shape [4294967296,4294967296] has "
+                       "more than 2^63-1 elements (the product of its "
+                       "dimensions overflows int64)"));
+  // Representable but huge, with no payload: rejected without allocating 4 TiB.
+  op->mutable_literal()->clear_dims();
+  op->mutable_literal()->add_dims(int64_t{1} << 40);
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program p op %0: constant literal has 0 data bytes, "
+                       "float32[1099511627776] needs 4398046511104"));
+  proto::ProgramProto vars;
+  vars.set_name("v");
+  vars.set_num_replicas(1);
+  vars.set_num_cores_per_replica(1);
+  proto::VariableDeclProto* v = vars.add_variables();
+  v->set_slot(0);
+  v->set_dtype("int64");
+  v->add_dims(int64_t{1} << 31);
+  v->add_dims(int64_t{1} << 31);
+  EXPECT_THAT(Program::FromProto(vars),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "variable slot 0: int64[2147483648,2147483648] has "
+                       "4611686018427387904 elements of 8 bytes: more than "
+                       "2^63-1 bytes"));
+}
+
 }  // namespace tpusim::runtime

@@ -140,4 +140,29 @@ TEST(TensorTest, DTypeNamesRoundTrip) {
 }
 
 }  // namespace
+// Issue 7: element counts never wrap.
+TEST(TensorTest, CheckedSizesNameTheShape) {
+  const Shape huge({int64_t{1} << 32, int64_t{1} << 32});
+  EXPECT_THAT(huge.CheckedNumElements(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "shape [4294967296,4294967296] has more than 2^63-1 "
+                       "elements (the product of its dimensions overflows "
+                       "int64)"));
+  EXPECT_THAT(Shape({3, 0, int64_t{1} << 62}).CheckedNumElements(),
+              ::tpusim::testing::IsOk());
+  EXPECT_EQ(*Shape({3, 0, int64_t{1} << 62}).CheckedNumElements(), 0);
+  EXPECT_THAT(CheckedByteSize(DType::kF64, Shape({int64_t{1} << 61})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "float64[2305843009213693952] has 2305843009213693952 "
+                       "elements of 8 bytes: more than 2^63-1 bytes"));
+  EXPECT_EQ(*CheckedByteSize(DType::kI32, Shape({2, 3})), 24);
+  // Stacking abstract tensors (no memory behind them) checks the product too.
+  const Tensor row = Tensor::Abstract(DType::kI64, Shape({int64_t{1} << 62}));
+  EXPECT_THAT(Tensor::Stack({row, row}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "shape [2,4611686018427387904] has more than 2^63-1 "
+                       "elements (the product of its dimensions overflows "
+                       "int64)"));
+}
+
 }  // namespace tpusim::runtime
