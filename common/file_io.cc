@@ -79,9 +79,9 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
     return ErrnoStatus(absl::StrCat("cannot read ", what), path, errno);
   if (!S_ISREG(st.st_mode)) {
     const absl::string_view kind = KindOf(st.st_mode);
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " \"", path, "\" is ", kind,
-        kind == "a directory" ? "" : ", not a regular file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", path, "\" is ", kind,
+                     kind == "a directory" ? "" : ", not a regular file"));
   }
   auto too_big = [&](int64_t size) {
     return absl::InvalidArgumentError(

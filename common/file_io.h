@@ -24,7 +24,8 @@ namespace tpusim::common {
 
 // "<what> \"<path>\": <strerror(err)>" with the code of `err`: NotFound for
 // ENOENT/ENOTDIR, PermissionDenied for EACCES/EPERM/EROFS, FailedPrecondition
-// for EISDIR/EPIPE, ResourceExhausted for ENOMEM/ENOSPC/EMFILE/ENFILE, else Unknown.
+// for EISDIR/EPIPE, ResourceExhausted for ENOMEM/ENOSPC/EMFILE/ENFILE, else
+// Unknown.
 absl::Status ErrnoStatus(absl::string_view what, absl::string_view path,
                          int err);
 

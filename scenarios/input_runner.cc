@@ -2,12 +2,12 @@
 
 #include <filesystem>
 #include <memory>
-#include <string>
 #include <optional>
+#include <string>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "scenarios/pipeline_builder.h"
 #include "strategy/cluster_resolver.h"

@@ -9,8 +9,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/file_io.h"
@@ -494,10 +494,9 @@ class Validator {
                                : std::numeric_limits<int32_t>::max();
         for (int v = 0; v < lit.int_values_size(); ++v) {
           if (lit.int_values(v) < lo || lit.int_values(v) > hi) {
-            return cc.Error(
-                "int_values", v, absl::StrCat(lit.int_values(v)),
-                absl::StrCat("out of range for ", dtype_name, " [", lo, ", ",
-                             hi, "]"));
+            return cc.Error("int_values", v, absl::StrCat(lit.int_values(v)),
+                            absl::StrCat("out of range for ", dtype_name, " [",
+                                         lo, ", ", hi, "]"));
           }
         }
       }
@@ -516,8 +515,7 @@ class Validator {
         }
         const runtime::Shape shape(
             std::vector<int64_t>(lit.shape().begin(), lit.shape().end()));
-        absl::StatusOr<int64_t> bytes =
-            runtime::CheckedByteSize(*dtype, shape);
+        absl::StatusOr<int64_t> bytes = runtime::CheckedByteSize(*dtype, shape);
         if (!bytes.ok()) {
           return cc.Error("shape", shape.ToString(), bytes.status().message());
         }
@@ -567,9 +565,9 @@ class Validator {
     if (r.has_num_parallel_reads() &&
         (r.num_parallel_reads() < 1 ||
          r.num_parallel_reads() > data::kMaxCycleLength)) {
-      return c.Error("num_parallel_reads", absl::StrCat(r.num_parallel_reads()),
-                     absl::StrCat("must be in [1, ", data::kMaxCycleLength,
-                                  "]"));
+      return c.Error(
+          "num_parallel_reads", absl::StrCat(r.num_parallel_reads()),
+          absl::StrCat("must be in [1, ", data::kMaxCycleLength, "]"));
     }
     const bool fixed = name == "fixed_length";
     if (!fixed && (r.has_record_bytes() || r.has_header_bytes() ||
@@ -774,8 +772,8 @@ class Validator {
             }
             const runtime::Shape shape(
                 std::vector<int64_t>(f.shape().begin(), f.shape().end()));
-            absl::StatusOr<runtime::DType> dtype = runtime::DTypeFromName(
-                f.has_dtype() ? f.dtype() : "int64");
+            absl::StatusOr<runtime::DType> dtype =
+                runtime::DTypeFromName(f.has_dtype() ? f.dtype() : "int64");
             absl::StatusOr<int64_t> bytes =
                 runtime::CheckedByteSize(*dtype, shape);
             if (!bytes.ok()) {
@@ -943,8 +941,7 @@ absl::Status ValidateScenario(const LoadedScenario& scenario) {
 
 absl::Status ScenarioError(const LoadedScenario& scenario,
                            absl::string_view field_path,
-                           absl::string_view value,
-                           absl::string_view problem) {
+                           absl::string_view value, absl::string_view problem) {
   // Walk the path through the message (reflection) and the parse tree, so
   // that the error carries the line of the deepest field written.
   Cursor cursor(scenario.proto, scenario.locations.get(), "", 0,
@@ -956,21 +953,19 @@ absl::Status ScenarioError(const LoadedScenario& scenario,
     int index = -1;
     if (const size_t bracket = name.find('[');
         bracket != std::string::npos && name.back() == ']') {
-      if (!absl::SimpleAtoi(
-              name.substr(bracket + 1, name.size() - bracket - 2), &index)) {
+      if (!absl::SimpleAtoi(name.substr(bracket + 1, name.size() - bracket - 2),
+                            &index)) {
         index = -1;
       }
       name = name.substr(0, bracket);
     }
     const FieldDescriptor* fd =
-        msg == nullptr ? nullptr
-                       : msg->GetDescriptor()->FindFieldByName(name);
+        msg == nullptr ? nullptr : msg->GetDescriptor()->FindFieldByName(name);
     const bool last = p + 1 == parts.size();
     if (last || fd == nullptr ||
         fd->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE ||
         (fd->is_repeated() &&
-         (index < 0 ||
-          index >= msg->GetReflection()->FieldSize(*msg, fd))) ||
+         (index < 0 || index >= msg->GetReflection()->FieldSize(*msg, fd))) ||
         (!fd->is_repeated() && !msg->GetReflection()->HasField(*msg, fd))) {
       // The rest of the path is named as written, located at the last field
       // known.

@@ -81,8 +81,7 @@ absl::Status ValidateScenario(const LoadedScenario& scenario);
 // matches nothing).
 absl::Status ScenarioError(const LoadedScenario& scenario,
                            absl::string_view field_path,
-                           absl::string_view value,
-                           absl::string_view problem);
+                           absl::string_view value, absl::string_view problem);
 
 // The cluster a scenario runs on.
 struct ClusterLayout {

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
-#include "common/units.h"
 #include "common/status_macros.h"
+#include "common/units.h"
 #include "scenarios/input_runner.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/dataset.h"
@@ -36,11 +36,10 @@ absl::StatusOr<common::Bytes> ParseMaxMemory(const ParsedArgs& args) {
   const std::string text = args.Get("max-memory");
   absl::string_view digits = text;
   int shift = 0;
-  for (const auto& [suffix, s] :
-       {std::pair<absl::string_view, int>{"KiB", 10},
-        {"MiB", 20},
-        {"GiB", 30},
-        {"TiB", 40}}) {
+  for (const auto& [suffix, s] : {std::pair<absl::string_view, int>{"KiB", 10},
+                                  {"MiB", 20},
+                                  {"GiB", 30},
+                                  {"TiB", 40}}) {
     if (absl::ConsumeSuffix(&digits, suffix)) {
       shift = s;
       break;
@@ -65,8 +64,7 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   }
   TPUSIM_ASSIGN_OR_RETURN(const int64_t steps,
                           args.GetInt("steps", kDefaultMaxSteps, 1));
-  TPUSIM_ASSIGN_OR_RETURN(const common::Bytes max_memory,
-                          ParseMaxMemory(args));
+  TPUSIM_ASSIGN_OR_RETURN(const common::Bytes max_memory, ParseMaxMemory(args));
   if (args.Has("update-golden") && !args.Has("golden")) {
     return absl::InvalidArgumentError(
         "--update-golden needs --golden FILE (the file to rewrite)");

@@ -171,9 +171,9 @@ absl::Status CheckBufferEstimate(absl::string_view what, int64_t count,
 
 absl::Status MemoryBudgetExceeded(absl::string_view what, int64_t bytes,
                                   common::Bytes budget) {
-  return absl::ResourceExhaustedError(absl::StrCat(
-      what, ": the buffer reached ", bytes, " bytes, more than ",
-      BudgetText(budget)));
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, ": the buffer reached ", bytes, " bytes, more than ",
+                   BudgetText(budget)));
 }
 
 absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
@@ -345,10 +345,10 @@ namespace {
 Dataset Wrap(absl::StatusOr<NodePtr> node, Options options = {}) {
   if (!node.ok()) return Dataset::FromError(node.status());
   if ((*node)->depth() > kMaxDatasetDepth) {
-    return Dataset::FromError(absl::InvalidArgumentError(absl::StrCat(
-        (*node)->op(), ": the dataset would be ", (*node)->depth(),
-        " nodes deep, more than tpusim's limit of ", kMaxDatasetDepth,
-        " (kMaxDatasetDepth)")));
+    return Dataset::FromError(absl::InvalidArgumentError(
+        absl::StrCat((*node)->op(), ": the dataset would be ", (*node)->depth(),
+                     " nodes deep, more than tpusim's limit of ",
+                     kMaxDatasetDepth, " (kMaxDatasetDepth)")));
   }
   return Dataset(*std::move(node), options);
 }
@@ -412,9 +412,8 @@ Dataset ReadFiles(const Dataset& filenames, absl::string_view op,
   // name the reader's own argument, not interleave's.
   const int64_t n = *num_parallel_reads;
   if (n < 1 && n != kAutotune) {
-    return Dataset::FromError(absl::InvalidArgumentError(
-        absl::StrCat(op, ": num_parallel_reads=", n,
-                     ": must be >= 1 or AUTOTUNE (-1)")));
+    return Dataset::FromError(absl::InvalidArgumentError(absl::StrCat(
+        op, ": num_parallel_reads=", n, ": must be >= 1 or AUTOTUNE (-1)")));
   }
   if (n > kMaxCycleLength) {
     return Dataset::FromError(absl::InvalidArgumentError(absl::StrCat(
@@ -449,10 +448,9 @@ Dataset Dataset::TextLine(const Dataset& filenames,
                           std::optional<int64_t> num_parallel_reads) {
   absl::Status s = ValidateFilenamesDataset(filenames, "TextLineDataset");
   if (!s.ok()) return FromError(s);
-  return ReadFiles(filenames, "TextLineDataset", num_parallel_reads,
-                   [](const FunctionArg& arg) {
-                     return TextLineReader(arg.leaf());
-                   });
+  return ReadFiles(
+      filenames, "TextLineDataset", num_parallel_reads,
+      [](const FunctionArg& arg) { return TextLineReader(arg.leaf()); });
 }
 Dataset Dataset::FixedLengthRecord(std::vector<std::string> filenames,
                                    FixedLengthRecordOptions options) {
@@ -464,7 +462,8 @@ Dataset Dataset::FixedLengthRecord(const Dataset& filenames,
       ValidateFilenamesDataset(filenames, "FixedLengthRecordDataset");
   if (!s.ok()) return FromError(s);
   return ReadFiles(filenames, "FixedLengthRecordDataset",
-                   options.num_parallel_reads, [options](const FunctionArg& arg) {
+                   options.num_parallel_reads,
+                   [options](const FunctionArg& arg) {
                      return FixedLengthRecordReader(arg.leaf(), options);
                    });
 }

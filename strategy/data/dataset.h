@@ -103,8 +103,7 @@ struct Options {
   common::Bytes max_memory = kDefaultMaxMemory;
   friend bool operator==(const Options& a, const Options& b) {
     return a.auto_shard_policy == b.auto_shard_policy &&
-           a.make_stateless == b.make_stateless &&
-           a.max_memory == b.max_memory;
+           a.make_stateless == b.make_stateless && a.max_memory == b.max_memory;
   }
 };
 

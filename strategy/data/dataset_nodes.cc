@@ -317,9 +317,9 @@ absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
     absl::StatusOr<int64_t> bytes =
         runtime::CheckedByteSize(leaf->dtype, leaf->shape.Prepend(batch_size));
     if (!bytes.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch: batch_size=", batch_size, " of ",
-                       leaf->ToString(), " elements: ", bytes.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "batch: batch_size=", batch_size, " of ", leaf->ToString(),
+          " elements: ", bytes.status().message()));
     }
   }
   return NodePtr(std::make_shared<BatchNode>(std::move(input), batch_size,
@@ -418,10 +418,10 @@ absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
         // as they arrive.
         bytes += ElementBytes(*e);
         if (bytes > budget_.count()) {
-          return MemoryBudgetExceeded(absl::StrCat("batch(batch_size=", b_,
-                                                   ") at element ",
-                                                   parts.size()),
-                                      bytes, budget_);
+          return MemoryBudgetExceeded(
+              absl::StrCat("batch(batch_size=", b_, ") at element ",
+                           parts.size()),
+              bytes, budget_);
         }
         parts.push_back(*std::move(e));
       }
@@ -1056,8 +1056,7 @@ absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
         bytes_ += ElementBytes(*e);
         if (bytes_ > budget_.count()) {
           return MemoryBudgetExceeded(
-              absl::StrCat("cache at element ", seen_.size()), bytes_,
-              budget_);
+              absl::StrCat("cache at element ", seen_.size()), bytes_, budget_);
         }
       }
       if (!e.has_value()) {

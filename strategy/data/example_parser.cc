@@ -36,11 +36,11 @@ absl::Status ValidateFeatureSpec(const FeatureSpec& spec) {
           "; FixedLenFeature needs a fully "
           "defined shape"));
     }
-    if (absl::StatusOr<int64_t> bytes = runtime::CheckedByteSize(f.dtype, f.shape);
+    if (absl::StatusOr<int64_t> bytes =
+            runtime::CheckedByteSize(f.dtype, f.shape);
         !bytes.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("feature spec: feature \"", key, "\": ",
-                       bytes.status().message()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "feature spec: feature \"", key, "\": ", bytes.status().message()));
     }
     if (f.default_value.has_value() &&
         !(f.default_value->dtype() == f.dtype &&

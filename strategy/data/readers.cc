@@ -155,9 +155,8 @@ class TextLineSource final : public RecordSource {
       any = true;
       const char* begin = chunk_ + pos_;
       const void* nl = std::memchr(begin, '\n', end_ - pos_);
-      const size_t n = nl == nullptr
-                           ? end_ - pos_
-                           : static_cast<const char*>(nl) - begin;
+      const size_t n =
+          nl == nullptr ? end_ - pos_ : static_cast<const char*>(nl) - begin;
       for (size_t i = 0; i < n; ++i) {
         if (begin[i] != '\r') line.push_back(begin[i]);
       }
@@ -167,10 +166,10 @@ class TextLineSource final : public RecordSource {
         terminated = true;
       }
       if (static_cast<int64_t>(line.size()) > budget_.count()) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "TextLineDataset: line ", line_number_ + 1, " of \"", path_,
-            "\" is longer than the memory budget of ", budget_.count(),
-            " bytes"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("TextLineDataset: line ", line_number_ + 1, " of \"",
+                         path_, "\" is longer than the memory budget of ",
+                         budget_.count(), " bytes"));
       }
     }
     if (!any) return std::optional<std::string>();  // end of file
@@ -372,10 +371,10 @@ absl::StatusOr<IteratorPtr> FixedLengthRecordReaderNode::MakeIterator(
                 footer = footer_bytes_;
   // Estimate before allocating: one record is read at a time.
   if (record > ctx.max_memory.count()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "FixedLengthRecordDataset: record_bytes=", record,
-        " is more than the memory budget of ", ctx.max_memory.count(),
-        " bytes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("FixedLengthRecordDataset: record_bytes=", record,
+                     " is more than the memory budget of ",
+                     ctx.max_memory.count(), " bytes"));
   }
   return IteratorPtr(std::make_unique<FileRecordIterator>(
       std::move(files),

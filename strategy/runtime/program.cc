@@ -537,8 +537,8 @@ absl::Status ProgramBuilder::DeclareVariable(int slot, DType dtype, Shape shape,
   }
   if (absl::StatusOr<int64_t> bytes = CheckedByteSize(dtype, shape);
       !bytes.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "variable slot ", slot, ": ", bytes.status().message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable slot ", slot, ": ", bytes.status().message()));
   }
   if (const VariableDecl* d = program_.FindVariable(slot)) {
     if (d->dtype == dtype && d->shape == shape) return absl::OkStatus();

@@ -150,8 +150,9 @@ int64_t Shape::num_elements() const {
 
 absl::StatusOr<int64_t> Shape::CheckedNumElements() const {
   if (!IsFullyDefined()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shape ", ToString(), " is not fully defined; it has no element count"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", ToString(),
+                     " is not fully defined; it has no element count"));
   }
   int64_t n = 1;
   for (int64_t d : dims_) {
@@ -226,10 +227,9 @@ absl::StatusOr<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
                                   : DTypeSize(dtype);
   std::optional<int64_t> bytes = common::CheckedMul(n, per_element);
   if (!bytes.has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(DTypeName(dtype), shape.ToString(), " has ", n,
-                     " elements of ", per_element,
-                     " bytes: more than 2^63-1 bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        DTypeName(dtype), shape.ToString(), " has ", n, " elements of ",
+        per_element, " bytes: more than 2^63-1 bytes"));
   }
   return *bytes;
 }

@@ -48,10 +48,10 @@ TEST_F(FileIoTest, ReadsARegularFile) {
 TEST_F(FileIoTest, FifoIsAnErrorNotAHang) {
   const std::string fifo = Path("fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_THAT(ReadRegularFile(fifo, "scenario file", 100),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "scenario file \"" + fifo +
-                           "\" is a FIFO, not a regular file"));
+  EXPECT_THAT(
+      ReadRegularFile(fifo, "scenario file", 100),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "scenario file \"" + fifo + "\" is a FIFO, not a regular file"));
 }
 
 TEST_F(FileIoTest, CharacterDeviceIsRefused) {
@@ -104,15 +104,15 @@ TEST(ErrnoStatusTest, MapsErrnoToCodesWithTheOsReason) {
   EXPECT_THAT(ErrnoStatus("w", "p", ENOSPC),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "w \"p\": No space left on device"));
-  EXPECT_THAT(ErrnoStatus("w", "p", EPIPE),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "w \"p\": Broken pipe"));
+  EXPECT_THAT(
+      ErrnoStatus("w", "p", EPIPE),
+      StatusIs(absl::StatusCode::kFailedPrecondition, "w \"p\": Broken pipe"));
   EXPECT_THAT(ErrnoStatus("w", "p", EISDIR),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "w \"p\": Is a directory"));
-  EXPECT_THAT(ErrnoStatus("w", "p", EIO),
-              StatusIs(absl::StatusCode::kUnknown,
-                       "w \"p\": Input/output error"));
+  EXPECT_THAT(
+      ErrnoStatus("w", "p", EIO),
+      StatusIs(absl::StatusCode::kUnknown, "w \"p\": Input/output error"));
 }
 
 }  // namespace

@@ -245,8 +245,9 @@ TEST(InputRunnerTest, DataDirIsHiddenOnlyWhereItIsThePath) {
   absl::StatusOr<LoadedScenario> s = ParseScenario(
       "cluster { workers: 1 replicas_per_worker: 1 }\n"
       "pipeline { tfrecord { file: \"" +
-          tmp + "/dataset/missing.tfrecord\" } }\n"
-                "pipeline { batch { batch_size: 2 } }\n",
+          tmp +
+          "/dataset/missing.tfrecord\" } }\n"
+          "pipeline { batch { batch_size: 2 } }\n",
       "t", "");
   ASSERT_THAT(s, IsOk());
   RunInputOptions options;

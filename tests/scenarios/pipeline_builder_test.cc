@@ -430,10 +430,9 @@ TEST(PipelineBuilderTest, GlobWithoutMatchIsAScenarioError) {
   EXPECT_THAT(
       Build(MustParse("pipeline { tfrecord { glob: \"none-*.tfrecord\" } }\n",
                       "/nodir")),
-      StatusIs(
-          absl::StatusCode::kInvalidArgument,
-          "t:2: pipeline[0].tfrecord.glob=\"none-*.tfrecord\": no file "
-          "matches \"/nodir/none-*.tfrecord\""));
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "t:2: pipeline[0].tfrecord.glob=\"none-*.tfrecord\": no file "
+               "matches \"/nodir/none-*.tfrecord\""));
 }
 
 TEST(PipelineBuilderTest, ListFilesWithoutMatchIsADatasetError) {

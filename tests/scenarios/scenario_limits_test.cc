@@ -40,7 +40,8 @@ TEST(ScenarioLimitsTest, DeepNestingIsAParserErrorWithTheLine) {
 
 TEST(ScenarioLimitsTest, ThousandsOfStagesAreAValidationErrorWithTheLine) {
   std::string text = "pipeline { range { stop: 4 } }\n";
-  for (int i = 1; i < 1200; ++i) text += "pipeline { map { fn: \"identity\" } }\n";
+  for (int i = 1; i < 1200; ++i)
+    text += "pipeline { map { fn: \"identity\" } }\n";
   // Stage 1000 (0-based) is the 1001st, on line 1 + 1001.
   EXPECT_THAT(Parse(text),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -51,7 +52,8 @@ TEST(ScenarioLimitsTest, ThousandsOfStagesAreAValidationErrorWithTheLine) {
   std::string nested = "pipeline { range { stop: 4 } }\n";
   nested += "pipeline { concatenate {\n";
   nested += "pipeline { range { stop: 1 } }\n";
-  for (int i = 0; i < 1000; ++i) nested += "pipeline { map { fn: \"identity\" } }\n";
+  for (int i = 0; i < 1000; ++i)
+    nested += "pipeline { map { fn: \"identity\" } }\n";
   nested += "} }\n";
   EXPECT_THAT(Parse(nested),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -99,12 +101,11 @@ TEST(ScenarioLimitsTest, FileSetNamesAreRestricted) {
   for (const std::string& name :
        {std::string("../.."), std::string("a/b"), std::string(".hidden"),
         std::string(65, 'n'), std::string("sp ace")}) {
-    EXPECT_THAT(
-        Parse("file_set { name: \"" + name +
-              "\" num_files: 1 records_per_file: 1 }\n"
-              "pipeline { range { stop: 1 } }\n"),
-        StatusIs(absl::StatusCode::kInvalidArgument,
-                 "t:2: file_set[0].name=\"" + name + "\"" + rule))
+    EXPECT_THAT(Parse("file_set { name: \"" + name +
+                      "\" num_files: 1 records_per_file: 1 }\n"
+                      "pipeline { range { stop: 1 } }\n"),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         "t:2: file_set[0].name=\"" + name + "\"" + rule))
         << name;
   }
   EXPECT_THAT(Parse("file_set { name: \"train-v1.2_x\" num_files: 1 "
@@ -126,16 +127,15 @@ TEST(ScenarioLimitsTest, SpecialFilesAreRefusedNotRead) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "scenario file \"/dev/zero\" is a character device, not "
                        "a regular file"));
-  const std::string dir =
-      ::testing::TempDir() + "/scenario_limits_test_fifo";
+  const std::string dir = ::testing::TempDir() + "/scenario_limits_test_fifo";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string fifo = dir + "/s.textproto";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_THAT(LoadScenarioFile(fifo),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "scenario file \"" + fifo +
-                           "\" is a FIFO, not a regular file"));
+  EXPECT_THAT(
+      LoadScenarioFile(fifo),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "scenario file \"" + fifo + "\" is a FIFO, not a regular file"));
   const std::string big = dir + "/big.textproto";
   {
     std::ofstream out(big);
@@ -150,19 +150,20 @@ TEST(ScenarioLimitsTest, SpecialFilesAreRefusedNotRead) {
 }
 
 TEST(ScenarioErrorTest, LocatesNestedFieldPaths) {
-  absl::StatusOr<LoadedScenario> s = ParseScenario(
-      std::string(kCluster) +
-          "pipeline { range { stop: 1 } }\n"
-          "pipeline { concatenate {\n"
-          "  pipeline {\n"
-          "    text_line { glob: \"x*\" } } } }\n",
-      "t", "");
+  absl::StatusOr<LoadedScenario> s =
+      ParseScenario(std::string(kCluster) +
+                        "pipeline { range { stop: 1 } }\n"
+                        "pipeline { concatenate {\n"
+                        "  pipeline {\n"
+                        "    text_line { glob: \"x*\" } } } }\n",
+                    "t", "");
   ASSERT_THAT(s, ::tpusim::testing::IsOk());
-  EXPECT_THAT(ScenarioError(*s, "pipeline[1].concatenate.pipeline[0].text_line.glob",
-                            "\"x*\"", "no file matches"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "t:5: pipeline[1].concatenate.pipeline[0].text_line."
-                       "glob=\"x*\": no file matches"));
+  EXPECT_THAT(
+      ScenarioError(*s, "pipeline[1].concatenate.pipeline[0].text_line.glob",
+                    "\"x*\"", "no file matches"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "t:5: pipeline[1].concatenate.pipeline[0].text_line."
+               "glob=\"x*\": no file matches"));
 }
 
 }  // namespace

@@ -365,10 +365,11 @@ TEST(ReduceTest, SweepOfMisuseNeverCrashes) {
 TEST(ReduceTest, IntegerSumsWrapLikeTensorFlow) {
   constexpr int32_t kMax32 = std::numeric_limits<int32_t>::max();
   constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
-  absl::StatusOr<Value> sum32 = ReduceOnHost(
-      ReduceOp::kSum,
-      PR({Tensor::Vector<int32_t>({kMax32, 5}), Tensor::Vector<int32_t>({1, 7})}),
-      std::nullopt, 2);
+  absl::StatusOr<Value> sum32 =
+      ReduceOnHost(ReduceOp::kSum,
+                   PR({Tensor::Vector<int32_t>({kMax32, 5}),
+                       Tensor::Vector<int32_t>({1, 7})}),
+                   std::nullopt, 2);
   ASSERT_THAT(sum32, IsOk());
   EXPECT_THAT(sum32->tensor().values<int32_t>(),
               ElementsAre(std::numeric_limits<int32_t>::min(), 12));

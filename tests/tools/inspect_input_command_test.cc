@@ -243,9 +243,8 @@ TEST(InspectInputCommandTest, GoldenDirectorySaysSo) {
 TEST(InspectInputCommandTest, MaxMemoryFailsWithTheEstimate) {
   Result r = RunCommand({Scenario("default"), "--max-memory=100"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_THAT(r.err,
-              StartsWith("tpusim inspect-input: RESOURCE_EXHAUSTED: the "
-                         "listing ended at step 0: batch(batch_size="));
+  EXPECT_THAT(r.err, StartsWith("tpusim inspect-input: RESOURCE_EXHAUSTED: the "
+                                "listing ended at step 0: batch(batch_size="));
   EXPECT_THAT(r.err, HasSubstr("more than the memory budget of 100 bytes (100 "
                                "B; Options.max_memory, tpusim --max-memory)"));
   r = RunCommand({Scenario("default"), "--max-memory=1MiB"});

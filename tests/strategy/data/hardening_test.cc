@@ -23,8 +23,7 @@ using runtime::Tensor;
 using ::tpusim::testing::IsOk;
 using ::tpusim::testing::StatusIs;
 
-constexpr char kBudgetSuffix[] =
-    "; Options.max_memory, tpusim --max-memory)";
+constexpr char kBudgetSuffix[] = "; Options.max_memory, tpusim --max-memory)";
 
 Dataset WithBudget(const Dataset& ds, int64_t bytes) {
   Options o = ds.options();
@@ -55,28 +54,31 @@ TEST(MemoryBudgetTest, HugeBatchFailsOnTheEstimateBeforeAllocating) {
 
 TEST(MemoryBudgetTest, BudgetComesFromTheOptions) {
   const Dataset ds = WithBudget(Dataset::Range(100).Batch(4), 500);
-  EXPECT_THAT(ds.MakeIterator(),
-              StatusIs(absl::StatusCode::kResourceExhausted,
-                       std::string("batch(batch_size=4): 4 elements of "
-                                   "int64[] need an estimated 544 bytes, more "
-                                   "than the memory budget of 500 bytes (500 B") +
-                           kBudgetSuffix));
+  EXPECT_THAT(
+      ds.MakeIterator(),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               std::string("batch(batch_size=4): 4 elements of "
+                           "int64[] need an estimated 544 bytes, more "
+                           "than the memory budget of 500 bytes (500 B") +
+                   kBudgetSuffix));
   // 3 x (8 + 128) = 408 fits.
   absl::StatusOr<std::vector<Element>> ok =
       WithBudget(Dataset::Range(6).Batch(3), 500).Collect();
   ASSERT_THAT(ok, IsOk());
   ASSERT_EQ(ok->size(), 2u);
-  EXPECT_THAT((*ok)[1].leaf().values<int64_t>(), ::testing::ElementsAre(3, 4, 5));
+  EXPECT_THAT((*ok)[1].leaf().values<int64_t>(),
+              ::testing::ElementsAre(3, 4, 5));
 }
 
 TEST(MemoryBudgetTest, StringsAreCountedAsTheyArrive) {
   const std::string big(300, 'x');
   // Estimate 3 x (32 + 128) = 480 fits 600; two real elements of
   // 128 + 32 + 300 = 460 bytes do not.
-  const Dataset ds = WithBudget(
-      Dataset::FromTensorSlices(Element(Tensor::Vector<std::string>({big, big, big})))
-          .Batch(3),
-      600);
+  const Dataset ds =
+      WithBudget(Dataset::FromTensorSlices(
+                     Element(Tensor::Vector<std::string>({big, big, big})))
+                     .Batch(3),
+                 600);
   EXPECT_THAT(ds.Collect(),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        std::string("batch(batch_size=3) at element 1: the "
@@ -161,10 +163,11 @@ TEST(ReadErrorTest, TextLineReadErrorIsNotEndOfFile) {
 }
 
 TEST(ReadErrorTest, ReadErrorsMapErrnoAndPosition) {
-  EXPECT_THAT(ReadError("cannot read TFRecord file", "f", "byte offset 12", EIO),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       "cannot read TFRecord file \"f\" at byte offset 12: "
-                       "Input/output error"));
+  EXPECT_THAT(
+      ReadError("cannot read TFRecord file", "f", "byte offset 12", EIO),
+      StatusIs(absl::StatusCode::kDataLoss,
+               "cannot read TFRecord file \"f\" at byte offset 12: "
+               "Input/output error"));
   EXPECT_THAT(ReadError("TextLineDataset: cannot read", "f", "line 3", ENOMEM),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "TextLineDataset: cannot read \"f\" at line 3: Cannot "
@@ -176,10 +179,10 @@ TEST_F(HardeningFilesTest, DirectoryAsInputFileSaysSo) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        "TextLineDataset: cannot open \"" + dir_ +
                            "\": Is a directory"));
-  EXPECT_THAT(Dataset::TFRecord({dir_}).Collect(),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       "cannot open TFRecord file \"" + dir_ +
-                           "\": Is a directory"));
+  EXPECT_THAT(
+      Dataset::TFRecord({dir_}).Collect(),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               "cannot open TFRecord file \"" + dir_ + "\": Is a directory"));
 }
 
 TEST(FixedLengthTest, RecordLargerThanTheBudgetFailsBeforeReading) {
