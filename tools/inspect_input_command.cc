@@ -1,5 +1,6 @@
 #include "tools/inspect_input_command.h"
 
+#include <cerrno>
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -100,11 +101,16 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   }
   const std::string golden = args.Get("golden");
   if (args.Has("update-golden")) {
+    errno = 0;
     std::ofstream o(golden, std::ios::binary | std::ios::trunc);
     o << json;
+    o.flush();
     if (!o) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("--golden=", golden, ": cannot write the file"));
+      // The OS reason (EACCES, EISDIR, ENOSPC, ...), not a guess.
+      const absl::Status os = common::ErrnoStatus(
+          "cannot write golden file", golden, errno != 0 ? errno : EIO);
+      return absl::Status(
+          os.code(), absl::StrCat("--golden=", golden, ": ", os.message()));
     }
     return absl::OkStatus();
   }

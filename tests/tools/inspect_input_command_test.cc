@@ -257,4 +257,16 @@ TEST(InspectInputCommandTest, MaxMemoryFailsWithTheEstimate) {
             "suffix KiB, MiB, GiB or TiB (e.g. 512MiB)\n");
 }
 
+TEST(InspectInputCommandTest, UpdateGoldenIntoADirectoryGivesTheOsReason) {
+  const std::string dir = ::testing::TempDir() + "/golden_write_dir_test";
+  std::filesystem::create_directories(dir);
+  const Result r =
+      RunCommand({Scenario("default"), "--golden", dir, "--update-golden"});
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "tpusim inspect-input: FAILED_PRECONDITION: --golden=" + dir +
+                ": cannot write golden file \"" + dir + "\": Is a directory\n");
+}
+
 }  // namespace tpusim::tools
