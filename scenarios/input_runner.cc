@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -57,10 +58,31 @@ absl::StatusOr<HostStrategy> MakeHostStrategy(const ClusterLayout& cluster,
   return h;
 }
 
+// Keeps every step in the listing (RunInputScenario without a sink).
+class KeepingSink final : public ListingSink {
+ public:
+  absl::Status Begin(const InputListing&) override { return absl::OkStatus(); }
+  absl::Status Step(const InputStep& step) override {
+    steps.push_back(step);
+    return absl::OkStatus();
+  }
+  std::vector<InputStep> steps;
+};
+
 }  // namespace
 
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
                                               const RunInputOptions& options) {
+  KeepingSink sink;
+  TPUSIM_ASSIGN_OR_RETURN(InputListing listing,
+                          RunInputScenario(scenario, options, sink));
+  listing.steps = std::move(sink.steps);
+  return listing;
+}
+
+absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
+                                              const RunInputOptions& options,
+                                              ListingSink& sink) {
   const Scenario& sc = scenario.proto;
   TPUSIM_ASSIGN_OR_RETURN(ClusterLayout cluster, ResolveCluster(scenario));
   InputListing listing;
@@ -110,6 +132,7 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     dist = tpu.ExperimentalDistributeDataset(dataset);
   }
   if (!dist.ok()) {
+    TPUSIM_RETURN_IF_ERROR(sink.Begin(listing));
     listing.end = WithoutDataDir(dist.status(), data_dir);
     return listing;
   }
@@ -117,6 +140,7 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     listing.warnings.push_back(
         absl::StrReplaceAll(w, {{data_dir, "<data-dir>"}}));
   }
+  TPUSIM_RETURN_IF_ERROR(sink.Begin(listing));
   absl::StatusOr<data::DistributedIterator> it = dist->MakeIterator();
   if (!it.ok()) {
     listing.end = WithoutDataDir(it.status(), data_dir);
@@ -138,7 +162,7 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     for (int r = 0; r < next->num_replicas(); ++r) {
       s.replicas.push_back({r, listing.replica_workers[r], (*next)[r]});
     }
-    listing.steps.push_back(std::move(s));
+    TPUSIM_RETURN_IF_ERROR(sink.Step(s));
   }
   return listing;
 }
