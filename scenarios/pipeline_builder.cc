@@ -629,8 +629,7 @@ std::set<std::string> FileSetsRead(const Scenario& scenario) {
     std::vector<const google::protobuf::FieldDescriptor*> fields;
     r.ListFields(m, &fields);
     for (const google::protobuf::FieldDescriptor* f : fields) {
-      if (f->cpp_type() ==
-          google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
         if (f->is_repeated()) {
           for (int i = 0; i < r.FieldSize(m, f); ++i)
             stack.push_back(&r.GetRepeatedMessage(m, f, i));
@@ -721,8 +720,8 @@ absl::Status WriteAtomically(const std::string& path, const std::string& bytes,
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
     return absl::PermissionDeniedError(
-        absl::StrCat("file_set \"", set.name(), "\": cannot rename to \"",
-                     path, "\": ", ec.message()));
+        absl::StrCat("file_set \"", set.name(), "\": cannot rename to \"", path,
+                     "\": ", ec.message()));
   }
   return absl::OkStatus();
 }
@@ -733,11 +732,10 @@ int64_t FileSetMaxBytes(const FileSet& set) {
   if (set.num_files() <= 0 || set.records_per_file() <= 0) return 0;
   // The last record has the largest file index and id, so the longest
   // varints: its size bounds every record's.
-  const int64_t record =
-      static_cast<int64_t>(data::EncodeTFRecord(
-                               SyntheticExample(set, set.num_files() - 1,
-                                                set.records_per_file() - 1))
-                               .size());
+  const int64_t record = static_cast<int64_t>(
+      data::EncodeTFRecord(SyntheticExample(set, set.num_files() - 1,
+                                            set.records_per_file() - 1))
+          .size());
   // At most 10000 x 1000000 records (the validator's bounds): no overflow.
   return int64_t{set.num_files()} * set.records_per_file() * record;
 }
@@ -752,12 +750,14 @@ absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
     const int64_t bytes = FileSetMaxBytes(set);
     total += bytes;
     if (total > kMaxFileSetBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          FileSetWhere(scenario, i), " \"", set.name(), "\" (num_files=",
-          set.num_files(), ", records_per_file=", set.records_per_file(),
-          ") takes up to ", bytes, " bytes, and the file sets the pipeline "
-          "reads would total up to ", total, "; allowed: at most ",
-          kMaxFileSetBytes, " bytes in all (tpusim's cap)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(FileSetWhere(scenario, i), " \"", set.name(),
+                       "\" (num_files=", set.num_files(), ", records_per_file=",
+                       set.records_per_file(), ") takes up to ", bytes,
+                       " bytes, and the file sets the pipeline "
+                       "reads would total up to ",
+                       total, "; allowed: at most ", kMaxFileSetBytes,
+                       " bytes in all (tpusim's cap)"));
     }
   }
   FileSetPaths out;

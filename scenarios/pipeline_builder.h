@@ -47,15 +47,16 @@ inline constexpr int64_t kMaxFileSetBytes = int64_t{1} << 30;
 // Writes the file sets the scenario's pipeline reads (a file_set no stage
 // names is never written) under `data_dir` (created if missing) and returns
 // their paths. File set `name` lives in "<data_dir>/<name>-<16 hex digits of a
-// fingerprint of the set's definition>/" as "<name>-<f:05d>-of-<n:05d>.tfrecord"
-// with a MANIFEST written last (the definition, then every file with its
-// size). A directory whose MANIFEST matches the definition and whose files all
-// have the listed sizes is reused as it is; otherwise the set is written again
-// (each file to a temporary name, then renamed, so concurrent runs never see a
-// partial file; the records carry CRCs, so a corrupted byte is DataLoss when
-// read). Their bytes depend only on the definition. Errors: InvalidArgument
-// naming the file_set (file:LINE) when the sets read would take more than
-// kMaxFileSetBytes; the file system's (naming the path).
+// fingerprint of the set's definition>/" as
+// "<name>-<f:05d>-of-<n:05d>.tfrecord" with a MANIFEST written last (the
+// definition, then every file with its size). A directory whose MANIFEST
+// matches the definition and whose files all have the listed sizes is reused as
+// it is; otherwise the set is written again (each file to a temporary name,
+// then renamed, so concurrent runs never see a partial file; the records carry
+// CRCs, so a corrupted byte is DataLoss when read). Their bytes depend only on
+// the definition. Errors: InvalidArgument naming the file_set (file:LINE) when
+// the sets read would take more than kMaxFileSetBytes; the file system's
+// (naming the path).
 absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
                                                  const std::string& data_dir);
 

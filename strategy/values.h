@@ -236,7 +236,7 @@ class Value {
   Kind kind_ = Kind::kNumber;
   runtime::Tensor tensor_;
   double number_ = 0;
-  int64_t integer_ = 0;     // the integer when is_integer_
+  int64_t integer_ = 0;  // the integer when is_integer_
   bool is_integer_ = false;
   std::vector<runtime::Tensor> components_;
   const MirroredVariable* variable_ = nullptr;

@@ -21,10 +21,9 @@ class TestTempDir {
  public:
   TestTempDir() {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base != nullptr && base[0] != '\0'
-                                          ? base
-                                          : "/tmp") +
-                          "/tpusim-test-XXXXXX";
+    std::string pattern =
+        std::string(base != nullptr && base[0] != '\0' ? base : "/tmp") +
+        "/tpusim-test-XXXXXX";
     if (mkdtemp(pattern.data()) == nullptr) {
       std::perror("tests/test_temp_dir.cc: mkdtemp");
       return;  // the tests then use the default temp folder

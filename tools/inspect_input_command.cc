@@ -26,7 +26,8 @@ class CommandSink final : public scenarios::ListingSink {
       : text_(text), json_(json) {}
   absl::Status Begin(const scenarios::InputListing& header) override {
     if (json_ != nullptr) TPUSIM_RETURN_IF_ERROR(json_->Begin(header));
-    if (text_ != nullptr) *text_ << FormatListingHeaderText(header) << std::flush;
+    if (text_ != nullptr)
+      *text_ << FormatListingHeaderText(header) << std::flush;
     return absl::OkStatus();
   }
   absl::Status Step(const scenarios::InputStep& step) override {

@@ -240,7 +240,8 @@ std::string FormatListingText(const scenarios::InputListing& l) {
   return out + FormatListingEndText(l);
 }
 
-absl::Status JsonListingCollector::Begin(const scenarios::InputListing& header) {
+absl::Status JsonListingCollector::Begin(
+    const scenarios::InputListing& header) {
   listing_ = header;
   listing_.steps.clear();
   return absl::OkStatus();
@@ -260,9 +261,8 @@ absl::Status JsonListingCollector::Step(const scenarios::InputStep& step) {
         "complete, and step ",
         step.step, " would take it past ", max_values_,
         " values (tpusim's cap); ",
-        step.step == 0
-            ? "a single step is too large to list as JSON"
-            : absl::StrCat("list at most --steps ", step.step),
+        step.step == 0 ? "a single step is too large to list as JSON"
+                       : absl::StrCat("list at most --steps ", step.step),
         ", or use --format=text without --golden, which prints step by "
         "step"));
   }

@@ -432,8 +432,8 @@ absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
       while (batches < n && !done_) {
         // In chunks, so that rows = chunk * b_ cannot overflow.
         const int64_t chunk = std::min(
-            n - batches, std::max<int64_t>(
-                             1, std::numeric_limits<int64_t>::max() / b_ / 2));
+            n - batches,
+            std::max<int64_t>(1, std::numeric_limits<int64_t>::max() / b_ / 2));
         TPUSIM_ASSIGN_OR_RETURN(const int64_t rows, input_->Skip(chunk * b_));
         batches += rows / b_;
         if (rows < chunk * b_) {
@@ -451,9 +451,9 @@ absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
     bool uniform_;
     bool done_ = false;
   };
-  return IteratorPtr(std::make_unique<It>(
-      std::move(input), batch_size_, drop_remainder_,
-      SpecFullyDefined(inputs()[0]->element_spec())));
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), batch_size_, drop_remainder_,
+                           SpecFullyDefined(inputs()[0]->element_spec())));
 }
 
 absl::StatusOr<NodePtr> BatchNode::WithInputs(
@@ -636,8 +636,7 @@ absl::StatusOr<IteratorPtr> RepeatNode::MakeIterator(
           TPUSIM_ASSIGN_OR_RETURN(current_, input_->MakeIterator(c));
           produced_in_pass_ = false;
         }
-        TPUSIM_ASSIGN_OR_RETURN(const int64_t got,
-                                current_->Skip(n - skipped));
+        TPUSIM_ASSIGN_OR_RETURN(const int64_t got, current_->Skip(n - skipped));
         skipped += got;
         if (got > 0) produced_in_pass_ = true;
         if (skipped == n) return skipped;  // GetNext moves on if it ended

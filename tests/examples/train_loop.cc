@@ -276,14 +276,13 @@ absl::Status Main() {
   TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> bs, b->ReadComponents());
   for (size_t r = 0; r < ws.size(); ++r) {
     for (int k = 0; k <= kFeatures; ++k) {
-      const double got =
-          k < kFeatures ? ws[r].AsDouble(k) : bs[r].AsDouble(0);
+      const double got = k < kFeatures ? ws[r].AsDouble(k) : bs[r].AsDouble(0);
       if (!(std::fabs(got - want[k]) <=
             1e-4 * std::max(1.0, std::fabs(want[k])))) {
-        return absl::InternalError(absl::StrCat(
-            "replica ", r, ": final ", k < kFeatures ? "w[" : "b[",
-            k < kFeatures ? k : 0, "] = ", got,
-            ", single-device SGD gives ", want[k]));
+        return absl::InternalError(
+            absl::StrCat("replica ", r, ": final ", k < kFeatures ? "w[" : "b[",
+                         k < kFeatures ? k : 0, "] = ", got,
+                         ", single-device SGD gives ", want[k]));
       }
     }
   }

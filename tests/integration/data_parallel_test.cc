@@ -63,8 +63,8 @@ data::Dataset GlobalBatches(int in) {
   EXPECT_THAT(x, IsOk());
   EXPECT_THAT(t, IsOk());
   return data::Dataset::FromTensorSlices(
-             data::TensorRefNest::Tuple({data::TensorRefNest(*x),
-                                         data::TensorRefNest(*t)}))
+             data::TensorRefNest::Tuple(
+                 {data::TensorRefNest(*x), data::TensorRefNest(*t)}))
       .Batch(kGlobalBatch);
 }
 
@@ -239,8 +239,7 @@ TEST_P(DataParallelTest, EachReplicasLossIsThatOfExactlyItsRows) {
   // The rows differ, so the replicas' losses do too: a replica fed another
   // replica's rows would not match.
   if (replicas > 1) {
-    EXPECT_GT(std::fabs(reference.losses[0][0] - reference.losses[0][1]),
-              1e-3);
+    EXPECT_GT(std::fabs(reference.losses[0][0] - reference.losses[0][1]), 1e-3);
   }
 }
 

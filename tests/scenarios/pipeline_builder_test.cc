@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/testing/status_matchers.h"
 #include "absl/strings/str_cat.h"
+#include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenarios/scenario_loader.h"
@@ -360,9 +360,9 @@ TEST(PipelineBuilderTest, OnlyTheFileSetsAStageReadsAreWritten) {
   const std::vector<std::string> entries = Entries(dir);
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_THAT(entries[0], ::testing::StartsWith("nested-"));
-  EXPECT_EQ(Entries(dir + "/" + entries[0]),
-            (std::vector<std::string>{"MANIFEST",
-                                      "nested-00000-of-00001.tfrecord"}));
+  EXPECT_EQ(
+      Entries(dir + "/" + entries[0]),
+      (std::vector<std::string>{"MANIFEST", "nested-00000-of-00001.tfrecord"}));
 }
 
 TEST(PipelineBuilderTest, ACompleteFileSetIsReusedAndABrokenOneRewritten) {
@@ -411,11 +411,12 @@ TEST(PipelineBuilderTest, FileSetsReadAreCappedInTotalBytes) {
       MustParse(big + "pipeline { tfrecord { file_set: \"big\" } }\n");
   const int64_t bytes = FileSetMaxBytes(read.proto.file_set(0));
   // Every record is at most 16 bytes of framing plus its example.
-  EXPECT_EQ(bytes, int64_t{10000} * 1000000 *
-                       (16 + static_cast<int64_t>(
-                                 SyntheticExample(read.proto.file_set(0), 9999,
-                                                  999999)
-                                     .size())));
+  EXPECT_EQ(
+      bytes,
+      int64_t{10000} * 1000000 *
+          (16 +
+           static_cast<int64_t>(
+               SyntheticExample(read.proto.file_set(0), 9999, 999999).size())));
   EXPECT_THAT(
       MaterializeFileSets(read, dir),
       StatusIs(absl::StatusCode::kInvalidArgument,

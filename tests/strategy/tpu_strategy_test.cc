@@ -193,9 +193,8 @@ TEST(RunTest, IntegerNumberArgumentsBecomeInt32LikeAPythonInt) {
   ASSERT_TRUE(echoed.is_tensor());
   EXPECT_EQ(echoed.tensor().dtype(), DType::kI32);
   EXPECT_EQ(echoed.tensor().AsInt64(0), 3);
-  absl::StatusOr<Value> sum =
-      f.strategy->Reduce(ReduceOp::kSum, out->children()[0].leaf(),
-                         ReduceAxis::Sequence({}));
+  absl::StatusOr<Value> sum = f.strategy->Reduce(
+      ReduceOp::kSum, out->children()[0].leaf(), ReduceAxis::Sequence({}));
   ASSERT_THAT(sum, IsOk());
   ASSERT_TRUE(sum->is_tensor());
   EXPECT_EQ(sum->tensor().dtype(), DType::kI32);

@@ -272,9 +272,9 @@ TEST(JsonListingCollectorTest, AFirstStepPastTheCapSaysSo) {
 
 TEST(InspectInputReportTest, TextListingIsHeaderStepsAndEnd) {
   const scenarios::InputListing l = SmallListing();
-  EXPECT_EQ(FormatListingText(l),
-            FormatListingHeaderText(l) + FormatStepText(l.steps[0]) +
-                FormatListingEndText(l));
+  EXPECT_EQ(FormatListingText(l), FormatListingHeaderText(l) +
+                                      FormatStepText(l.steps[0]) +
+                                      FormatListingEndText(l));
   EXPECT_EQ(FormatStepText(l.steps[0]),
             "step 0\n"
             "  replica 0 (worker 0): a=[[1, 2]]; b=[\"x\"]\n"

@@ -293,12 +293,10 @@ TEST(DatasetTest, ShardOverSkippingIteratorsKeepsExactlyItsBatches) {
       std::vector<Ints> expected;
       for (size_t k = index; k < batches.size(); k += 5)
         expected.push_back(batches[k]);
-      EXPECT_EQ(Collect(Dataset::Range(103)
-                            .Repeat(3)
-                            .Take(250)
-                            .Batch(4, drop)
-                            .Shard(5, index)),
-                expected)
+      EXPECT_EQ(
+          Collect(Dataset::Range(103).Repeat(3).Take(250).Batch(4, drop).Shard(
+              5, index)),
+          expected)
           << "drop " << drop << " index " << index;
     }
   }

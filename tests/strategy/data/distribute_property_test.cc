@@ -284,21 +284,21 @@ TEST(DistributePropertyTest, RandomPipelinesKeepEveryElementExactlyOnce) {
 
 struct PlacementCase {
   int index;
-  int64_t size;      // range(size)
-  int64_t batch;     // B; 0 = no batch (fallback over rows of `width`)
-  int64_t width;     // fallback: elements are rows of this many values
+  int64_t size;   // range(size)
+  int64_t batch;  // B; 0 = no batch (fallback over rows of `width`)
+  int64_t width;  // fallback: elements are rows of this many values
   bool drop;
-  int64_t take;      // -1 = no take after the batch
-  bool zip;          // zip((ds, ds)): both components carry the same rows
+  int64_t take;  // -1 = no take after the batch
+  bool zip;      // zip((ds, ds)): both components carry the same rows
   int w, r;
   AutoShardPolicy policy;
 
   std::string Describe() const {
     return absl::StrCat(
         "placement case ", index, ": ",
-        batch == 0 ? absl::StrCat("rows(", size, " x ", width, ")")
-                   : absl::StrCat("range(", size, ").batch(", batch, ", ",
-                                  drop, ")"),
+        batch == 0
+            ? absl::StrCat("rows(", size, " x ", width, ")")
+            : absl::StrCat("range(", size, ").batch(", batch, ", ", drop, ")"),
         take >= 0 ? absl::StrCat(".take(", take, ")") : "",
         zip ? " zipped" : "", " W=", w, " R=", r,
         " policy=", AutoShardPolicyName(policy));
@@ -312,8 +312,8 @@ Dataset PlacementDataset(const PlacementCase& c) {
   if (c.batch == 0) {
     std::vector<int64_t> v(c.size * c.width);
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i);
-    ds = Dataset::FromTensorSlices(Element(Tensor::FromVector<int64_t>(
-        runtime::Shape({c.size, c.width}), v)));
+    ds = Dataset::FromTensorSlices(Element(
+        Tensor::FromVector<int64_t>(runtime::Shape({c.size, c.width}), v)));
   } else {
     ds = Dataset::Range(c.size).Batch(c.batch, c.drop);
   }
@@ -326,8 +326,7 @@ Dataset PlacementDataset(const PlacementCase& c) {
 
 // The model's steps: [step][replica] -> rows; `error` when DATA sharding has
 // fewer minibatches than workers (1 <= M < W).
-std::vector<std::vector<Rows>> ModelSteps(const PlacementCase& c,
-                                          bool* error) {
+std::vector<std::vector<Rows>> ModelSteps(const PlacementCase& c, bool* error) {
   const int64_t n = int64_t{c.w} * c.r;
   std::vector<Rows> mini;
   bool is_static = false;
@@ -339,7 +338,8 @@ std::vector<std::vector<Rows>> ModelSteps(const PlacementCase& c,
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t k = 0; k < n; ++k) {
         Rows piece;
-        for (int64_t j = 0; j < p; ++j) piece.push_back(i * c.width + k * p + j);
+        for (int64_t j = 0; j < p; ++j)
+          piece.push_back(i * c.width + k * p + j);
         mini.push_back(piece);
       }
     }
@@ -413,17 +413,15 @@ PlacementCase RandomPlacementCase(std::mt19937_64& rng, int index) {
   }
   c.take = uniform(0, 2) == 0 ? uniform(0, 8) : -1;
   c.zip = uniform(0, 3) == 0;
-  const AutoShardPolicy policies[] = {AutoShardPolicy::kOff,
-                                      AutoShardPolicy::kData,
-                                      AutoShardPolicy::kAuto};
+  const AutoShardPolicy policies[] = {
+      AutoShardPolicy::kOff, AutoShardPolicy::kData, AutoShardPolicy::kAuto};
   c.policy = policies[uniform(0, 2)];
   return c;
 }
 
 TEST(DistributePropertyTest, EachReplicaGetsItsOwnMinibatchesInOrder) {
   std::mt19937_64 rng(20261203);
-  int compared = 0, errors = 0, fallbacks = 0, zips = 0, takes = 0,
-      drops = 0;
+  int compared = 0, errors = 0, fallbacks = 0, zips = 0, takes = 0, drops = 0;
   for (int index = 0; index < 400; ++index) {
     const PlacementCase c = RandomPlacementCase(rng, index);
     SCOPED_TRACE(c.Describe());

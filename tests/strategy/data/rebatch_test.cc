@@ -339,15 +339,8 @@ TEST(RebatchTest, RebatchV2EmptyBatchSetsUnknownDimsToZero) {
   ASSERT_THAT(v2, IsOk());
   const Listed l = ListWithShapes(*v2);
   EXPECT_THAT(l.end, IsOk());
-  EXPECT_EQ(l.values, (std::vector<Values>{{},
-                                           {0, 1},
-                                           {},
-                                           {2, 3},
-                                           {},
-                                           {4, 5},
-                                           {},
-                                           {6, 7},
-                                           {}}));
+  EXPECT_EQ(l.values, (std::vector<Values>{
+                          {}, {0, 1}, {}, {2, 3}, {}, {4, 5}, {}, {6, 7}, {}}));
   EXPECT_EQ(l.shapes,
             (std::vector<Shape>{Shape({0, 0}), Shape({1, 2}), Shape({0, 0}),
                                 Shape({1, 2}), Shape({0, 0}), Shape({1, 2}),
@@ -362,8 +355,7 @@ TEST(RebatchTest, RebatchV2EndOfInputIsFinalEvenForSizeZero) {
   const Listed l = ListWithShapes(*v2);
   EXPECT_THAT(l.end, IsOk());
   EXPECT_EQ(l.values, (std::vector<Values>{{0, 1}, {}, {2}}));
-  EXPECT_EQ(l.shapes,
-            (std::vector<Shape>{Shape({2}), Shape({0}), Shape({1})}));
+  EXPECT_EQ(l.shapes, (std::vector<Shape>{Shape({2}), Shape({0}), Shape({1})}));
 }
 
 // A map adding 100 with a declared (fixed) output spec, as scenario maps do.
@@ -424,34 +416,30 @@ TEST(RebatchTest, Case2MapSpecIsUnknownWhenNDoesNotDivideTheBatch) {
 
 TEST(RebatchTest, Case2EveryDownstreamNodeRederivesItsSpec) {
   // Every pass-through op tpusim has, downstream of a rewritten batch.
-  Dataset ds = Dataset::Range(32)
-                   .Batch(8, true)
-                   .Map(PlusHundred(Shape({8})))
-                   .Filter([](const Element&) -> absl::StatusOr<bool> {
-                     return true;
-                   })
-                   .Shard(1, 0)
-                   .Repeat(2)
-                   .Skip(1)
-                   .Take(5)
-                   .Prefetch(1)
-                   .Cache()
-                   .Map(PlusHundred(Shape({8})));
+  Dataset ds =
+      Dataset::Range(32)
+          .Batch(8, true)
+          .Map(PlusHundred(Shape({8})))
+          .Filter([](const Element&) -> absl::StatusOr<bool> { return true; })
+          .Shard(1, 0)
+          .Repeat(2)
+          .Skip(1)
+          .Take(5)
+          .Prefetch(1)
+          .Cache()
+          .Map(PlusHundred(Shape({8})));
   ASSERT_THAT(ds.status(), IsOk());
   absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 4);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->kind, RebatchKind::kCase2);
-  for (NodePtr n = r->node; n->op() != FlatMapNode::kOp;
-       n = n->inputs()[0]) {
+  for (NodePtr n = r->node; n->op() != FlatMapNode::kOp; n = n->inputs()[0]) {
     EXPECT_EQ(n->element_spec().leaf().shape, Shape({2})) << n->op();
   }
   const Listed l = ListWithShapes(r->node);
   EXPECT_THAT(l.end, IsOk());
-  EXPECT_EQ(l.values, (std::vector<Values>{{202, 203},
-                                           {204, 205},
-                                           {206, 207},
-                                           {208, 209},
-                                           {210, 211}}));
+  EXPECT_EQ(l.values,
+            (std::vector<Values>{
+                {202, 203}, {204, 205}, {206, 207}, {208, 209}, {210, 211}}));
 }
 
 TEST(RebatchTest, Case2ZipAndConcatenateRederiveFromRewrittenInputs) {
@@ -465,12 +453,12 @@ TEST(RebatchTest, Case2ZipAndConcatenateRederiveFromRewrittenInputs) {
   for (const TensorSpec* leaf : r->node->element_spec().Flatten()) {
     EXPECT_EQ(leaf->shape, Shape({2}));
   }
-  EXPECT_EQ(ListWithShapes(r->node).values,
-            (std::vector<Values>{{100, 101}, {102, 103}, {104, 105},
-                                 {106, 107}}));
+  EXPECT_EQ(
+      ListWithShapes(r->node).values,
+      (std::vector<Values>{{100, 101}, {102, 103}, {104, 105}, {106, 107}}));
 
-  Dataset cat = a.Concatenate(b.Map(PlusHundred(Shape({4}))).Map(
-      PlusHundred(Shape({4}))));
+  Dataset cat = a.Concatenate(
+      b.Map(PlusHundred(Shape({4}))).Map(PlusHundred(Shape({4}))));
   ASSERT_THAT(cat.status(), IsOk());
   absl::StatusOr<RebatchResult> rc = RebatchGraph(cat.node(), 2);
   ASSERT_THAT(rc, IsOk());
