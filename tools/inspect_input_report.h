@@ -71,8 +71,8 @@ std::string FormatListingEndText(const scenarios::InputListing& listing);
 // tpusim choice: the JSON listing (which is written only when complete, since
 // its keys are sorted and "end" comes before "steps") holds at most this many
 // values: one per component of every replica's element plus one per tensor
-// value (1,048,576: formatting a listing at the cap peaks near 300 MB; 4 M
-// values measured 1.2 GB).
+// value (1,048,576: a run at the cap peaked at 330 MB; 4 M values
+// measured 1.2 GB).
 inline constexpr int64_t kMaxJsonListingValues = int64_t{1} << 20;
 
 // Collects the steps of a run for the JSON document (and the golden
