@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -125,10 +126,31 @@ data::Dataset WithMaxMemory(data::Dataset ds, common::Bytes budget) {
   return ds.WithOptions(options);
 }
 
+// Keeps every step in the listing (RunInputScenario without a sink).
+class KeepingSink final : public ListingSink {
+ public:
+  absl::Status Begin(const InputListing&) override { return absl::OkStatus(); }
+  absl::Status Step(const InputStep& step) override {
+    steps.push_back(step);
+    return absl::OkStatus();
+  }
+  std::vector<InputStep> steps;
+};
+
 }  // namespace
 
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
                                               const RunInputOptions& options) {
+  KeepingSink sink;
+  TPUSIM_ASSIGN_OR_RETURN(InputListing listing,
+                          RunInputScenario(scenario, options, sink));
+  listing.steps = std::move(sink.steps);
+  return listing;
+}
+
+absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
+                                              const RunInputOptions& options,
+                                              ListingSink& sink) {
   const Scenario& sc = scenario.proto;
   TPUSIM_ASSIGN_OR_RETURN(ClusterLayout cluster, ResolveCluster(scenario));
   InputListing listing;
@@ -183,12 +205,14 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
         WithMaxMemory(std::move(dataset), options.max_memory));
   }
   if (!dist.ok()) {
+    TPUSIM_RETURN_IF_ERROR(sink.Begin(listing));
     listing.end = WithoutDataDir(dist.status(), data_dir);
     return listing;
   }
   for (const std::string& w : dist->warnings()) {
     listing.warnings.push_back(HideDataDir(w, data_dir));
   }
+  TPUSIM_RETURN_IF_ERROR(sink.Begin(listing));
   absl::StatusOr<data::DistributedIterator> it = dist->MakeIterator();
   if (!it.ok()) {
     listing.end = WithoutDataDir(it.status(), data_dir);
@@ -210,7 +234,7 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     for (int r = 0; r < next->num_replicas(); ++r) {
       s.replicas.push_back({r, listing.replica_workers[r], (*next)[r]});
     }
-    listing.steps.push_back(std::move(s));
+    TPUSIM_RETURN_IF_ERROR(sink.Step(s));
   }
   return listing;
 }

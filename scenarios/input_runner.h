@@ -71,11 +71,30 @@ struct RunInputOptions {
   common::Bytes max_memory = data::kDefaultMaxMemory;
 };
 
+// Receives a listing while it is made, so that a caller can print step by
+// step (a long run shows progress; a killed run keeps what was printed).
+class ListingSink {
+ public:
+  virtual ~ListingSink() = default;
+  // Called once, before the first step: every field of `header` but `steps`,
+  // `end` and `end_at_step` is set (warnings included).
+  virtual absl::Status Begin(const InputListing& header) = 0;
+  // Called for every step, in order. An error stops the run: RunInputScenario
+  // returns it.
+  virtual absl::Status Step(const InputStep& step) = 0;
+};
+
 // Runs the input side of `scenario`. Errors: the cluster's and pipeline
 // builder's (InvalidArgument naming the field), the file system's when writing
 // file sets.
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
                                               const RunInputOptions& options);
+// The same, handing the header and every step to `sink` as they are made; the
+// returned listing then has no `steps` (its other fields are set), so memory
+// stays bounded by one step.
+absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
+                                              const RunInputOptions& options,
+                                              ListingSink& sink);
 
 }  // namespace tpusim::scenarios
 

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +24,8 @@
 #include "common/units.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/text_format.h"
 #include "strategy/data/example.pb.h"
 #include "strategy/data/example_parser.h"
 #include "strategy/data/glob.h"
@@ -603,12 +607,162 @@ std::string SyntheticExample(const FileSet& set, int file, int record) {
   return out;
 }
 
+namespace {
+
+// The names of the file sets the pipeline's stages read (every string field
+// named file_set of a message under `pipeline`, nested pipelines included),
+// found with an explicit stack rather than recursion.
+std::set<std::string> FileSetsRead(const Scenario& scenario) {
+  std::set<std::string> names;
+  std::vector<const google::protobuf::Message*> stack;
+  for (const Stage& stage : scenario.pipeline()) stack.push_back(&stage);
+  while (!stack.empty()) {
+    const google::protobuf::Message& m = *stack.back();
+    stack.pop_back();
+    const google::protobuf::Reflection& r = *m.GetReflection();
+    std::vector<const google::protobuf::FieldDescriptor*> fields;
+    r.ListFields(m, &fields);
+    for (const google::protobuf::FieldDescriptor* f : fields) {
+      if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+        if (f->is_repeated()) {
+          for (int i = 0; i < r.FieldSize(m, f); ++i)
+            stack.push_back(&r.GetRepeatedMessage(m, f, i));
+        } else {
+          stack.push_back(&r.GetMessage(m, f));
+        }
+      } else if (f->name() == "file_set" && !f->is_repeated() &&
+                 f->cpp_type() ==
+                     google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+        names.insert(r.GetString(m, f));
+      }
+    }
+  }
+  return names;
+}
+
+// "<source>:LINE: file_set[i]" (the line when the scenario was parsed from
+// text).
+std::string FileSetWhere(const LoadedScenario& s, int i) {
+  std::string where = s.source_name;
+  if (s.locations != nullptr) {
+    const google::protobuf::FieldDescriptor* f =
+        Scenario::descriptor()->FindFieldByName("file_set");
+    const google::protobuf::TextFormat::ParseLocation loc =
+        s.locations->GetLocation(f, i);
+    if (loc.line >= 0) absl::StrAppend(&where, ":", loc.line + 1);
+  }
+  return absl::StrCat(where, ": file_set[", i, "]");
+}
+
+constexpr char kManifest[] = "MANIFEST";
+
+// The manifest's first lines: the format and the definition.
+std::string ManifestHeader(const FileSet& set) {
+  return absl::StrCat("tpusim-fileset-v1\nname=", set.name(),
+                      "\nnum_files=", set.num_files(),
+                      "\nrecords_per_file=", set.records_per_file(),
+                      "\nfloat_feature=", set.float_feature() ? 1 : 0, "\n");
+}
+
+std::string FileName(const FileSet& set, int f) {
+  return absl::StrFormat("%s-%05d-of-%05d.tfrecord", set.name(), f,
+                         set.num_files());
+}
+
+// Whether `dir` holds a complete copy of `set`: a manifest matching the
+// definition that lists every file, each present with the listed size.
+bool CompleteSetIn(const std::string& dir, const FileSet& set) {
+  std::ifstream in(absl::StrCat(dir, "/", kManifest), std::ios::binary);
+  if (!in) return false;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string manifest = text.str();
+  const std::string header = ManifestHeader(set);
+  if (manifest.compare(0, header.size(), header) != 0) return false;
+  std::istringstream rest(manifest.substr(header.size()));
+  for (int f = 0; f < set.num_files(); ++f) {
+    std::string name;
+    uintmax_t size = 0;
+    if (!(rest >> name >> size) || name != FileName(set, f)) return false;
+    std::error_code ec;
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (!std::filesystem::is_regular_file(path, ec) ||
+        std::filesystem::file_size(path, ec) != size || ec) {
+      return false;
+    }
+  }
+  std::string extra;
+  return !(rest >> extra);
+}
+
+// Writes `bytes` to `path` through a temporary file renamed into place.
+absl::Status WriteAtomically(const std::string& path, const std::string& bytes,
+                             const FileSet& set) {
+  // Unique per process so that concurrent runs never write the same
+  // temporary file.
+  const std::string tmp =
+      absl::StrCat(path, ".tmp.", static_cast<long>(::getpid()));
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!o) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "file_set \"", set.name(), "\": cannot write \"", tmp, "\""));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("file_set \"", set.name(), "\": cannot rename to \"", path,
+                     "\": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t FileSetMaxBytes(const FileSet& set) {
+  if (set.num_files() <= 0 || set.records_per_file() <= 0) return 0;
+  // The last record has the largest file index and id, so the longest
+  // varints: its size bounds every record's.
+  const int64_t record = static_cast<int64_t>(
+      data::EncodeTFRecord(SyntheticExample(set, set.num_files() - 1,
+                                            set.records_per_file() - 1))
+          .size());
+  // At most 10000 x 1000000 records (the validator's bounds): no overflow.
+  return int64_t{set.num_files()} * set.records_per_file() * record;
+}
+
 absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
                                                  const std::string& data_dir) {
+  const std::set<std::string> read = FileSetsRead(scenario.proto);
+  int64_t total = 0;
+  for (int i = 0; i < scenario.proto.file_set_size(); ++i) {
+    const FileSet& set = scenario.proto.file_set(i);
+    if (read.count(set.name()) == 0) continue;
+    const int64_t bytes = FileSetMaxBytes(set);
+    total += bytes;
+    if (total > kMaxFileSetBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(FileSetWhere(scenario, i), " \"", set.name(),
+                       "\" (num_files=", set.num_files(), ", records_per_file=",
+                       set.records_per_file(), ") takes up to ", bytes,
+                       " bytes, and the file sets the pipeline "
+                       "reads would total up to ",
+                       total, "; allowed: at most ", kMaxFileSetBytes,
+                       " bytes in all (tpusim's cap)"));
+    }
+  }
   FileSetPaths out;
   for (const FileSet& set : scenario.proto.file_set()) {
+    if (read.count(set.name()) == 0) continue;  // never written
     const std::string dir =
         absl::StrFormat("%s/%s-%016x", data_dir, set.name(), Fingerprint(set));
+    std::vector<std::string>& paths = out[set.name()];
+    for (int f = 0; f < set.num_files(); ++f)
+      paths.push_back(absl::StrCat(dir, "/", FileName(set, f)));
+    if (CompleteSetIn(dir, set)) continue;  // reused as it is
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) {
@@ -616,34 +770,20 @@ absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
           "file_set \"", set.name(), "\": cannot create directory \"", dir,
           "\": ", ec.message()));
     }
-    std::vector<std::string>& paths = out[set.name()];
+    // The manifest goes first out of the way and is written last, so that a
+    // set interrupted half-way is never taken for complete.
+    std::filesystem::remove(absl::StrCat(dir, "/", kManifest), ec);
+    std::string manifest = ManifestHeader(set);
     for (int f = 0; f < set.num_files(); ++f) {
-      const std::string path = absl::StrFormat(
-          "%s/%s-%05d-of-%05d.tfrecord", dir, set.name(), f, set.num_files());
       std::string bytes;
       for (int r = 0; r < set.records_per_file(); ++r) {
         bytes += data::EncodeTFRecord(SyntheticExample(set, f, r));
       }
-      // Unique per process so that concurrent runs never write the same
-      // temporary file.
-      const std::string tmp =
-          absl::StrCat(path, ".tmp.", static_cast<long>(::getpid()));
-      {
-        std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-        o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        if (!o) {
-          return absl::PermissionDeniedError(absl::StrCat(
-              "file_set \"", set.name(), "\": cannot write \"", tmp, "\""));
-        }
-      }
-      std::filesystem::rename(tmp, path, ec);
-      if (ec) {
-        return absl::PermissionDeniedError(
-            absl::StrCat("file_set \"", set.name(), "\": cannot rename to \"",
-                         path, "\": ", ec.message()));
-      }
-      paths.push_back(path);
+      TPUSIM_RETURN_IF_ERROR(WriteAtomically(paths[f], bytes, set));
+      absl::StrAppend(&manifest, FileName(set, f), " ", bytes.size(), "\n");
     }
+    TPUSIM_RETURN_IF_ERROR(
+        WriteAtomically(absl::StrCat(dir, "/", kManifest), manifest, set));
   }
   return out;
 }

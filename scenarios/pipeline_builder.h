@@ -20,6 +20,7 @@
 #ifndef TPUSIM_SCENARIOS_PIPELINE_BUILDER_H_
 #define TPUSIM_SCENARIOS_PIPELINE_BUILDER_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,15 +40,29 @@ using FileSetPaths = std::map<std::string, std::vector<std::string>>;
 // /tmp).
 std::string DefaultDataDir();
 
-// Writes every file_set of the scenario under `data_dir` (created if missing)
-// and returns their paths. File set `name` lives in "<data_dir>/<name>-<16 hex
-// digits of a fingerprint of the set's definition>/" as
-// "<name>-<f:05d>-of-<n:05d>.tfrecord". The files are rewritten on every call
-// (write to a temporary name, then rename, so concurrent runs never see a
-// partial file); their bytes depend only on the definition. Errors: the file
-// system's (naming the path).
+// tpusim choice: the file sets a pipeline reads may take at most this many
+// bytes in all (1 GiB), bounded before anything is written.
+inline constexpr int64_t kMaxFileSetBytes = int64_t{1} << 30;
+
+// Writes the file sets the scenario's pipeline reads (a file_set no stage
+// names is never written) under `data_dir` (created if missing) and returns
+// their paths. File set `name` lives in "<data_dir>/<name>-<16 hex digits of a
+// fingerprint of the set's definition>/" as
+// "<name>-<f:05d>-of-<n:05d>.tfrecord" with a MANIFEST written last (the
+// definition, then every file with its size). A directory whose MANIFEST
+// matches the definition and whose files all have the listed sizes is reused as
+// it is; otherwise the set is written again (each file to a temporary name,
+// then renamed, so concurrent runs never see a partial file; the records carry
+// CRCs, so a corrupted byte is DataLoss when read). Their bytes depend only on
+// the definition. Errors: InvalidArgument naming the file_set (file:LINE) when
+// the sets read would take more than kMaxFileSetBytes; the file system's
+// (naming the path).
 absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
                                                  const std::string& data_dir);
+
+// An upper bound of the bytes `set` takes on disk: every record counted at
+// the size of the last one (the largest).
+int64_t FileSetMaxBytes(const FileSet& set);
 
 // The serialized tf.train.Example of record `record` of file `file` in `set`
 // (see scenario.proto, FileSet).

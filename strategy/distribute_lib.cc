@@ -158,8 +158,7 @@ absl::StatusOr<Value> Strategy::Reduce(ReduceOpArg op, const Value& value,
 namespace {
 absl::StatusOr<runtime::Tensor> AsTensor(absl::StatusOr<Value> v) {
   if (!v.ok()) return v.status();
-  if (v->is_number())
-    return runtime::Tensor::Scalar<float>(static_cast<float>(v->number()));
+  if (v->is_number()) return v->NumberTensor();
   return v->tensor();
 }
 }  // namespace

@@ -143,9 +143,7 @@ absl::StatusOr<Value> ReduceWithAxis(ReduceOp op, const Value& value,
       components.assign(num_replicas_in_sync, value.tensor());
       break;
     case Value::Kind::kNumber:
-      components.assign(
-          num_replicas_in_sync,
-          Tensor::Scalar<float>(static_cast<float>(value.number())));
+      components.assign(num_replicas_in_sync, value.NumberTensor());
       break;
     case Value::Kind::kVariable:
       return absl::InvalidArgumentError(
@@ -332,7 +330,7 @@ absl::StatusOr<Value> ReduceOnHost(ReduceOp op, const Value& value,
       return Value(ScaleByInverse(*sum, static_cast<int>(components.size())));
     }
     case Value::Kind::kNumber:
-      if (value.number() == 0) return Value::Number(0);
+      if (value.number() == 0) return value;
       [[fallthrough]];
     case Value::Kind::kTensor:
       if (op == ReduceOp::kMean || num_replicas_in_sync == 1) return value;

@@ -112,7 +112,7 @@ absl::StatusOr<LeafPlan> PlanLeaf(const Value& value, const std::string& path,
   switch (value.kind()) {
     case Value::Kind::kNumber:
       leaf.kind = LeafPlan::Kind::kConstant;
-      leaf.constant = Tensor::Scalar<float>(static_cast<float>(value.number()));
+      leaf.constant = value.NumberTensor();
       return leaf;
     case Value::Kind::kVariable:
       if (value.component() < 0) {
@@ -312,7 +312,7 @@ absl::StatusOr<TPUStrategy::ArgPlan> TPUStrategy::PlanArgs(
         PlanLeaf(*value, path, n, options_.enable_dynamic_batch_size));
     switch (leaf.kind) {
       case LeafPlan::Kind::kConstant:
-        absl::StrAppend(&plan.signature, "|C", leaf.constant.scalar<float>());
+        absl::StrAppend(&plan.signature, "|C", leaf.constant.DebugString());
         break;
       case LeafPlan::Kind::kVariable:
         absl::StrAppend(&plan.signature, "|V", leaf.variable->slot(), "@",

@@ -20,7 +20,10 @@
 #ifndef TPUSIM_STRATEGY_VALUES_H_
 #define TPUSIM_STRATEGY_VALUES_H_
 
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -111,10 +114,24 @@ class Value {
   // The whole mirrored variable (component = -1) or its component `component`.
   explicit Value(const MirroredVariable* variable, int component = -1)
       : kind_(Kind::kVariable), variable_(variable), component_(component) {}
+  // A plain float (like a Python float).
   static Value Number(double number) {
     Value v;
     v.kind_ = Kind::kNumber;
     v.number_ = number;
+    return v;
+  }
+  // A plain integer (like a Python int): Value::Number(3). Chosen over the
+  // double overload for every integral type but bool.
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                             int> = 0>
+  static Value Number(T integer) {
+    Value v;
+    v.kind_ = Kind::kNumber;
+    v.integer_ = static_cast<int64_t>(integer);
+    v.number_ = static_cast<double>(integer);
+    v.is_integer_ = true;
     return v;
   }
 
@@ -140,6 +157,26 @@ class Value {
   double number() const {
     TPUSIM_CHECK(is_number());
     return number_;
+  }
+  // Whether the plain number is an integer (Value::Number(3), not 3.0).
+  // Precondition: is_number().
+  bool is_integer() const {
+    TPUSIM_CHECK(is_number());
+    return is_integer_;
+  }
+  // The tensor TF makes of the plain number (convert_to_tensor): an integer is
+  // int32 when it fits, else int64; a float is float32. Precondition:
+  // is_number().
+  runtime::Tensor NumberTensor() const {
+    TPUSIM_CHECK(is_number());
+    if (!is_integer_) {
+      return runtime::Tensor::Scalar<float>(static_cast<float>(number_));
+    }
+    if (integer_ >= std::numeric_limits<int32_t>::min() &&
+        integer_ <= std::numeric_limits<int32_t>::max()) {
+      return runtime::Tensor::Scalar<int32_t>(static_cast<int32_t>(integer_));
+    }
+    return runtime::Tensor::Scalar<int64_t>(integer_);
   }
   // The components of a PerReplica or Mirrored value. Precondition:
   // is_per_replica() || is_mirrored().
@@ -167,7 +204,7 @@ class Value {
       case Kind::kTensor:
         return tensor_.DebugString();
       case Kind::kNumber:
-        return absl::StrCat(number_);
+        return is_integer_ ? absl::StrCat(integer_) : absl::StrCat(number_);
       case Kind::kPerReplica:
       case Kind::kMirrored: {
         std::string out =
@@ -189,7 +226,8 @@ class Value {
   // Same kind and equal payload (tensors compared with Tensor's operator==).
   friend bool operator==(const Value& a, const Value& b) {
     return a.kind_ == b.kind_ && a.tensor_ == b.tensor_ &&
-           a.number_ == b.number_ && a.components_ == b.components_ &&
+           a.number_ == b.number_ && a.integer_ == b.integer_ &&
+           a.is_integer_ == b.is_integer_ && a.components_ == b.components_ &&
            a.variable_ == b.variable_ && a.component_ == b.component_;
   }
   friend bool operator!=(const Value& a, const Value& b) { return !(a == b); }
@@ -198,6 +236,8 @@ class Value {
   Kind kind_ = Kind::kNumber;
   runtime::Tensor tensor_;
   double number_ = 0;
+  int64_t integer_ = 0;  // the integer when is_integer_
+  bool is_integer_ = false;
   std::vector<runtime::Tensor> components_;
   const MirroredVariable* variable_ = nullptr;
   int component_ = -1;

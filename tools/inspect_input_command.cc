@@ -57,6 +57,29 @@ absl::StatusOr<common::Bytes> ParseMaxMemory(const ParsedArgs& args) {
   return common::Bytes(value << shift);
 }
 
+// Prints the text listing as the steps come (flushed, so that a long or killed
+// run shows what was listed) and/or collects them for the JSON document.
+class CommandSink final : public scenarios::ListingSink {
+ public:
+  CommandSink(std::ostream* text, JsonListingCollector* json)
+      : text_(text), json_(json) {}
+  absl::Status Begin(const scenarios::InputListing& header) override {
+    if (json_ != nullptr) TPUSIM_RETURN_IF_ERROR(json_->Begin(header));
+    if (text_ != nullptr)
+      *text_ << FormatListingHeaderText(header) << std::flush;
+    return absl::OkStatus();
+  }
+  absl::Status Step(const scenarios::InputStep& step) override {
+    if (json_ != nullptr) TPUSIM_RETURN_IF_ERROR(json_->Step(step));
+    if (text_ != nullptr) *text_ << FormatStepText(step) << std::flush;
+    return absl::OkStatus();
+  }
+
+ private:
+  std::ostream* text_;
+  JsonListingCollector* json_;
+};
+
 absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   const std::string format = args.Get("format", "text");
   if (format != "text" && format != "json") {
@@ -81,10 +104,21 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   options.max_steps = steps;
   options.data_dir = args.Get("data-dir");
   options.max_memory = max_memory;
+  // The text listing is printed step by step; the JSON document (also what a
+  // golden compares) is held until complete, within a bounded size.
+  const bool text = format == "text";
+  const bool need_json = !text || args.Has("golden");
+  JsonListingCollector collector;
+  CommandSink sink(text ? &out : nullptr, need_json ? &collector : nullptr);
   TPUSIM_ASSIGN_OR_RETURN(scenarios::InputListing listing,
-                          scenarios::RunInputScenario(scenario, options));
-  const std::string json = FormatListingJson(listing);
-  out << (format == "json" ? json : FormatListingText(listing));
+                          scenarios::RunInputScenario(scenario, options, sink));
+  if (text) out << FormatListingEndText(listing);
+  std::string json;
+  if (need_json) {
+    listing = collector.Finish(listing);
+    json = FormatListingJson(listing);
+    if (!text) out << json;
+  }
 
   // Without a golden, an error that ended the listing (what TensorFlow would
   // raise, e.g. fewer files than workers) is the run's result: the listing is

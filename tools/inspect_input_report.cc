@@ -183,7 +183,7 @@ std::string FormatTensorValues(const Tensor& t) {
   return out;
 }
 
-std::string FormatListingText(const scenarios::InputListing& l) {
+std::string FormatListingHeaderText(const scenarios::InputListing& l) {
   std::string out;
   if (!l.name.empty()) absl::StrAppend(&out, "scenario ", l.name, "\n");
   std::vector<std::string> placement;
@@ -194,26 +194,33 @@ std::string FormatListingText(const scenarios::InputListing& l) {
                   " replica(s) (replica->worker: ",
                   absl::StrJoin(placement, " "), "); semantics ", l.semantics,
                   "; ", l.api, "; shard policy ", l.shard_policy, "\n");
-  for (const scenarios::InputStep& s : l.steps) {
-    absl::StrAppend(&out, "step ", s.step, "\n");
-    for (const scenarios::ReplicaInput& r : s.replicas) {
-      absl::StrAppend(&out, "  replica ", r.replica, " (worker ", r.worker,
-                      "): ");
-      const auto leaves = r.element.FlattenWithPaths();
-      if (r.element.is_leaf()) {
-        out += FormatTensorValues(r.element.leaf());
-      } else if (leaves.empty()) {
-        out += "()";
-      } else {
-        std::vector<std::string> parts;
-        for (const auto& [path, leaf] : leaves) {
-          parts.push_back(absl::StrCat(path, "=", FormatTensorValues(*leaf)));
-        }
-        out += absl::StrJoin(parts, "; ");
+  return out;
+}
+
+std::string FormatStepText(const scenarios::InputStep& s) {
+  std::string out = absl::StrCat("step ", s.step, "\n");
+  for (const scenarios::ReplicaInput& r : s.replicas) {
+    absl::StrAppend(&out, "  replica ", r.replica, " (worker ", r.worker,
+                    "): ");
+    const auto leaves = r.element.FlattenWithPaths();
+    if (r.element.is_leaf()) {
+      out += FormatTensorValues(r.element.leaf());
+    } else if (leaves.empty()) {
+      out += "()";
+    } else {
+      std::vector<std::string> parts;
+      for (const auto& [path, leaf] : leaves) {
+        parts.push_back(absl::StrCat(path, "=", FormatTensorValues(*leaf)));
       }
-      out += "\n";
+      out += absl::StrJoin(parts, "; ");
     }
+    out += "\n";
   }
+  return out;
+}
+
+std::string FormatListingEndText(const scenarios::InputListing& l) {
+  std::string out;
   if (l.end.ok()) {
     absl::StrAppend(&out, "end at step ", l.end_at_step, ": ", EndMessage(l),
                     "\n");
@@ -224,6 +231,52 @@ std::string FormatListingText(const scenarios::InputListing& l) {
   }
   for (const std::string& w : l.warnings)
     absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+std::string FormatListingText(const scenarios::InputListing& l) {
+  std::string out = FormatListingHeaderText(l);
+  for (const scenarios::InputStep& s : l.steps) out += FormatStepText(s);
+  return out + FormatListingEndText(l);
+}
+
+absl::Status JsonListingCollector::Begin(
+    const scenarios::InputListing& header) {
+  listing_ = header;
+  listing_.steps.clear();
+  return absl::OkStatus();
+}
+
+absl::Status JsonListingCollector::Step(const scenarios::InputStep& step) {
+  int64_t cells = 0;
+  for (const scenarios::ReplicaInput& r : step.replicas) {
+    for (const runtime::Tensor* t : r.element.Flatten()) {
+      // One for the component itself, one per value.
+      cells += 1 + (t->has_data() ? t->num_elements() : 0);
+    }
+  }
+  if (cells > max_values_ - values_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "--format=json (and --golden) hold the whole listing until it is "
+        "complete, and step ",
+        step.step, " would take it past ", max_values_,
+        " values (tpusim's cap); ",
+        step.step == 0 ? "a single step is too large to list as JSON"
+                       : absl::StrCat("list at most --steps ", step.step),
+        ", or use --format=text without --golden, which prints step by "
+        "step"));
+  }
+  values_ += cells;
+  listing_.steps.push_back(step);
+  return absl::OkStatus();
+}
+
+scenarios::InputListing JsonListingCollector::Finish(
+    const scenarios::InputListing& result) {
+  scenarios::InputListing out = result;
+  out.steps = std::move(listing_.steps);
+  listing_ = scenarios::InputListing();
+  values_ = 0;
   return out;
 }
 

@@ -40,8 +40,10 @@
 #ifndef TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_
 #define TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_
 
+#include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "scenarios/input_runner.h"
 #include "strategy/runtime/tensor.h"
@@ -60,6 +62,36 @@ std::string FormatListingJson(const scenarios::InputListing& listing);
 //   end at step 2: OUT_OF_RANGE: End of sequence ...
 //   warning: ...
 std::string FormatListingText(const scenarios::InputListing& listing);
+// The three parts of the text listing, for printing it step by step: the
+// header lines, one step's lines, and the end line with the warnings.
+std::string FormatListingHeaderText(const scenarios::InputListing& listing);
+std::string FormatStepText(const scenarios::InputStep& step);
+std::string FormatListingEndText(const scenarios::InputListing& listing);
+
+// tpusim choice: the JSON listing (which is written only when complete, since
+// its keys are sorted and "end" comes before "steps") holds at most this many
+// values: one per component of every replica's element plus one per tensor
+// value (1,048,576: a run at the cap peaked at 330 MB; 4 M values
+// measured 1.2 GB).
+inline constexpr int64_t kMaxJsonListingValues = int64_t{1} << 20;
+
+// Collects the steps of a run for the JSON document (and the golden
+// comparison), refusing with ResourceExhausted, naming --steps, a step that
+// would take the listing past `max_values`.
+class JsonListingCollector final : public scenarios::ListingSink {
+ public:
+  explicit JsonListingCollector(int64_t max_values = kMaxJsonListingValues)
+      : max_values_(max_values) {}
+  absl::Status Begin(const scenarios::InputListing& header) override;
+  absl::Status Step(const scenarios::InputStep& step) override;
+  // `result` (RunInputScenario's listing) with the collected steps.
+  scenarios::InputListing Finish(const scenarios::InputListing& result);
+
+ private:
+  int64_t max_values_;
+  int64_t values_ = 0;
+  scenarios::InputListing listing_;
+};
 // A tensor's values with nested brackets ("[[0, 1], [2, 3]]", "7", "[]",
 // "\"ab\"").
 std::string FormatTensorValues(const runtime::Tensor& tensor);

@@ -64,6 +64,16 @@ std::string ElementSpecToString(const ElementSpec& spec) {
   return out;
 }
 
+absl::StatusOr<int64_t> DatasetIterator::Skip(int64_t n) {
+  int64_t skipped = 0;
+  while (skipped < n) {
+    TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, GetNext());
+    if (!e.has_value()) break;
+    ++skipped;
+  }
+  return skipped;
+}
+
 bool IsCompatible(const ElementSpec& a, const ElementSpec& b) {
   if (!a.SameStructure(b)) return false;
   auto fa = a.Flatten();

@@ -140,6 +140,14 @@ class DatasetIterator {
   // every call returns nullopt again). Errors (DataLoss from a corrupt file,
   // InvalidArgument from a map function, ...) are returned as they occur.
   virtual absl::StatusOr<std::optional<Element>> GetNext() = 0;
+  // Moves past up to `n` (>= 0) elements exactly as `n` calls of GetNext
+  // would, and returns how many there were (< n only at the end of the
+  // sequence). The default calls GetNext; an override may skip without making
+  // the elements, but only where that cannot change any later element or hide
+  // an error GetNext would have returned (tpusim's speed-up for shard, which
+  // drops num_shards - 1 of every num_shards elements: TF reads and drops
+  // them).
+  virtual absl::StatusOr<int64_t> Skip(int64_t n);
 };
 using IteratorPtr = std::unique_ptr<DatasetIterator>;
 

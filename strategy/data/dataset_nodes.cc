@@ -133,6 +133,12 @@ absl::StatusOr<IteratorPtr> RangeNode::MakeIterator(
       next_ += step_;  // wraps harmlessly after the last element
       return std::optional<Element>(Element(Tensor::Scalar<int64_t>(v)));
     }
+    absl::StatusOr<int64_t> Skip(int64_t n) override {
+      const int64_t k = std::max<int64_t>(0, std::min(n, left_));
+      left_ -= k;
+      next_ += step_ * static_cast<uint64_t>(k);  // wraps as GetNext's would
+      return k;
+    }
 
    private:
     uint64_t next_;
@@ -273,6 +279,11 @@ absl::StatusOr<IteratorPtr> TensorSliceNode::MakeIterator(
       TPUSIM_ASSIGN_OR_RETURN(Element e, structure_.Unflatten(std::move(rows)));
       return std::optional<Element>(std::move(e));
     }
+    absl::StatusOr<int64_t> Skip(int64_t n) override {
+      const int64_t k = std::max<int64_t>(0, std::min(n, n_ - i_));
+      i_ += k;
+      return k;
+    }
 
    private:
     Element structure_;
@@ -352,6 +363,13 @@ absl::StatusOr<Tensor> StackColumn(const std::vector<Tensor>& col, int k) {
   return Tensor::Stack(col);
 }
 
+bool SpecFullyDefined(const ElementSpec& spec) {
+  for (const TensorSpec* leaf : spec.Flatten()) {
+    if (!leaf->shape.IsFullyDefined()) return false;
+  }
+  return true;
+}
+
 absl::Status StructureError(const Element& e, size_t i, const Element& first) {
   return absl::InvalidArgumentError(
       absl::StrCat("batch: element ", i, " has structure ", e.StructureString(),
@@ -401,8 +419,13 @@ absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:
-    It(IteratorPtr input, int64_t b, bool drop, common::Bytes budget)
-        : input_(std::move(input)), b_(b), drop_(drop), budget_(budget) {}
+    It(IteratorPtr input, int64_t b, bool drop, common::Bytes budget,
+       bool uniform)
+        : input_(std::move(input)),
+          b_(b),
+          drop_(drop),
+          budget_(budget),
+          uniform_(uniform) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (done_) return std::optional<Element>();
       std::vector<Element> parts;
@@ -431,16 +454,38 @@ absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
       TPUSIM_ASSIGN_OR_RETURN(Element out, StackElements(std::move(parts)));
       return std::optional<Element>(std::move(out));
     }
+    // Stacking can only fail for elements of different shapes or structures;
+    // with a fully defined input spec it cannot, so skipped batches need not
+    // be stacked: the input skips their rows.
+    absl::StatusOr<int64_t> Skip(int64_t n) override {
+      if (!uniform_) return DatasetIterator::Skip(n);
+      int64_t batches = 0;
+      while (batches < n && !done_) {
+        // In chunks, so that rows = chunk * b_ cannot overflow.
+        const int64_t chunk = std::min(
+            n - batches,
+            std::max<int64_t>(1, std::numeric_limits<int64_t>::max() / b_ / 2));
+        TPUSIM_ASSIGN_OR_RETURN(const int64_t rows, input_->Skip(chunk * b_));
+        batches += rows / b_;
+        if (rows < chunk * b_) {
+          done_ = true;
+          if (rows % b_ != 0 && !drop_) ++batches;  // the partial last batch
+        }
+      }
+      return batches;
+    }
 
    private:
     IteratorPtr input_;
     int64_t b_;
     bool drop_;
     common::Bytes budget_;
+    bool uniform_;
     bool done_ = false;
   };
-  return IteratorPtr(std::make_unique<It>(std::move(input), batch_size_,
-                                          drop_remainder_, ctx.max_memory));
+  return IteratorPtr(std::make_unique<It>(
+      std::move(input), batch_size_, drop_remainder_, ctx.max_memory,
+      SpecFullyDefined(inputs()[0]->element_spec())));
 }
 
 absl::StatusOr<NodePtr> BatchNode::WithInputs(
@@ -520,30 +565,34 @@ absl::StatusOr<IteratorPtr> ShardNode::MakeIterator(
     It(IteratorPtr input, int64_t n, int64_t i, ShardNonEmpty non_empty)
         : input_(std::move(input)), n_(n), i_(i), non_empty_(non_empty) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
-      while (input_ != nullptr) {
-        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
-        if (!e.has_value()) {
-          input_.reset();
-          break;
-        }
-        const int64_t k = pos_++;
-        if (k % n_ != i_) continue;
-        // Require non-empty (TF 2.2 shard_dataset_op): with the first element
-        // in hand, every shard must have one: read ahead to position n-1.
-        if (non_empty_ != ShardNonEmpty::kNotRequired) {
-          while (pos_ < n_) {
-            TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> skipped,
-                                    input_->GetNext());
-            if (!skipped.has_value()) {
-              input_.reset();
-              return NotEnoughElementsForShards(non_empty_, pos_, n_);
-            }
-            ++pos_;
-          }
-        }
+      if (input_ == nullptr) return std::optional<Element>();
+      // The elements of the other shards are skipped (not made when the input
+      // can avoid it; see DatasetIterator::Skip).
+      const int64_t before = (i_ - pos_ % n_ + n_) % n_;
+      TPUSIM_ASSIGN_OR_RETURN(const int64_t skipped, input_->Skip(before));
+      pos_ += skipped;
+      if (skipped < before) {
+        input_.reset();
+        return std::optional<Element>();
+      }
+      TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+      if (!e.has_value()) {
+        input_.reset();
         return e;
       }
-      return std::optional<Element>();
+      ++pos_;
+      // Require non-empty (TF 2.2 shard_dataset_op): with the first element
+      // in hand, every shard must have one: read ahead to position n-1.
+      if (non_empty_ != ShardNonEmpty::kNotRequired && pos_ < n_) {
+        const int64_t ahead = n_ - pos_;
+        TPUSIM_ASSIGN_OR_RETURN(const int64_t got, input_->Skip(ahead));
+        pos_ += got;
+        if (got < ahead) {
+          input_.reset();
+          return NotEnoughElementsForShards(non_empty_, pos_, n_);
+        }
+      }
+      return e;
     }
 
    private:
@@ -609,6 +658,27 @@ absl::StatusOr<IteratorPtr> RepeatNode::MakeIterator(
       count_ = 0;
       pass_ = 0;
       return std::optional<Element>();
+    }
+    absl::StatusOr<int64_t> Skip(int64_t n) override {
+      int64_t skipped = 0;
+      while (skipped < n && (count_ < 0 || pass_ < count_)) {
+        if (current_ == nullptr) {
+          IteratorContext c = ctx_;
+          c.epoch = ctx_.epoch * 1000003u + static_cast<uint64_t>(pass_);
+          TPUSIM_ASSIGN_OR_RETURN(current_, input_->MakeIterator(c));
+          produced_in_pass_ = false;
+        }
+        TPUSIM_ASSIGN_OR_RETURN(const int64_t got, current_->Skip(n - skipped));
+        skipped += got;
+        if (got > 0) produced_in_pass_ = true;
+        if (skipped == n) return skipped;  // GetNext moves on if it ended
+        current_.reset();
+        ++pass_;
+        if (count_ < 0 && !produced_in_pass_) break;
+      }
+      count_ = 0;
+      pass_ = 0;
+      return skipped;
     }
 
    private:
@@ -925,6 +995,17 @@ absl::StatusOr<IteratorPtr> TakeNode::MakeIterator(
       }
       if (left_ > 0) --left_;
       return e;
+    }
+    absl::StatusOr<int64_t> Skip(int64_t n) override {
+      const int64_t want = left_ < 0 ? n : std::min(n, left_);
+      if (want <= 0) return 0;
+      TPUSIM_ASSIGN_OR_RETURN(const int64_t got, input_->Skip(want));
+      if (got < want) {
+        left_ = 0;
+      } else if (left_ > 0) {
+        left_ -= got;
+      }
+      return got;
     }
 
    private:

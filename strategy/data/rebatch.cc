@@ -38,6 +38,27 @@ bool IsMultiInput(absl::string_view op) {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// `node` (a pass-through op) over its rewritten input. Every node downstream
+// of the rewritten batch re-derives its spec, as TF 2.2's rewrite updates
+// their output_shapes (UpdateOutputShapes) and never checks them at run time:
+// the nodes whose spec follows their input's do so in Make; a map with a
+// declared output spec is the one node whose spec is fixed, so its dimension
+// 0 is rebatched like the batch's (RebatchedElementSpec: B -> B / N when N
+// divides B; tpusim choice where it does not: unknown, since the pieces are
+// ceil(B / N) rows and fewer, while TF's B / N matches no piece and is never
+// checked).
+absl::StatusOr<NodePtr> WithRewrittenInput(const DatasetNode& node,
+                                           NodePtr input, int64_t n) {
+  if (node.op() == MapNode::kOp) {
+    MapFunction fn = static_cast<const MapNode&>(node).function();
+    if (fn.output_spec.has_value()) {
+      fn.output_spec = RebatchedElementSpec(*fn.output_spec, n);
+    }
+    return MapNode::Make(std::move(input), std::move(fn));
+  }
+  return node.WithInputs({std::move(input)});
+}
+
 // The rewrite proper. Returns the rewritten node; any error means "use the
 // fallback". `any_case2` is set when a Case 2 split was inserted.
 absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
@@ -56,15 +77,20 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
     // constant B, not from each actual batch's size.
     any_case2 = true;
     const int64_t m = CeilDiv(b, n);
-    return FlatMapNode::Make(node, [m](const FunctionArg& arg) {
+    // With drop_remainder and N dividing B every batch has B rows and every
+    // piece exactly m: dropping the (never present) remainder in the body
+    // keeps the values and gives the pieces the static dimension m, which is
+    // the spec TF 2.2 writes downstream (B / N).
+    const bool exact = batch.drop_remainder() && b % n == 0;
+    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
       return Dataset::FromTensorSlices(arg.nest())
-          .Batch(m, /*drop_remainder=*/false);
+          .Batch(m, /*drop_remainder=*/exact);
     });
   }
   if (IsRebatchPassThrough(op)) {
     TPUSIM_ASSIGN_OR_RETURN(
         NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2));
-    return node->WithInputs({std::move(input)});
+    return WithRewrittenInput(*node, std::move(input), n);
   }
   if (IsMultiInput(op)) {
     std::vector<NodePtr> inputs;
@@ -174,28 +200,29 @@ absl::StatusOr<std::pair<std::vector<Tensor>, int64_t>> BatchLeaves(
 
 class RebatchV2Iterator final : public DatasetIterator {
  public:
-  RebatchV2Iterator(IteratorPtr input, std::vector<int64_t> sizes)
-      : input_(std::move(input)), sizes_(std::move(sizes)) {}
+  RebatchV2Iterator(IteratorPtr input, std::vector<int64_t> sizes,
+                    ElementSpec spec)
+      : input_(std::move(input)),
+        sizes_(std::move(sizes)),
+        spec_(std::move(spec)) {}
 
+  // As TF's RebatchDatasetV2 kernel: rows are taken from the input until the
+  // next size in the rotation is reached (or the input ends); a size of 0
+  // gives an empty batch without touching the input. The end of the input is
+  // final: every later call (also for a size of 0) ends the sequence.
   absl::StatusOr<std::optional<Element>> GetNext() override {
     if (done_) return std::optional<Element>();
     const int64_t target = sizes_[next_size_];
     std::vector<std::vector<Tensor>> pieces;
     int64_t collected = 0;
-    while (collected < target || target == 0) {
+    while (collected < target) {
       if (!structure_.has_value() || offset_ == rows_) {
         TPUSIM_ASSIGN_OR_RETURN(bool more, Fetch());
-        if (!more) break;
+        if (!more) {
+          done_ = true;
+          break;
+        }
         continue;
-      }
-      if (target == 0) {
-        // An empty batch: no rows, the other dims of the current input batch.
-        std::vector<Tensor> empty;
-        for (const Tensor& t : current_) empty.push_back(t.Slice(offset_, 0));
-        next_size_ = (next_size_ + 1) % sizes_.size();
-        TPUSIM_ASSIGN_OR_RETURN(Element out,
-                                structure_->Unflatten(std::move(empty)));
-        return std::optional<Element>(std::move(out));
       }
       const int64_t take = std::min(target - collected, rows_ - offset_);
       if (pieces.empty()) pieces.resize(current_.size());
@@ -205,11 +232,9 @@ class RebatchV2Iterator final : public DatasetIterator {
       offset_ += take;
       collected += take;
     }
-    if (collected == 0) {
-      done_ = true;
-      return std::optional<Element>();
-    }
     next_size_ = (next_size_ + 1) % sizes_.size();
+    if (target == 0) return std::optional<Element>(EmptyBatch());
+    if (collected == 0) return std::optional<Element>();
     std::vector<Tensor> leaves;
     for (auto& parts : pieces) {
       if (parts.size() == 1) {
@@ -225,6 +250,22 @@ class RebatchV2Iterator final : public DatasetIterator {
   }
 
  private:
+  // TF's empty batch: built from the output spec, dimension 0 and every
+  // unknown dimension 0; a component of unknown rank is a [0] tensor.
+  Element EmptyBatch() const {
+    return spec_.Map([](const TensorSpec& s) {
+      std::vector<int64_t> dims = {0};
+      if (s.shape.rank_known()) {
+        dims = s.shape.dims();
+        for (int64_t& d : dims) {
+          if (d == runtime::kUnknownDim) d = 0;
+        }
+        if (!dims.empty()) dims[0] = 0;
+      }
+      return Tensor::Zeros(s.dtype, Shape(std::move(dims)));
+    });
+  }
+
   // Loads the next input batch; false at the end of the input.
   absl::StatusOr<bool> Fetch() {
     TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> next, input_->GetNext());
@@ -240,6 +281,7 @@ class RebatchV2Iterator final : public DatasetIterator {
 
   IteratorPtr input_;
   std::vector<int64_t> sizes_;
+  ElementSpec spec_;  // the node's output spec (for empty batches)
   size_t next_size_ = 0;
   std::optional<Element>
       structure_;                // the last input batch (structure template)
@@ -482,8 +524,8 @@ std::vector<NodeAttr> RebatchV2Node::attrs() const {
 absl::StatusOr<IteratorPtr> RebatchV2Node::MakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
-  return IteratorPtr(
-      std::make_unique<RebatchV2Iterator>(std::move(input), batch_sizes_));
+  return IteratorPtr(std::make_unique<RebatchV2Iterator>(
+      std::move(input), batch_sizes_, element_spec()));
 }
 
 absl::StatusOr<NodePtr> RebatchV2Node::WithInputs(

@@ -1,6 +1,10 @@
 // Data-parallel equivalence: an MLP trained 20 SGD steps on N replicas
 // (gradients all-reduced with MEAN) ends with the weights of single-device
-// training on the global batch, within |a - b| <= 1e-5 * max(1, |b|).
+// training on the global batch, within |a - b| <= 1e-5 * max(1, |b|). The
+// global batches go through experimental_distribute_dataset, as a user feeds
+// them, and every replica's own loss is checked against a reference computed
+// on exactly the rows TF gives that replica (so a replica fed another shard
+// fails, even though the averaged gradients would not show it).
 // Parameterized over backends ("host" now; "sim" joins later by adding a
 // factory to Backends()).
 
@@ -16,6 +20,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "strategy/cluster_resolver.h"
+#include "strategy/data/dataset.h"
+#include "strategy/input_iterator.h"
 #include "strategy/runtime/host_backend.h"
 #include "strategy/tpu_strategy.h"
 #include "tests/strategy/mlp_testing.h"
@@ -44,9 +50,32 @@ const std::map<std::string, BackendFactory>& Backends() {
   return *backends;
 }
 
-// Final weights (w1, b1, w2, b2 flattened, component 0) after kSteps steps on
-// `replicas`.
-std::vector<float> Train(const std::string& backend_name, int replicas) {
+// The kSteps global batches as one dataset: from_tensor_slices((x, t))
+// .batch(kGlobalBatch), whose batch s is (MlpBatchX(s), MlpBatchT(s)).
+data::Dataset GlobalBatches(int in) {
+  std::vector<runtime::Tensor> xs, ts;
+  for (int s = 0; s < kSteps; ++s) {
+    xs.push_back(testing::MlpBatchX(s, kGlobalBatch, in));
+    ts.push_back(testing::MlpBatchT(s, kGlobalBatch));
+  }
+  absl::StatusOr<runtime::Tensor> x = runtime::Tensor::Concat(xs);
+  absl::StatusOr<runtime::Tensor> t = runtime::Tensor::Concat(ts);
+  EXPECT_THAT(x, IsOk());
+  EXPECT_THAT(t, IsOk());
+  return data::Dataset::FromTensorSlices(
+             data::TensorRefNest::Tuple(
+                 {data::TensorRefNest(*x), data::TensorRefNest(*t)}))
+      .Batch(kGlobalBatch);
+}
+
+// Training on `replicas`: the final weights (w1, b1, w2, b2 flattened,
+// component 0) and, per step, each replica's loss.
+struct Trained {
+  std::vector<float> weights;
+  std::vector<std::vector<float>> losses;  // [step][replica]
+};
+
+Trained Train(const std::string& backend_name, int replicas) {
   absl::StatusOr<TPUClusterResolver> resolver =
       TPUClusterResolver::CreatePlain(1, replicas);
   EXPECT_THAT(resolver, IsOk());
@@ -65,15 +94,30 @@ std::vector<float> Train(const std::string& backend_name, int replicas) {
     vars = *created;
   }
   const StepFunction step = testing::MakeMlpTrainStep(vars, config);
+  absl::StatusOr<data::DistributedDataset> dist =
+      (*strategy)->ExperimentalDistributeDataset(GlobalBatches(config.in));
+  EXPECT_THAT(dist, IsOk());
+  absl::StatusOr<data::DistributedIterator> it = dist->MakeIterator();
+  EXPECT_THAT(it, IsOk());
+  Trained out;
   for (int s = 0; s < kSteps; ++s) {
-    absl::StatusOr<ValueNest> args =
-        testing::MlpStepArgs(s, kGlobalBatch, config.in, replicas);
+    absl::StatusOr<PerReplica<data::Element>> next = it->GetNext();
+    EXPECT_THAT(next, IsOk());
+    absl::StatusOr<ValueNest> args = RegroupElement(*next);
     EXPECT_THAT(args, IsOk());
     absl::StatusOr<ValueNest> loss = (*strategy)->Run(step, *args);
     EXPECT_THAT(loss, IsOk());
+    std::vector<float>& losses = out.losses.emplace_back();
+    const Value& l = loss->leaf();
+    if (l.is_tensor()) {  // one replica: returned unwrapped
+      losses.push_back(l.tensor().values<float>()[0]);
+    } else {
+      for (const runtime::Tensor& c : l.components())
+        losses.push_back(c.values<float>()[0]);
+    }
   }
   EXPECT_EQ((*strategy)->num_traces(), 1);
-  std::vector<float> weights;
+  std::vector<float>& weights = out.weights;
   for (MirroredVariable* v : {vars.w1, vars.b1, vars.w2, vars.b2}) {
     absl::StatusOr<std::vector<runtime::Tensor>> parts = v->ReadComponents();
     EXPECT_THAT(parts, IsOk());
@@ -82,11 +126,19 @@ std::vector<float> Train(const std::string& backend_name, int replicas) {
       EXPECT_EQ(part, (*parts)[0]) << v->name();
     for (float w : (*parts)[0].values<float>()) weights.push_back(w);
   }
-  return weights;
+  return out;
 }
 
-// Plain C++ single-device SGD on the global batch, in double precision.
-std::vector<double> ReferenceTraining() {
+struct Reference {
+  std::vector<double> weights;
+  std::vector<std::vector<double>> losses;  // [step][replica]
+};
+
+// Plain C++ single-device SGD on the global batch, in double precision, with
+// the loss each of `replicas` replicas computes before step s's update on its
+// rows: with one input worker TF 2.2 rebatches batch(B) to batch(B / N), and
+// replica r gets rows [r * B / N, (r + 1) * B / N) of each global batch.
+Reference ReferenceTraining(int replicas) {
   const MlpConfig c;
   auto init = [](int n, uint64_t seed, float scale) {
     std::vector<double> v(n);
@@ -97,10 +149,13 @@ std::vector<double> ReferenceTraining() {
                       b1 = init(c.hidden, 2, 0.1f);
   std::vector<double> w2 = init(c.hidden, 3, 0.5f), b2 = init(1, 4, 0.1f);
   const int B = kGlobalBatch;
+  const int per = B / replicas;
+  Reference ref;
   for (int s = 0; s < kSteps; ++s) {
     runtime::Tensor xt = testing::MlpBatchX(s, B, c.in);
     runtime::Tensor tt = testing::MlpBatchT(s, B);
     std::vector<double> gw1(w1.size()), gb1(b1.size()), gw2(w2.size()), gb2(1);
+    std::vector<double>& losses = ref.losses.emplace_back(replicas, 0.0);
     for (int i = 0; i < B; ++i) {
       std::vector<double> h(c.hidden);
       double y = b2[0];
@@ -111,7 +166,9 @@ std::vector<double> ReferenceTraining() {
         h[j] = std::tanh(z);
         y += h[j] * w2[j];
       }
-      const double dy = 2.0 * (y - tt.AsDouble(i)) / B;
+      const double d = y - tt.AsDouble(i);
+      losses[i / per] += d * d / per;
+      const double dy = 2.0 * d / B;
       gb2[0] += dy;
       for (int j = 0; j < c.hidden; ++j) {
         gw2[j] += h[j] * dy;
@@ -129,10 +186,9 @@ std::vector<double> ReferenceTraining() {
     sgd(w2, gw2);
     sgd(b2, gb2);
   }
-  std::vector<double> out;
   for (const auto* v : {&w1, &b1, &w2, &b2})
-    out.insert(out.end(), v->begin(), v->end());
-  return out;
+    ref.weights.insert(ref.weights.end(), v->begin(), v->end());
+  return ref;
 }
 
 class DataParallelTest
@@ -141,8 +197,8 @@ class DataParallelTest
 TEST_P(DataParallelTest,
        TwentySgdStepsMatchSingleDeviceTrainingOnTheGlobalBatch) {
   const auto& [backend, replicas] = GetParam();
-  const std::vector<float> single = Train(backend, 1);
-  const std::vector<float> parallel = Train(backend, replicas);
+  const std::vector<float> single = Train(backend, 1).weights;
+  const std::vector<float> parallel = Train(backend, replicas).weights;
   ASSERT_EQ(parallel.size(), single.size());
   for (size_t i = 0; i < single.size(); ++i) {
     const double b = single[i];
@@ -155,13 +211,35 @@ TEST_P(DataParallelTest,
 
 TEST_P(DataParallelTest, TrainingMatchesAHandWrittenDoublePrecisionReference) {
   const auto& [backend, replicas] = GetParam();
-  const std::vector<float> trained = Train(backend, replicas);
-  const std::vector<double> reference = ReferenceTraining();
+  const std::vector<float> trained = Train(backend, replicas).weights;
+  const std::vector<double> reference = ReferenceTraining(replicas).weights;
   ASSERT_EQ(trained.size(), reference.size());
   for (size_t i = 0; i < reference.size(); ++i) {
     EXPECT_LE(std::fabs(trained[i] - reference[i]),
               1e-5 * std::max(1.0, std::fabs(reference[i])))
         << "weight " << i;
+  }
+}
+
+TEST_P(DataParallelTest, EachReplicasLossIsThatOfExactlyItsRows) {
+  const auto& [backend, replicas] = GetParam();
+  const Trained trained = Train(backend, replicas);
+  const Reference reference = ReferenceTraining(replicas);
+  ASSERT_EQ(trained.losses.size(), static_cast<size_t>(kSteps));
+  for (int s = 0; s < kSteps; ++s) {
+    ASSERT_EQ(trained.losses[s].size(), static_cast<size_t>(replicas));
+    for (int r = 0; r < replicas; ++r) {
+      const double want = reference.losses[s][r];
+      EXPECT_LE(std::fabs(trained.losses[s][r] - want),
+                1e-5 * std::max(1.0, std::fabs(want)))
+          << "step " << s << " replica " << r << ": " << trained.losses[s][r]
+          << " vs its rows' " << want;
+    }
+  }
+  // The rows differ, so the replicas' losses do too: a replica fed another
+  // replica's rows would not match.
+  if (replicas > 1) {
+    EXPECT_GT(std::fabs(reference.losses[0][0] - reference.losses[0][1]), 1e-3);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -235,6 +236,65 @@ TEST(InputRunnerTest, ScenarioProblemsFailTheRun) {
   EXPECT_THAT(RunInputScenario(*s, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("no file matches")));
+}
+
+TEST(InputRunnerTest, BatchDropRemainderThenMapUnder22) {
+  // The common TPU pipeline shape: batch(B, drop_remainder=True) then map.
+  // The 2.2 Case-2 rewrite cuts every batch into B/N pieces and the map
+  // follows (it used to keep its [8] spec and fail at the first step).
+  const InputListing l = MustRun(
+      "cluster { workers: 1 replicas_per_worker: 4 }\n"
+      "pipeline { range { stop: 20 } }\n"
+      "pipeline { batch { batch_size: 8 drop_remainder: true } }\n"
+      "pipeline { map { fn: \"add_one\" } }\n"
+      "semantics: \"2.2\"\n");
+  EXPECT_THAT(l.end, StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+  ASSERT_EQ(l.steps.size(), 2u);
+  EXPECT_THAT(StepValues(l, 0),
+              ElementsAre(ElementsAre(1, 2), ElementsAre(3, 4),
+                          ElementsAre(5, 6), ElementsAre(7, 8)));
+  EXPECT_THAT(StepValues(l, 1),
+              ElementsAre(ElementsAre(9, 10), ElementsAre(11, 12),
+                          ElementsAre(13, 14), ElementsAre(15, 16)));
+}
+
+// Records what a sink receives, in order.
+class RecordingSink final : public ListingSink {
+ public:
+  absl::Status Begin(const InputListing& header) override {
+    events.push_back(absl::StrCat("begin ", header.workers, "x",
+                                  header.replicas, " warnings ",
+                                  header.warnings.size()));
+    return absl::OkStatus();
+  }
+  absl::Status Step(const InputStep& step) override {
+    events.push_back(absl::StrCat("step ", step.step));
+    if (step.step == stop_at) return absl::ResourceExhaustedError("full");
+    return absl::OkStatus();
+  }
+  std::vector<std::string> events;
+  int64_t stop_at = -1;
+};
+
+TEST(InputRunnerTest, ASinkGetsTheHeaderThenEveryStepAndTheListingKeepsNone) {
+  absl::StatusOr<LoadedScenario> s = ParseScenario(kWorkedExample, "t", "");
+  ASSERT_THAT(s, IsOk());
+  RunInputOptions options;
+  options.data_dir = ::testing::TempDir() + "/input_runner_test";
+  RecordingSink sink;
+  absl::StatusOr<InputListing> l = RunInputScenario(*s, options, sink);
+  ASSERT_THAT(l, IsOk());
+  EXPECT_THAT(sink.events,
+              ElementsAre("begin 2x4 warnings 2", "step 0", "step 1"));
+  EXPECT_TRUE(l->steps.empty());
+  EXPECT_EQ(l->end_at_step, 2);
+  EXPECT_THAT(l->end, StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+  // A sink error stops the run and is its result.
+  RecordingSink stopping;
+  stopping.stop_at = 0;
+  EXPECT_THAT(RunInputScenario(*s, options, stopping),
+              StatusIs(absl::StatusCode::kResourceExhausted, "full"));
+  EXPECT_THAT(stopping.events, ElementsAre("begin 2x4 warnings 2", "step 0"));
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 #include "scenarios/pipeline_builder.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -315,6 +318,126 @@ TEST(PipelineBuilderTest, FileSetsAreWrittenUnderAFingerprintedDirectory) {
   second_bytes << in2.rdbuf();
   EXPECT_EQ(first_bytes.str(), second_bytes.str());
   EXPECT_FALSE(first_bytes.str().empty());
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void Overwrite(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// A data directory of its own for the test.
+std::string FreshDir(const std::string& name) {
+  const std::string dir = TestDir() + "_" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(PipelineBuilderTest, OnlyTheFileSetsAStageReadsAreWritten) {
+  const std::string dir = FreshDir("only_read");
+  const LoadedScenario s = MustParse(
+      "file_set { name: \"unused\" num_files: 3 records_per_file: 2 }\n"
+      "file_set { name: \"nested\" num_files: 1 records_per_file: 1 }\n"
+      "pipeline { range { stop: 2 } }\n"
+      "pipeline { concatenate { pipeline { list_files { file_set: "
+      "\"nested\" shuffle: false } } } }\n");
+  absl::StatusOr<FileSetPaths> files = MaterializeFileSets(s, dir);
+  ASSERT_THAT(files, IsOk());
+  EXPECT_EQ(files->count("unused"), 0u);
+  ASSERT_EQ(files->count("nested"), 1u);
+  const std::vector<std::string> entries = Entries(dir);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_THAT(entries[0], ::testing::StartsWith("nested-"));
+  EXPECT_EQ(
+      Entries(dir + "/" + entries[0]),
+      (std::vector<std::string>{"MANIFEST", "nested-00000-of-00001.tfrecord"}));
+}
+
+TEST(PipelineBuilderTest, ACompleteFileSetIsReusedAndABrokenOneRewritten) {
+  const std::string dir = FreshDir("reuse");
+  const LoadedScenario s = MustParse(
+      "file_set { name: \"train\" num_files: 2 records_per_file: 3 }\n"
+      "pipeline { tfrecord { file_set: \"train\" } }\n");
+  absl::StatusOr<FileSetPaths> files = MaterializeFileSets(s, dir);
+  ASSERT_THAT(files, IsOk());
+  const std::string first = files->at("train")[0];
+  const std::string good = Slurp(first);
+  ASSERT_FALSE(good.empty());
+  const std::string manifest_path =
+      first.substr(0, first.rfind('/')) + "/MANIFEST";
+  const std::string manifest = Slurp(manifest_path);
+  EXPECT_EQ(manifest,
+            absl::StrCat("tpusim-fileset-v1\nname=train\nnum_files=2\n"
+                         "records_per_file=3\nfloat_feature=0\n"
+                         "train-00000-of-00002.tfrecord ",
+                         good.size(), "\ntrain-00001-of-00002.tfrecord ",
+                         Slurp(files->at("train")[1]).size(), "\n"));
+  // Same size, other bytes: the manifest still matches, so the set is reused
+  // (not rewritten); reading it would report the CRC mismatch.
+  Overwrite(first, std::string(good.size(), 'x'));
+  ASSERT_THAT(MaterializeFileSets(s, dir), IsOk());
+  EXPECT_EQ(Slurp(first), std::string(good.size(), 'x'));
+  // A truncated file does not match the manifest: the set is written again.
+  Overwrite(first, "short");
+  ASSERT_THAT(MaterializeFileSets(s, dir), IsOk());
+  EXPECT_EQ(Slurp(first), good);
+  // Without the manifest (a run killed half-way) it is written again too.
+  Overwrite(first, std::string(good.size(), 'y'));
+  std::filesystem::remove(manifest_path);
+  ASSERT_THAT(MaterializeFileSets(s, dir), IsOk());
+  EXPECT_EQ(Slurp(first), good);
+  EXPECT_EQ(Slurp(manifest_path), manifest);
+}
+
+TEST(PipelineBuilderTest, FileSetsReadAreCappedInTotalBytes) {
+  const std::string dir = FreshDir("cap");
+  // 10000 x 1000000 records: the validator allows it, the byte cap does not.
+  const std::string big =
+      "file_set { name: \"big\" num_files: 10000 records_per_file: 1000000 "
+      "}\n";
+  const LoadedScenario read =
+      MustParse(big + "pipeline { tfrecord { file_set: \"big\" } }\n");
+  const int64_t bytes = FileSetMaxBytes(read.proto.file_set(0));
+  // Every record is at most 16 bytes of framing plus its example.
+  EXPECT_EQ(
+      bytes,
+      int64_t{10000} * 1000000 *
+          (16 +
+           static_cast<int64_t>(
+               SyntheticExample(read.proto.file_set(0), 9999, 999999).size())));
+  EXPECT_THAT(
+      MaterializeFileSets(read, dir),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               absl::StrCat("t:2: file_set[0] \"big\" (num_files=10000, "
+                            "records_per_file=1000000) takes up to ",
+                            bytes,
+                            " bytes, and the file sets the pipeline reads "
+                            "would total up to ",
+                            bytes,
+                            "; allowed: at most 1073741824 bytes in all "
+                            "(tpusim's cap)")));
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  // Not read by any stage: not written, so not counted.
+  const LoadedScenario unread =
+      MustParse(big + "pipeline { range { stop: 1 } }\n");
+  absl::StatusOr<FileSetPaths> files = MaterializeFileSets(unread, dir);
+  ASSERT_THAT(files, IsOk());
+  EXPECT_TRUE(files->empty());
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 TEST(PipelineBuilderTest, TFRecordFileSetParsedAsExamples) {

@@ -126,13 +126,17 @@ TEST(StrategyReduceTest, AcceptsCaseInsensitiveNamesAndRejectsMax) {
 TEST(StrategyReduceTest, WorksInDefaultAndCrossReplicaContextNotInOtherScope) {
   auto f = MakeStrategy();
   auto g = MakeStrategy();
-  PerReplica<Tensor> ones =
-      PerReplica<Tensor>::FromFn(8, [](int) { return F32(1); });
-  EXPECT_EQ(f.strategy->Reduce(ReduceOp::kSum, ones)->scalar<float>(), 8.0f);
+  // Distinct values (1, 2, 4, ..., 128): every replica's contribution shows
+  // in the sum, so a dropped or doubled replica changes it.
+  PerReplica<Tensor> powers =
+      PerReplica<Tensor>::FromFn(8, [](int r) { return F32(1 << r); });
+  EXPECT_EQ(f.strategy->Reduce(ReduceOp::kSum, powers)->scalar<float>(),
+            255.0f);
   {
     auto scope = f.strategy->Scope();
-    EXPECT_EQ(f.strategy->Reduce(ReduceOp::kSum, ones)->scalar<float>(), 8.0f);
-    EXPECT_THAT(g.strategy->Reduce(ReduceOp::kSum, ones),
+    EXPECT_EQ(f.strategy->Reduce(ReduceOp::kSum, powers)->scalar<float>(),
+              255.0f);
+    EXPECT_THAT(g.strategy->Reduce(ReduceOp::kSum, powers),
                 StatusIs(absl::StatusCode::kFailedPrecondition,
                          HasSubstr("Mixing different")));
   }

@@ -174,6 +174,45 @@ TEST(RunTest, NumberArgumentsBecomeConstants) {
               ElementsAre(0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5));
 }
 
+TEST(RunTest, IntegerNumberArgumentsBecomeInt32LikeAPythonInt) {
+  // TF converts a Python int argument to an int32 constant (int64 when it
+  // does not fit), a Python float to float32. Added to int32 per-replica ids
+  // and summed across replicas with axis=[], the int stays int32.
+  auto f = MakeStrategy();
+  StepFunction step([](ReplicaContext& ctx,
+                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue s, ctx.Add(Arg(args, 0), Arg(args, 1)));
+    return TracedNest::Tuple({TracedNest(s), TracedNest(Arg(args, 1))});
+  });
+  const PerReplica<Tensor> ids = PerReplica<Tensor>::FromFn(
+      8, [](int r) { return Tensor::Scalar<int32_t>(10 * r); });
+  absl::StatusOr<ValueNest> out =
+      f.strategy->Run(step, ValueNest::Tuple({Value(ids), Value::Number(3)}));
+  ASSERT_THAT(out, IsOk());
+  const Value& echoed = out->children()[1].leaf();
+  ASSERT_TRUE(echoed.is_tensor());
+  EXPECT_EQ(echoed.tensor().dtype(), DType::kI32);
+  EXPECT_EQ(echoed.tensor().AsInt64(0), 3);
+  absl::StatusOr<Value> sum = f.strategy->Reduce(
+      ReduceOp::kSum, out->children()[0].leaf(), ReduceAxis::Sequence({}));
+  ASSERT_THAT(sum, IsOk());
+  ASSERT_TRUE(sum->is_tensor());
+  EXPECT_EQ(sum->tensor().dtype(), DType::kI32);
+  // (0 + 10 + ... + 70) + 8 * 3
+  EXPECT_EQ(sum->tensor().AsInt64(0), 304);
+
+  // An integer beyond int32 becomes int64; a float stays float32.
+  EXPECT_EQ(Value::Number(int64_t{1} << 40).NumberTensor().dtype(),
+            DType::kI64);
+  EXPECT_EQ(Value::Number(int64_t{1} << 40).NumberTensor().AsInt64(0),
+            int64_t{1} << 40);
+  EXPECT_EQ(Value::Number(-2147483648LL).NumberTensor().dtype(), DType::kI32);
+  EXPECT_EQ(Value::Number(2147483648LL).NumberTensor().dtype(), DType::kI64);
+  EXPECT_EQ(Value::Number(3.0).NumberTensor().dtype(), DType::kF32);
+  EXPECT_EQ(Value::Number(3).DebugString(), "3");
+  EXPECT_NE(Value::Number(3), Value::Number(3.0));
+}
+
 TEST(RunTest, TrailingNoneArgumentsAreStripped) {
   auto f = MakeStrategy();
   size_t seen = 0;

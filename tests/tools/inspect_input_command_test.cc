@@ -226,6 +226,61 @@ TEST(InspectInputCommandTest, EndOfDataAndStepLimitExitZero) {
   EXPECT_EQ(RunCommand({Scenario("default"), "--steps", "1"}).code, 0);
 }
 
+// A stream buffer that keeps a copy of what was written at every flush.
+class SnapshotBuf final : public std::stringbuf {
+ public:
+  std::vector<std::string> snapshots;
+
+ protected:
+  int sync() override {
+    snapshots.push_back(str());
+    return 0;
+  }
+};
+
+TEST(InspectInputCommandTest, TextIsPrintedStepByStep) {
+  SnapshotBuf buf;
+  std::ostream out(&buf);
+  std::ostringstream err;
+  Cli cli({InspectInputCommand()});
+  const int code = cli.Run({"inspect-input", Scenario("default"), "--steps=2",
+                            "--data-dir=" + DataDir()},
+                           out, err);
+  EXPECT_EQ(code, 0) << err.str();
+  // Flushed after the header and after each step, before the run went on.
+  ASSERT_GE(buf.snapshots.size(), 3u);
+  EXPECT_THAT(buf.snapshots[0], ::testing::EndsWith("shard policy AUTO\n"));
+  EXPECT_THAT(buf.snapshots[1],
+              ::testing::EndsWith("step 0\n"
+                                  "  replica 0 (worker 0): [0, 1]\n"
+                                  "  replica 1 (worker 0): [4, 5]\n"
+                                  "  replica 2 (worker 1): [2, 3]\n"
+                                  "  replica 3 (worker 1): [6, 7]\n"));
+  EXPECT_THAT(buf.snapshots[1], ::testing::Not(HasSubstr("step 1")));
+  EXPECT_THAT(buf.snapshots[2],
+              ::testing::EndsWith("  replica 3 (worker 1): [14, 15]\n"));
+  EXPECT_THAT(buf.str(), HasSubstr("  replica 3 (worker 1): [14, 15]\n"
+                                   "end at step 2: stopped after 2 steps\n"));
+}
+
+TEST(InspectInputCommandTest, JsonPastTheValueCapIsResourceExhausted) {
+  // One step of 1,100,000 values: past the 1,048,576-value cap of the JSON
+  // listing.
+  const std::string path = ::testing::TempDir() + "/huge_step.textproto";
+  std::ofstream(path) << "cluster { workers: 1 replicas_per_worker: 1 }\n"
+                         "pipeline { range { stop: 1100000 } }\n"
+                         "pipeline { batch { batch_size: 1100000 } }\n";
+  const Result r = RunCommand({path, "--format=json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "tpusim inspect-input: RESOURCE_EXHAUSTED: --format=json (and "
+            "--golden) hold the whole listing until it is complete, and step 0 "
+            "would take it past 1048576 values (tpusim's cap); a single step "
+            "is too large to list as JSON, or use --format=text without "
+            "--golden, which prints step by step\n");
+}
+
 }  // namespace
 // Issue 7: a directory passed as --golden says so.
 TEST(InspectInputCommandTest, GoldenDirectorySaysSo) {

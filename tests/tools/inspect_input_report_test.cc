@@ -228,5 +228,58 @@ TEST(InspectInputReportTest, GoldenDiffCapsLongRegions) {
   EXPECT_THAT(diff, HasSubstr("+ a11\n+ ... (8 more actual lines)\n"));
 }
 
+TEST(JsonListingCollectorTest, CountsValuesAndRefusesTheStepPastTheCap) {
+  // A step of SmallListing holds 7 values: components b (1 value) and a (2)
+  // of replica 0, the two empty components of replica 1, plus one per
+  // component.
+  const scenarios::InputListing l = SmallListing();
+  JsonListingCollector collector(/*max_values=*/14);
+  scenarios::InputListing header = l;
+  header.steps.clear();
+  ASSERT_TRUE(collector.Begin(header).ok());
+  scenarios::InputStep step = l.steps[0];
+  ASSERT_TRUE(collector.Step(step).ok());
+  step.step = 1;
+  ASSERT_TRUE(collector.Step(step).ok());
+  step.step = 2;
+  const absl::Status s = collector.Step(step);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(s.message(),
+            "--format=json (and --golden) hold the whole listing until it is "
+            "complete, and step 2 would take it past 14 values (tpusim's "
+            "cap); list at most --steps 2, or use --format=text without "
+            "--golden, which prints step by step");
+  scenarios::InputListing result = header;
+  result.end = l.end;
+  result.end_at_step = 2;
+  const scenarios::InputListing done = collector.Finish(result);
+  ASSERT_EQ(done.steps.size(), 2u);
+  EXPECT_EQ(done.steps[1].step, 1);
+  EXPECT_EQ(done.end_at_step, 2);
+}
+
+TEST(JsonListingCollectorTest, AFirstStepPastTheCapSaysSo) {
+  JsonListingCollector collector(/*max_values=*/6);
+  const scenarios::InputListing l = SmallListing();
+  ASSERT_TRUE(collector.Begin(l).ok());
+  const absl::Status s = collector.Step(l.steps[0]);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("step 0 would take it past 6 values (tpusim's cap); "
+                        "a single step is too large to list as JSON, or use "
+                        "--format=text"));
+}
+
+TEST(InspectInputReportTest, TextListingIsHeaderStepsAndEnd) {
+  const scenarios::InputListing l = SmallListing();
+  EXPECT_EQ(FormatListingText(l), FormatListingHeaderText(l) +
+                                      FormatStepText(l.steps[0]) +
+                                      FormatListingEndText(l));
+  EXPECT_EQ(FormatStepText(l.steps[0]),
+            "step 0\n"
+            "  replica 0 (worker 0): a=[[1, 2]]; b=[\"x\"]\n"
+            "  replica 1 (worker 0): a=[]; b=[]\n");
+}
+
 }  // namespace
 }  // namespace tpusim::tools

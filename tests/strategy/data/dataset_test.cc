@@ -1,5 +1,6 @@
 #include "strategy/data/dataset.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -271,6 +272,51 @@ TEST(DatasetTest, ShardKeepsEveryNthElementFromIndex) {
   EXPECT_THAT(Scalars(Dataset::Range(10).Shard(3, 1)), ElementsAre(1, 4, 7));
   EXPECT_THAT(Scalars(Dataset::Range(10).Shard(3, 0)), ElementsAre(0, 3, 6, 9));
   EXPECT_THAT(Scalars(Dataset::Range(2).Shard(3, 2)), IsEmpty());
+}
+
+// Shard skips the other shards' elements through DatasetIterator::Skip (range,
+// repeat, take and batch skip without making elements); the result is what
+// reading and dropping gives, computed here from plain lists.
+TEST(DatasetTest, ShardOverSkippingIteratorsKeepsExactlyItsBatches) {
+  for (bool drop : {false, true}) {
+    std::vector<int64_t> rows;
+    for (int pass = 0; pass < 3; ++pass) {
+      for (int64_t v = 0; v < 103; ++v) rows.push_back(v);
+    }
+    rows.resize(250);
+    std::vector<Ints> batches;
+    for (size_t i = 0; i < rows.size(); i += 4) {
+      Ints b(rows.begin() + i, rows.begin() + std::min(rows.size(), i + 4));
+      if (!drop || b.size() == 4) batches.push_back(b);
+    }
+    for (int index = 0; index < 5; ++index) {
+      std::vector<Ints> expected;
+      for (size_t k = index; k < batches.size(); k += 5)
+        expected.push_back(batches[k]);
+      EXPECT_EQ(
+          Collect(Dataset::Range(103).Repeat(3).Take(250).Batch(4, drop).Shard(
+              5, index)),
+          expected)
+          << "drop " << drop << " index " << index;
+    }
+  }
+}
+
+TEST(DatasetTest, ShardStillRaisesTheErrorOfASkippedBatch) {
+  // Elements of different lengths cannot be stacked; the batch that shard
+  // (2, 1) drops fails as TF's read-and-drop would.
+  MapFunction ragged;
+  ragged.name = "ragged";
+  ragged.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape({-1})});
+  ragged.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    const int64_t n = e.leaf().AsInt64(0);
+    return Element(Tensor::FromVector<int64_t>(Shape({n}), Ints(n, n)));
+  };
+  absl::StatusOr<std::vector<Element>> all =
+      Dataset::Range(4).Map(ragged).Batch(2).Shard(2, 1).Collect();
+  EXPECT_THAT(all, StatusIs(absl::StatusCode::kInvalidArgument,
+                            HasSubstr("Cannot batch tensors with different "
+                                      "shapes in component 0")));
 }
 
 TEST(DatasetTest, ShardValidatesNumShardsAndIndex) {

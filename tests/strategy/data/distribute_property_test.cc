@@ -267,5 +267,217 @@ TEST(DistributePropertyTest, RandomPipelinesKeepEveryElementExactlyOnce) {
   EXPECT_GT(checked_errors, 20);
 }
 
+// ---- Placement: each replica's own list, in order, against a model ----
+//
+// An independent model of TF 2.2's experimental_distribute_dataset for
+// pipelines over range(): the rebatch (Case 1: batch(B / N); Case 2: every
+// global batch cut into pieces of ceil(B / N) rows; the fallback when the
+// pipeline has no batch: every element of L = N * p values cut into N pieces
+// of p, after any take), a take after the batch (which then counts
+// minibatches: the rewrite passes through it), DATA
+// sharding (worker w keeps minibatches k with k % W == w; AUTO over a range
+// falls back to it) or OFF (every worker keeps all), then round-robin: at
+// step s replica j of worker w gets its worker's minibatch s * R + j. With a
+// static per-replica shape (fallback; Case 2 with drop_remainder and N | B)
+// the steps stop when any replica has no minibatch; otherwise they go on while
+// some worker's first replica has one, and replicas without get [].
+
+struct PlacementCase {
+  int index;
+  int64_t size;   // range(size)
+  int64_t batch;  // B; 0 = no batch (fallback over rows of `width`)
+  int64_t width;  // fallback: elements are rows of this many values
+  bool drop;
+  int64_t take;  // -1 = no take after the batch
+  bool zip;      // zip((ds, ds)): both components carry the same rows
+  int w, r;
+  AutoShardPolicy policy;
+
+  std::string Describe() const {
+    return absl::StrCat(
+        "placement case ", index, ": ",
+        batch == 0
+            ? absl::StrCat("rows(", size, " x ", width, ")")
+            : absl::StrCat("range(", size, ").batch(", batch, ", ", drop, ")"),
+        take >= 0 ? absl::StrCat(".take(", take, ")") : "",
+        zip ? " zipped" : "", " W=", w, " R=", r,
+        " policy=", AutoShardPolicyName(policy));
+  }
+};
+
+using Rows = std::vector<int64_t>;
+
+Dataset PlacementDataset(const PlacementCase& c) {
+  Dataset ds;
+  if (c.batch == 0) {
+    std::vector<int64_t> v(c.size * c.width);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i);
+    ds = Dataset::FromTensorSlices(Element(
+        Tensor::FromVector<int64_t>(runtime::Shape({c.size, c.width}), v)));
+  } else {
+    ds = Dataset::Range(c.size).Batch(c.batch, c.drop);
+  }
+  if (c.take >= 0) ds = ds.Take(c.take);
+  if (c.zip) ds = Dataset::Zip({ds, ds});
+  Options o;
+  o.auto_shard_policy = c.policy;
+  return ds.WithOptions(o);
+}
+
+// The model's steps: [step][replica] -> rows; `error` when DATA sharding has
+// fewer minibatches than workers (1 <= M < W).
+std::vector<std::vector<Rows>> ModelSteps(const PlacementCase& c, bool* error) {
+  const int64_t n = int64_t{c.w} * c.r;
+  std::vector<Rows> mini;
+  bool is_static = false;
+  if (c.batch == 0) {
+    // The fallback is applied at the end of the pipeline: a take counts the
+    // elements before they are cut.
+    const int64_t p = c.width / n;
+    const int64_t rows = c.take >= 0 ? std::min(c.size, c.take) : c.size;
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t k = 0; k < n; ++k) {
+        Rows piece;
+        for (int64_t j = 0; j < p; ++j)
+          piece.push_back(i * c.width + k * p + j);
+        mini.push_back(piece);
+      }
+    }
+    is_static = true;
+  } else {
+    const bool case1 = !c.drop && c.batch % n == 0;
+    const int64_t m = case1 ? c.batch / n : (c.batch + n - 1) / n;
+    is_static = c.drop && c.batch % n == 0;
+    for (int64_t start = 0; start < c.size; start += c.batch) {
+      const int64_t end = std::min(c.size, start + c.batch);
+      if (c.drop && end - start < c.batch) break;
+      for (int64_t p = start; p < end; p += m) {
+        Rows piece;
+        for (int64_t v = p; v < std::min(end, p + m); ++v) piece.push_back(v);
+        mini.push_back(piece);
+      }
+    }
+  }
+  if (c.batch > 0 && c.take >= 0 &&
+      static_cast<int64_t>(mini.size()) > c.take) {
+    mini.resize(c.take);
+  }
+  std::vector<std::vector<Rows>> per_worker(c.w);
+  const bool data = c.w > 1 && c.policy != AutoShardPolicy::kOff;
+  *error = data && !mini.empty() && static_cast<int64_t>(mini.size()) < c.w;
+  for (int w = 0; w < c.w; ++w) {
+    for (size_t k = 0; k < mini.size(); ++k) {
+      if (!data || static_cast<int64_t>(k % c.w) == w)
+        per_worker[w].push_back(mini[k]);
+    }
+  }
+  std::vector<std::vector<Rows>> steps;
+  for (int64_t s = 0;; ++s) {
+    bool any_first = false, all = true;
+    for (int w = 0; w < c.w; ++w) {
+      const int64_t len = static_cast<int64_t>(per_worker[w].size());
+      any_first = any_first || s * c.r < len;
+      all = all && s * c.r + c.r - 1 < len;
+    }
+    if (is_static ? !all : !any_first) break;
+    std::vector<Rows>& step = steps.emplace_back();
+    for (int w = 0; w < c.w; ++w) {
+      for (int j = 0; j < c.r; ++j) {
+        const size_t k = s * c.r + j;
+        step.push_back(k < per_worker[w].size() ? per_worker[w][k] : Rows{});
+      }
+    }
+  }
+  return steps;
+}
+
+PlacementCase RandomPlacementCase(std::mt19937_64& rng, int index) {
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  PlacementCase c;
+  c.index = index;
+  c.w = uniform(1, 4);
+  c.r = uniform(1, 3);
+  const int64_t n = int64_t{c.w} * c.r;
+  if (uniform(0, 4) == 0) {  // fallback: no batch op
+    c.batch = 0;
+    c.size = uniform(0, 6);
+    c.width = n * uniform(1, 3);
+    c.drop = false;
+  } else {
+    c.batch = uniform(1, 12);
+    c.size = uniform(0, 40);
+    c.width = 0;
+    c.drop = uniform(0, 2) == 0;
+  }
+  c.take = uniform(0, 2) == 0 ? uniform(0, 8) : -1;
+  c.zip = uniform(0, 3) == 0;
+  const AutoShardPolicy policies[] = {
+      AutoShardPolicy::kOff, AutoShardPolicy::kData, AutoShardPolicy::kAuto};
+  c.policy = policies[uniform(0, 2)];
+  return c;
+}
+
+TEST(DistributePropertyTest, EachReplicaGetsItsOwnMinibatchesInOrder) {
+  std::mt19937_64 rng(20261203);
+  int compared = 0, errors = 0, fallbacks = 0, zips = 0, takes = 0, drops = 0;
+  for (int index = 0; index < 400; ++index) {
+    const PlacementCase c = RandomPlacementCase(rng, index);
+    SCOPED_TRACE(c.Describe());
+    bool error = false;
+    const std::vector<std::vector<Rows>> want = ModelSteps(c, &error);
+    absl::StatusOr<DistributedDataset> dist =
+        DistributeDataset(PlacementDataset(c), InputWorkers::Uniform(c.w, c.r));
+    ASSERT_THAT(dist, IsOk());
+    absl::StatusOr<DistributedIterator> it = dist->MakeIterator();
+    ASSERT_THAT(it, IsOk());
+    std::vector<std::vector<Rows>> got;
+    absl::Status end;
+    while (got.size() < 1000) {
+      absl::StatusOr<strategy::PerReplica<Element>> step = it->GetNext();
+      if (!step.ok()) {
+        end = step.status();
+        break;
+      }
+      std::vector<Rows>& rows = got.emplace_back();
+      for (int rep = 0; rep < step->num_replicas(); ++rep) {
+        const std::vector<const Tensor*> leaves = (*step)[rep].Flatten();
+        ASSERT_EQ(leaves.size(), c.zip ? 2u : 1u);
+        Rows v;
+        for (int64_t i = 0; i < leaves[0]->num_elements(); ++i)
+          v.push_back(leaves[0]->AsInt64(i));
+        if (c.zip) {
+          Rows second;
+          for (int64_t i = 0; i < leaves[1]->num_elements(); ++i)
+            second.push_back(leaves[1]->AsInt64(i));
+          EXPECT_EQ(second, v) << "zip components differ, replica " << rep;
+        }
+        rows.push_back(v);
+      }
+    }
+    if (error) {
+      EXPECT_THAT(end, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr(absl::StrCat("# shards = ", c.w))));
+      EXPECT_TRUE(got.empty());
+      ++errors;
+      continue;
+    }
+    EXPECT_THAT(end, StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+    EXPECT_EQ(got, want);
+    ++compared;
+    fallbacks += c.batch == 0;
+    zips += c.zip;
+    takes += c.take >= 0;
+    drops += c.drop;
+  }
+  EXPECT_GT(compared, 250);
+  EXPECT_GT(errors, 5);
+  EXPECT_GT(fallbacks, 30);
+  EXPECT_GT(zips, 50);
+  EXPECT_GT(takes, 50);
+  EXPECT_GT(drops, 50);
+}
+
 }  // namespace
 }  // namespace tpusim::data

@@ -5,6 +5,7 @@
 
 #include "strategy/data/rebatch.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -275,8 +276,203 @@ TEST(RebatchTest, RebatchV2ZeroSizesGiveEmptyBatches) {
   absl::StatusOr<NodePtr> v2 =
       RebatchV2Node::Make(Dataset::Range(3).Batch(3).node(), {1, 0});
   ASSERT_THAT(v2, IsOk());
+  // As TF: the empty batch after the last row comes without reading the
+  // input, so the input's end shows only at the next non-empty size.
   EXPECT_EQ(DatasetValues(Dataset(*v2)),
-            (std::vector<Values>{{0}, {}, {1}, {}, {2}}));
+            (std::vector<Values>{{0}, {}, {1}, {}, {2}, {}}));
+}
+
+// The elements of `node` with their shapes, up to the end or the first error.
+struct Listed {
+  std::vector<Values> values;
+  std::vector<Shape> shapes;
+  absl::Status end;
+};
+Listed ListWithShapes(const NodePtr& node, int max = 100) {
+  Listed out;
+  absl::StatusOr<IteratorPtr> it = node->MakeIterator(IteratorContext());
+  if (!it.ok()) {
+    out.end = it.status();
+    return out;
+  }
+  for (int i = 0; i < max; ++i) {
+    absl::StatusOr<std::optional<Element>> e = (*it)->GetNext();
+    if (!e.ok()) {
+      out.end = e.status();
+      return out;
+    }
+    if (!e->has_value()) return out;
+    out.values.push_back(testing::ValuesOf(**e));
+    out.shapes.push_back((*e)->Flatten().at(0)->shape());
+  }
+  out.end = absl::InternalError("too many elements");
+  return out;
+}
+
+TEST(RebatchTest, RebatchV2ZeroSizeDoesNotTouchTheInput) {
+  // Every input element fails; a first size of 0 still gives its empty batch
+  // (TF never reads the input for it), and the error comes with size 2.
+  MapFunction failing;
+  failing.name = "fails";
+  failing.output_spec =
+      ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})});
+  failing.fn = [](const Element&) -> absl::StatusOr<Element> {
+    return absl::DataLossError("input read");
+  };
+  Dataset in = Dataset::Range(4).Batch(2).Map(failing);
+  ASSERT_THAT(in.status(), IsOk());
+  absl::StatusOr<NodePtr> v2 = RebatchV2Node::Make(in.node(), {0, 2});
+  ASSERT_THAT(v2, IsOk());
+  const Listed l = ListWithShapes(*v2);
+  EXPECT_EQ(l.values, (std::vector<Values>{{}}));
+  EXPECT_EQ(l.shapes, (std::vector<Shape>{Shape({0})}));
+  EXPECT_THAT(l.end, StatusIs(absl::StatusCode::kDataLoss, "input read"));
+}
+
+TEST(RebatchTest, RebatchV2EmptyBatchSetsUnknownDimsToZero) {
+  // Elements of spec [?, ?] (batches of batches); the empty batch is [0, 0]
+  // (TF), not [0, 2] cut from the first input batch.
+  Dataset in = Dataset::Range(8).Batch(2).Batch(2);
+  ASSERT_EQ(in.element_spec().leaf().shape,
+            Shape({runtime::kUnknownDim, runtime::kUnknownDim}));
+  absl::StatusOr<NodePtr> v2 = RebatchV2Node::Make(in.node(), {0, 1});
+  ASSERT_THAT(v2, IsOk());
+  const Listed l = ListWithShapes(*v2);
+  EXPECT_THAT(l.end, IsOk());
+  EXPECT_EQ(l.values, (std::vector<Values>{
+                          {}, {0, 1}, {}, {2, 3}, {}, {4, 5}, {}, {6, 7}, {}}));
+  EXPECT_EQ(l.shapes,
+            (std::vector<Shape>{Shape({0, 0}), Shape({1, 2}), Shape({0, 0}),
+                                Shape({1, 2}), Shape({0, 0}), Shape({1, 2}),
+                                Shape({0, 0}), Shape({1, 2}), Shape({0, 0})}));
+}
+
+TEST(RebatchTest, RebatchV2EndOfInputIsFinalEvenForSizeZero) {
+  // The partial batch [2] ends the input; the next size (0) ends too.
+  absl::StatusOr<NodePtr> v2 =
+      RebatchV2Node::Make(Dataset::Range(3).Batch(3).node(), {2, 0});
+  ASSERT_THAT(v2, IsOk());
+  const Listed l = ListWithShapes(*v2);
+  EXPECT_THAT(l.end, IsOk());
+  EXPECT_EQ(l.values, (std::vector<Values>{{0, 1}, {}, {2}}));
+  EXPECT_EQ(l.shapes, (std::vector<Shape>{Shape({2}), Shape({0}), Shape({1})}));
+}
+
+// A map adding 100 with a declared (fixed) output spec, as scenario maps do.
+MapFunction PlusHundred(const Shape& declared) {
+  MapFunction f;
+  f.name = "plus100";
+  f.output_spec = ElementSpec(TensorSpec{DType::kI64, declared});
+  f.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    const Tensor& t = e.leaf();
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t.num_elements(); ++i)
+      v.push_back(t.AsInt64(i) + 100);
+    return Element(Tensor::FromVector<int64_t>(t.shape(), v));
+  };
+  return f;
+}
+
+TEST(RebatchTest, Case2MapWithDeclaredSpecFollowsTheRewrittenBatch) {
+  // batch(8, drop_remainder=True) then a map declaring [8]: Case 2 splits the
+  // batches into [2] pieces, and the map's spec becomes [2] (TF 2.2 updates
+  // the output shapes downstream of the rewritten batch).
+  Dataset ds = Dataset::Range(16).Batch(8, true).Map(PlusHundred(Shape({8})));
+  ASSERT_THAT(ds.status(), IsOk());
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 4);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase2);
+  EXPECT_EQ(r->node->op(), MapNode::kOp);
+  EXPECT_EQ(r->node->element_spec().leaf().shape, Shape({2}));
+  const Listed l = ListWithShapes(r->node);
+  EXPECT_THAT(l.end, IsOk());
+  EXPECT_EQ(l.values, (std::vector<Values>{{100, 101},
+                                           {102, 103},
+                                           {104, 105},
+                                           {106, 107},
+                                           {108, 109},
+                                           {110, 111},
+                                           {112, 113},
+                                           {114, 115}}));
+}
+
+TEST(RebatchTest, Case2MapSpecIsUnknownWhenNDoesNotDivideTheBatch) {
+  // batch(6, drop) over 4 replicas: pieces of ceil(6/4) = 2 rows, 3 pieces.
+  Dataset ds = Dataset::Range(12).Batch(6, true).Map(PlusHundred(Shape({6})));
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 4);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase2);
+  EXPECT_EQ(r->node->element_spec().leaf().shape,
+            Shape({runtime::kUnknownDim}));
+  const Listed l = ListWithShapes(r->node);
+  EXPECT_THAT(l.end, IsOk());
+  EXPECT_EQ(l.values, (std::vector<Values>{{100, 101},
+                                           {102, 103},
+                                           {104, 105},
+                                           {106, 107},
+                                           {108, 109},
+                                           {110, 111}}));
+}
+
+TEST(RebatchTest, Case2EveryDownstreamNodeRederivesItsSpec) {
+  // Every pass-through op tpusim has, downstream of a rewritten batch.
+  Dataset ds =
+      Dataset::Range(32)
+          .Batch(8, true)
+          .Map(PlusHundred(Shape({8})))
+          .Filter([](const Element&) -> absl::StatusOr<bool> { return true; })
+          .Shard(1, 0)
+          .Repeat(2)
+          .Skip(1)
+          .Take(5)
+          .Prefetch(1)
+          .Cache()
+          .Map(PlusHundred(Shape({8})));
+  ASSERT_THAT(ds.status(), IsOk());
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 4);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase2);
+  for (NodePtr n = r->node; n->op() != FlatMapNode::kOp; n = n->inputs()[0]) {
+    EXPECT_EQ(n->element_spec().leaf().shape, Shape({2})) << n->op();
+  }
+  const Listed l = ListWithShapes(r->node);
+  EXPECT_THAT(l.end, IsOk());
+  EXPECT_EQ(l.values,
+            (std::vector<Values>{
+                {202, 203}, {204, 205}, {206, 207}, {208, 209}, {210, 211}}));
+}
+
+TEST(RebatchTest, Case2ZipAndConcatenateRederiveFromRewrittenInputs) {
+  Dataset a = Dataset::Range(8).Batch(4, true).Map(PlusHundred(Shape({4})));
+  Dataset b = Dataset::Range(8).Batch(4, true);
+  Dataset zipped = Dataset::Zip({a, b});
+  ASSERT_THAT(zipped.status(), IsOk());
+  absl::StatusOr<RebatchResult> r = RebatchGraph(zipped.node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase2);
+  for (const TensorSpec* leaf : r->node->element_spec().Flatten()) {
+    EXPECT_EQ(leaf->shape, Shape({2}));
+  }
+  EXPECT_EQ(
+      ListWithShapes(r->node).values,
+      (std::vector<Values>{{100, 101}, {102, 103}, {104, 105}, {106, 107}}));
+
+  Dataset cat = a.Concatenate(
+      b.Map(PlusHundred(Shape({4}))).Map(PlusHundred(Shape({4}))));
+  ASSERT_THAT(cat.status(), IsOk());
+  absl::StatusOr<RebatchResult> rc = RebatchGraph(cat.node(), 2);
+  ASSERT_THAT(rc, IsOk());
+  EXPECT_EQ(rc->node->element_spec().leaf().shape, Shape({2}));
+  const Listed l = ListWithShapes(rc->node);
+  EXPECT_THAT(l.end, IsOk());
+  EXPECT_EQ(l.values, (std::vector<Values>{{100, 101},
+                                           {102, 103},
+                                           {104, 105},
+                                           {106, 107},
+                                           {200, 201},
+                                           {202, 203},
+                                           {204, 205},
+                                           {206, 207}}));
 }
 
 TEST(RebatchTest, RebatchV2ValidatesSizes) {
