@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -46,6 +48,14 @@ void TensorToProto(const Tensor& t, proto::TensorValueProto* out) {
   }
 }
 
+// a * b for non-negative a and b, or nullopt when it exceeds int64.
+std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
+  if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) {
+    return std::nullopt;
+  }
+  return a * b;
+}
+
 absl::StatusOr<Tensor> TensorFromProto(const proto::TensorValueProto& p) {
   TPUSIM_ASSIGN_OR_RETURN(DType dtype, DTypeFromName(p.dtype()));
   Shape shape(std::vector<int64_t>(p.dims().begin(), p.dims().end()));
@@ -53,44 +63,58 @@ absl::StatusOr<Tensor> TensorFromProto(const proto::TensorValueProto& p) {
     return absl::InvalidArgumentError(absl::StrCat(
         "constant literal shape ", shape.ToString(), " must be fully defined"));
   }
+  // The sizes the literal claims, checked against the data it carries before
+  // anything is allocated: a hostile proto must not make us allocate (or
+  // overflow computing) what its few bytes cannot fill.
+  std::optional<int64_t> elements = 1;
+  for (int64_t d : shape.dims()) {
+    if (elements) elements = CheckedMul(*elements, d);
+  }
+  std::optional<int64_t> want = (elements && dtype != DType::kBytes)
+                                    ? CheckedMul(*elements, DTypeSize(dtype))
+                                    : elements;
+  if (!want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constant literal shape ", shape.ToString(),
+                     " is too large: its size exceeds 2^63-1"));
+  }
   if (p.abstract()) return Tensor::Abstract(dtype, shape);
-  Tensor t = Tensor::Zeros(dtype, shape);
   if (dtype == DType::kBytes) {
-    if (p.strings_size() != t.num_elements()) {
+    if (p.strings_size() != *elements) {
       return absl::InvalidArgumentError(
           absl::StrCat("constant literal has ", p.strings_size(),
-                       " strings, shape needs ", t.num_elements()));
+                       " strings, shape needs ", *elements));
     }
+    Tensor t = Tensor::Zeros(dtype, shape);
     absl::Span<std::string> v = t.mutable_values<std::string>();
     for (int i = 0; i < p.strings_size(); ++i) v[i] = p.strings(i);
     return t;
   }
-  const int64_t want = t.byte_size();
-  if (static_cast<int64_t>(p.data().size()) != want) {
+  if (static_cast<int64_t>(p.data().size()) != *want) {
     return absl::InvalidArgumentError(
         absl::StrCat("constant literal has ", p.data().size(), " data bytes, ",
-                     t.spec().ToString(), " needs ", want));
+                     TensorSpec{dtype, shape}.ToString(), " needs ", *want));
   }
-  Tensor raw;
+  Tensor t = Tensor::Zeros(dtype, shape);
   // Write the bytes through the typed span of the right dtype.
   switch (dtype) {
     case DType::kF32:
-      std::memcpy(t.mutable_values<float>().data(), p.data().data(), want);
+      std::memcpy(t.mutable_values<float>().data(), p.data().data(), *want);
       break;
     case DType::kF64:
-      std::memcpy(t.mutable_values<double>().data(), p.data().data(), want);
+      std::memcpy(t.mutable_values<double>().data(), p.data().data(), *want);
       break;
     case DType::kBF16:
-      std::memcpy(t.mutable_values<BFloat16>().data(), p.data().data(), want);
+      std::memcpy(t.mutable_values<BFloat16>().data(), p.data().data(), *want);
       break;
     case DType::kI32:
-      std::memcpy(t.mutable_values<int32_t>().data(), p.data().data(), want);
+      std::memcpy(t.mutable_values<int32_t>().data(), p.data().data(), *want);
       break;
     case DType::kI64:
-      std::memcpy(t.mutable_values<int64_t>().data(), p.data().data(), want);
+      std::memcpy(t.mutable_values<int64_t>().data(), p.data().data(), *want);
       break;
     case DType::kU8:
-      std::memcpy(t.mutable_values<uint8_t>().data(), p.data().data(), want);
+      std::memcpy(t.mutable_values<uint8_t>().data(), p.data().data(), *want);
       break;
     case DType::kBytes:
       break;
@@ -407,8 +431,11 @@ absl::StatusOr<Program> Program::FromProto(const proto::ProgramProto& proto) {
     }
     if (*code == OpCode::kVariableRead || *code == OpCode::kVariableAssign ||
         *code == OpCode::kVariableAssignAdd) {
+      // Slots are ints: a wider value must not alias a declared slot.
       const VariableDecl* decl =
-          b.program_.FindVariable(static_cast<int>(a.variable_slot));
+          a.variable_slot == static_cast<int>(a.variable_slot)
+              ? b.program_.FindVariable(static_cast<int>(a.variable_slot))
+              : nullptr;
       if (decl == nullptr) {
         return where(absl::InvalidArgumentError(absl::StrCat(
             "variable slot ", a.variable_slot, " is not declared")));
