@@ -12,7 +12,8 @@
 # oversized allocation (2 GB) stops that target: its input is saved as
 # build/fuzz/fuzz-work/<target>/crash-*, the log is printed, and the script exits 1 after
 # running the remaining targets. Prints the executions each target reached.
-# Extra libFuzzer flags can be passed in TPUSIM_FUZZ_FLAGS (e.g. "-jobs=2 -workers=2").
+# Extra libFuzzer flags can be passed in TPUSIM_FUZZ_FLAGS, e.g. "-fork=1 -ignore_crashes=1"
+# to go on after a crash (the run still counts as failed) or "-runs=1000000" to stop there.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -53,6 +54,7 @@ for t in "${targets[@]}"; do
   dict=()
   if [ -f "tests/fuzz/dicts/$t.dict" ]; then dict=("-dict=tests/fuzz/dicts/$t.dict"); fi
   echo "fuzz: $t for ${seconds} s"
+  touch "$work/started"
   rc=0
   # shellcheck disable=SC2086  # TPUSIM_FUZZ_FLAGS is a list of flags
   "build/fuzz/tests/fuzz/${t}_fuzzer" "$work/corpus" "$work/seeds" \
@@ -63,10 +65,14 @@ for t in "${targets[@]}"; do
   if [ -z "$execs" ]; then
     execs="$(sed -n 's/^#\([0-9]*\).*/\1/p' "$work/log" | tail -n 1)"
   fi
-  if [ "$rc" -eq 0 ]; then
+  # Inputs saved by this run (with -fork=1 -ignore_crashes=1 libFuzzer goes on after a crash
+  # and exits 0, so the saved inputs decide too).
+  found="$(find "$work" -maxdepth 1 -newer "$work/started" \
+             \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)"
+  if [ "$rc" -eq 0 ] && [ "$found" -eq 0 ]; then
     result="clean"
   else
-    result="FAILED (exit $rc)"
+    result="FAILED (exit $rc, $found input(s) saved in $work)"
     failed=1
     echo "fuzz: $t failed; the end of its log ($work/log):" >&2
     tail -n 60 "$work/log" >&2

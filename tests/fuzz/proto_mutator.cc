@@ -147,11 +147,13 @@ class Mutator {
 
  private:
   int64_t NewInt(int64_t old) {
+    // Wrapping (unsigned) arithmetic: the mutator itself must not overflow.
+    const uint64_t u = static_cast<uint64_t>(old);
     switch (Below(4)) {
       case 0:
-        return old + Below(33) - 16;
+        return static_cast<int64_t>(u + static_cast<uint64_t>(Below(33)) - 16);
       case 1:
-        return old * 2;
+        return static_cast<int64_t>(u * 2);
       default:
         return kInterestingInts[Below(std::size(kInterestingInts))];
     }
@@ -303,7 +305,7 @@ class Mutator {
 size_t MutateTextProto(const Message& prototype,
                        const std::vector<std::string>& words, uint8_t* data,
                        size_t size, size_t max_size, unsigned seed) {
-  if (seed % 2 == 0) return LLVMFuzzerMutate(data, size, max_size);
+  if (seed % 3 != 0) return LLVMFuzzerMutate(data, size, max_size);
   std::unique_ptr<Message> message(prototype.New());
   IgnoreErrors errors;
   google::protobuf::TextFormat::Parser parser;
@@ -314,7 +316,7 @@ size_t MutateTextProto(const Message& prototype,
   }
   std::vector<Slot> slots;
   CollectSlots(message.get(), 0, &slots);
-  Mutator mutator(words, seed / 2);
+  Mutator mutator(words, seed / 3);
   mutator.Mutate(slots[mutator.Below(static_cast<int>(slots.size()))]);
   std::string text;
   if (!google::protobuf::TextFormat::PrintToString(*message, &text) ||

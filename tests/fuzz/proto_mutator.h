@@ -5,7 +5,7 @@
 // "dims: 2" into "dims: 4294967296" or swap one op name for another; this
 // parses the input, changes one field through reflection (a boundary number,
 // a known name, an added, copied, removed or swapped repeated element, a
-// cleared field) and prints it again. Half of the calls, and every input that
+// cleared field) and prints it again. Two calls in three, and every input that
 // does not parse, get libFuzzer's own byte mutations instead, so syntax errors
 // stay covered.
 //
