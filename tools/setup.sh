@@ -11,6 +11,8 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  clang libclang-rt-dev # the fuzz targets: clang++ with libFuzzer, ASan, UBSan (tools/fuzz.sh);
+                        # Debian's default-version packages, so compiler and runtime match
 )
 
 missing=()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs missing dependencies, builds the release preset and runs the whole
 # ctest suite (each TEST in its own process). Exits non-zero on any failure.
+# Then runs every fuzz target (tools/fuzz.sh) for TPUSIM_FUZZ_SECONDS seconds each (default 20;
+# 0 skips fuzzing); a fuzz crash fails the run.
 # Usage: tools/test.sh [extra ctest args]   (TPUSIM_PRESET=asan tools/test.sh for sanitizers)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -12,3 +14,12 @@ tools/setup.sh
 cmake --preset "$preset"
 cmake --build --preset "$preset" -j "$jobs"
 ctest --preset "$preset" -j "$jobs" "$@"
+
+fuzz_seconds="${TPUSIM_FUZZ_SECONDS:-20}"
+if [ "$fuzz_seconds" = "0" ]; then
+  echo "test: fuzzing skipped (TPUSIM_FUZZ_SECONDS=0)"
+elif ! command -v clang++ >/dev/null 2>&1; then
+  echo "test: fuzzing skipped: clang++ is not installed (tools/setup.sh installs it)"
+else
+  tools/fuzz.sh all "$fuzz_seconds"
+fi

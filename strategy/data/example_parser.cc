@@ -1,6 +1,7 @@
 #include "strategy/data/example_parser.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -147,6 +148,15 @@ absl::StatusOr<Tensor> ParseFeature(const tensorflow::Example& ex,
 
 absl::StatusOr<std::vector<Tensor>> ParseToLeaves(absl::string_view serialized,
                                                   const FeatureSpec& spec) {
+  // protobuf takes an int size: a larger input must not be cut to its low
+  // bits and parsed as a (valid) prefix.
+  if (serialized.size() >
+      static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Could not parse example input: ", serialized.size(),
+                     " bytes; a serialized Example has at most ",
+                     std::numeric_limits<int>::max()));
+  }
   tensorflow::Example ex;
   if (!ex.ParseFromArray(serialized.data(),
                          static_cast<int>(serialized.size()))) {

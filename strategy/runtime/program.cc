@@ -412,8 +412,11 @@ absl::StatusOr<Program> Program::FromProto(const proto::ProgramProto& proto) {
     }
     if (*code == OpCode::kVariableRead || *code == OpCode::kVariableAssign ||
         *code == OpCode::kVariableAssignAdd) {
+      // Slots are ints: a wider value must not alias a declared slot.
       const VariableDecl* decl =
-          b.program_.FindVariable(static_cast<int>(a.variable_slot));
+          a.variable_slot == static_cast<int>(a.variable_slot)
+              ? b.program_.FindVariable(static_cast<int>(a.variable_slot))
+              : nullptr;
       if (decl == nullptr) {
         return where(absl::InvalidArgumentError(absl::StrCat(
             "variable slot ", a.variable_slot, " is not declared")));

@@ -122,6 +122,23 @@ TEST(ExampleParserTest, MissingFeatureUsesDefaultOrFails) {
   EXPECT_EQ(e->children()[0].leaf().scalar<float>(), 0.25f);
 }
 
+// protobuf parses at most INT_MAX bytes; a larger input used to be cut to the
+// low 32 bits of its size, so 2^32 + 2 bytes parsed as their first two (an
+// empty Example here) and gave the defaults. Only the first two bytes of the
+// view are readable: the parser must fail before reading any.
+TEST(ExampleParserTest, InputBeyondIntMaxIsAnErrorNotATruncatedParse) {
+  const std::string empty_features("\x0a\x00", 2);
+  const absl::string_view huge(empty_features.data(), (size_t{1} << 32) + 2);
+  FeatureSpec spec = {
+      {"w", FixedLenFeature{DType::kF32, Shape(), Tensor::Scalar<float>(1)}}};
+  EXPECT_THAT(ParseSingleExample(huge, spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "Could not parse example input: 4294967298 bytes; a "
+                       "serialized Example has at most 2147483647"));
+  // The first two bytes alone are a valid Example.
+  EXPECT_THAT(ParseSingleExample(huge.substr(0, 2), spec), IsOk());
+}
+
 TEST(ExampleParserTest, WrongTypeAndWrongCountAreInvalidArgument) {
   FeatureSpec wrong_type = {
       {"label", FixedLenFeature{DType::kF32, Shape(), {}}}};

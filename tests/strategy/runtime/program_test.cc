@@ -222,6 +222,88 @@ TEST(ProgramTest, ParsingRerunsShapeRules) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"float17\"")));
 }
 
+// A ProgramProto whose only op is a constant with the given literal.
+proto::ProgramProto ConstantProgram(const std::string& dtype,
+                                    std::vector<int64_t> dims,
+                                    const std::string& data) {
+  proto::ProgramProto pb;
+  pb.set_name("p");
+  pb.set_num_replicas(1);
+  pb.set_num_cores_per_replica(1);
+  proto::OpProto* op = pb.add_ops();
+  op->set_op("constant");
+  op->mutable_literal()->set_dtype(dtype);
+  for (int64_t d : dims) op->mutable_literal()->add_dims(d);
+  op->mutable_literal()->set_data(data);
+  pb.add_outputs(0);
+  return pb;
+}
+
+// Found reviewing FromProto for the fuzz target: the literal's tensor was
+// allocated from its claimed shape before its data size was checked (4 TiB
+// here).
+TEST(ProgramTest, ParsingHugeLiteralFailsBeforeAllocating) {
+  EXPECT_THAT(
+      Program::FromProto(ConstantProgram("float32", {1LL << 40}, "abcd")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "program p op %0: constant literal has 4 data bytes, "
+               "float32[1099511627776] needs 4398046511104"));
+  EXPECT_THAT(
+      Program::FromProto(ConstantProgram("string", {1LL << 40}, "")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "program p op %0: constant literal has 0 strings, shape needs "
+               "1099511627776"));
+}
+
+// The element count (or byte size) of a literal's shape overflowing int64 is
+// an error naming the shape, for data and abstract literals alike.
+TEST(ProgramTest, ParsingLiteralWhoseSizeOverflowsFails) {
+  const std::string want =
+      "program p op %0: shape [4294967296,4294967296] has more than 2^63-1 "
+      "elements (the product of its dimensions overflows int64)";
+  EXPECT_THAT(
+      Program::FromProto(ConstantProgram("uint8", {1LL << 32, 1LL << 32}, "")),
+      StatusIs(absl::StatusCode::kInvalidArgument, want));
+  proto::ProgramProto abstract =
+      ConstantProgram("uint8", {1LL << 32, 1LL << 32}, "");
+  abstract.mutable_ops(0)->mutable_literal()->set_abstract(true);
+  EXPECT_THAT(Program::FromProto(abstract),
+              StatusIs(absl::StatusCode::kInvalidArgument, want));
+  // 2^61 float64 elements fit in int64, their 2^64 bytes do not.
+  EXPECT_THAT(Program::FromProto(ConstantProgram("float64", {1LL << 61}, "")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program p op %0: float64[2305843009213693952] has "
+                       "2305843009213693952 elements of 8 bytes: more than "
+                       "2^63-1 bytes"));
+  // The largest byte size that fits is only compared with the data.
+  EXPECT_THAT(
+      Program::FromProto(ConstantProgram("uint8", {(1LL << 62) - 1, 2}, "")),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "program p op %0: constant literal has 0 data bytes, "
+               "uint8[4611686018427387903,2] needs 9223372036854775806"));
+}
+
+// A variable slot wider than int must not alias the slot it truncates to.
+TEST(ProgramTest, ParsingVariableSlotBeyondIntIsNotDeclared) {
+  proto::ProgramProto pb;
+  pb.set_name("p");
+  pb.set_num_replicas(1);
+  pb.set_num_cores_per_replica(1);
+  proto::VariableDeclProto* var = pb.add_variables();
+  var->set_slot(0);
+  var->set_dtype("float32");
+  proto::OpProto* op = pb.add_ops();
+  op->set_op("variable_read");
+  op->set_variable_slot(1LL << 32);
+  pb.add_outputs(0);
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program p op %0: variable slot 4294967296 is not "
+                       "declared"));
+  op->set_variable_slot(0);
+  EXPECT_THAT(Program::FromProto(pb), IsOk());
+}
+
 // Every op name on every op position, with odd attributes: parsing must give
 // OK or InvalidArgument, never crash.
 TEST(ProgramTest, MutatedProtosNeverCrash) {
