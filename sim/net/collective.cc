@@ -359,7 +359,8 @@ VectorRateDataPath::VectorRateDataPath(const NetConfig& config,
                                        int num_devices)
     : ps_per_byte_(1e12 / config.vector_reduce_bytes_per_second),
       granule_(config.pipeline_chunk_bytes),
-      totals_(num_devices) {}
+      totals_(num_devices),
+      free_at_(num_devices, 0) {}
 
 ChunkTiming VectorRateDataPath::Process(int device, ChunkTiming in,
                                         const ChunkWork& work) {
@@ -375,12 +376,15 @@ ChunkTiming VectorRateDataPath::Process(int device, ChunkTiming in,
   // The first granule has arrived g/bytes of the way from head to tail.
   const int64_t first = static_cast<int64_t>(std::ceil(
       static_cast<double>(span) * static_cast<double>(g) / bytes));
+  // One vector unit per device: chunks are reduced one after another.
+  const int64_t start = std::max(in.head.count(), free_at_[device]);
+  const int64_t busy_end =
+      std::max(in.tail.count(),
+               start + CeilPs(static_cast<double>(bytes), ps_per_byte_));
+  free_at_[device] = busy_end;
   ChunkTiming out;
-  out.head = in.head + Picoseconds(first + g_reduce);
-  out.tail = Max(in.tail, in.head + Picoseconds(CeilPs(
-                                        static_cast<double>(bytes),
-                                        ps_per_byte_))) +
-             Picoseconds(g_reduce);
+  out.head = Picoseconds(std::max(in.head.count() + first, start) + g_reduce);
+  out.tail = Picoseconds(busy_end + g_reduce);
   if (out.tail < out.head) out.tail = out.head;
   return out;
 }

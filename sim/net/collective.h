@@ -196,11 +196,12 @@ class CollectiveDataPath {
                               const ChunkWork& work) = 0;
 };
 
-// The default data path: reductions run at the config's vector rate,
-// pipelined in granules of pipeline_chunk_bytes with the arrival (the first
-// granule is ready one granule of arrival plus one granule of reduction after
-// the head; the whole chunk one granule of reduction after the later of its
-// tail and head + bytes/rate). Reads and writes are counted, not timed (the
+// The default data path: reductions run at the config's vector rate on one
+// vector unit per device (chunks are reduced one after another), pipelined in
+// granules of pipeline_chunk_bytes with the arrival: the first granule is
+// ready one granule of arrival plus one granule of reduction after the head
+// (or after the unit frees up); the whole chunk one granule of reduction after
+// the later of its tail and (start + bytes/rate). Reads and writes are counted, not timed (the
 // chip's own data path charges HBM).
 class VectorRateDataPath : public CollectiveDataPath {
  public:
@@ -214,6 +215,7 @@ class VectorRateDataPath : public CollectiveDataPath {
   double ps_per_byte_;
   int64_t granule_;
   std::vector<ChunkWork> totals_;
+  std::vector<int64_t> free_at_;  // when each device's vector unit is free
 };
 
 // ---- Endpoints ----

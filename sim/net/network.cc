@@ -386,7 +386,7 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
   net->chips_.resize(chips);
   for (int i = 0; i < chips; ++i) {
     const int chip = options.reverse_construction ? chips - 1 - i : i;
-    const std::string name = absl::StrCat("chip_", chip);
+    const std::string name = absl::StrCat(options.name, "_chip_", chip);
     net->chips_[chip] = std::make_unique<ChipNode>(
         name.c_str(), chip, &net->topology_, &net->config_, data_path);
   }

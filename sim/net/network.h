@@ -41,6 +41,7 @@
 #define TPUSIM_SIM_NET_NETWORK_H_
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,6 +55,9 @@ namespace tpusim::sim::net {
 class ChipNode;
 
 struct NetworkOptions {
+  // Prefix of the chip modules' names ("<name>_chip_<id>"), so that several
+  // networks can be elaborated side by side.
+  std::string name = "ici";
   // Construct the chip modules in reverse id order (a determinism check: the
   // results must not depend on it).
   bool reverse_construction = false;
