@@ -52,10 +52,10 @@ enum class EventType : uint8_t { kArrive, kLinkFree, kTimer };
 struct Event {
   int64_t time = 0;
   uint32_t order = 0;  // input port, or a link-free / timer key
-  uint64_t id = 0;     // message id or timer token
   uint32_t sub = 0;    // packet index, link, or core
+  uint64_t id = 0;     // message id or timer token
   EventType type = EventType::kArrive;
-  Packet packet;
+  uint32_t slot = 0;   // kArrive: the packet's slot in the chip's pool
 };
 
 struct Later {
@@ -65,23 +65,10 @@ struct Later {
   }
 };
 
-// A FIFO on a vector (a deque per port would cost far more memory).
-class Fifo {
- public:
-  bool empty() const { return head_ == items_.size(); }
-  void push(const Packet& p) { items_.push_back(p); }
-  Packet pop() {
-    Packet p = items_[head_++];
-    if (head_ == items_.size()) {
-      items_.clear();
-      head_ = 0;
-    }
-    return p;
-  }
-
- private:
-  std::vector<Packet> items_;
-  size_t head_ = 0;
+// A packet waiting for a link: its input port and its slot in the pool.
+struct Waiting {
+  uint32_t port;
+  uint32_t slot;
 };
 
 }  // namespace
@@ -158,10 +145,12 @@ class ChipNode : public sc_core::sc_module {
     int dst_port = 0;
     double ps_per_byte = 0;
     int64_t latency = 0;
-    bool busy = false;
+    int64_t busy_until = 0;     // the current packet's finish
+    bool free_pending = false;  // a link-free event is scheduled
     int rr = 0;
     int64_t queued = 0;
-    std::array<Fifo, kNumPorts> in;
+    // Waiting packets in arrival order (FIFO within a port).
+    std::vector<Waiting> waiting;
     int64_t packets = 0;
     int64_t bytes = 0;
     int64_t busy_ps = 0;
@@ -196,6 +185,19 @@ class ChipNode : public sc_core::sc_module {
     return static_cast<int64_t>(sc_core::sc_time_stamp().value());
   }
 
+  // Queues the arrival of `p` (a copy) on input `port` at p.head.
+  void PushPacket(const Packet& p, int port) {
+    const uint32_t slot = Store(p);
+    Event e;
+    e.time = p.head;
+    e.order = static_cast<uint32_t>(port);
+    e.id = p.msg_id;
+    e.sub = p.index;
+    e.type = EventType::kArrive;
+    e.slot = slot;
+    Push(e);
+  }
+
   void Push(const Event& e) {
     heap_.push(e);
     if (!running_ && e.time < wake_time_) {
@@ -226,11 +228,14 @@ class ChipNode : public sc_core::sc_module {
 
   void Handle(const Event& e, int64_t now) {
     switch (e.type) {
-      case EventType::kArrive:
-        Route(e.packet, static_cast<int>(e.order), now);
+      case EventType::kArrive: {
+        const Packet p = pool_[e.slot];
+        free_slots_.push_back(e.slot);
+        Route(p, static_cast<int>(e.order), now);
         break;
+      }
       case EventType::kLinkFree:
-        links_[e.sub].busy = false;
+        links_[e.sub].free_pending = false;
         TryStart(static_cast<int>(e.sub), now);
         break;
       case EventType::kTimer:
@@ -261,14 +266,11 @@ class ChipNode : public sc_core::sc_module {
       // Bytes become available evenly between head and tail.
       p.head = head + (tail - head) * i / count;
       p.tail = head + (tail - head) * (i + 1) / count;
-      Event e;
-      e.time = p.head;
-      e.order = kLocalPort + core;
-      e.id = p.msg_id;
-      e.sub = p.index;
-      e.type = EventType::kArrive;
-      e.packet = p;
-      Push(e);
+      if (p.head == now) {
+        Route(p, kLocalPort + core, now);  // ready now: no event needed
+      } else {
+        PushPacket(p, kLocalPort + core);
+      }
     }
   }
 
@@ -286,46 +288,77 @@ class ChipNode : public sc_core::sc_module {
     Enqueue(topology_->NextDirection(chip_, dst_chip), p, port, now);
   }
 
+  uint32_t Store(const Packet& p) {
+    if (free_slots_.empty()) {
+      pool_.push_back(p);
+      return static_cast<uint32_t>(pool_.size() - 1);
+    }
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    pool_[slot] = p;
+    return slot;
+  }
+
   void Enqueue(int link, const Packet& p, int port, int64_t now) {
     Link& l = links_[link];
-    l.in[port].push(p);
+    l.waiting.push_back(Waiting{static_cast<uint32_t>(port), Store(p)});
     ++l.queued;
     if (l.queued > l.peak_queue) l.peak_queue = l.queued;
-    if (!l.busy) TryStart(link, now);
+    if (l.free_pending) return;
+    if (l.busy_until <= now) {
+      TryStart(link, now);
+    } else {
+      ScheduleLinkFree(link, l.busy_until);
+    }
+  }
+
+  // A link-free event exists only while packets wait for a busy link.
+  void ScheduleLinkFree(int link, int64_t at) {
+    links_[link].free_pending = true;
+    Event free;
+    free.time = at;
+    free.order = kLinkFreeOrder + link;
+    free.sub = static_cast<uint32_t>(link);
+    free.type = EventType::kLinkFree;
+    Push(free);
   }
 
   void TryStart(int link, int64_t now) {
     Link& l = links_[link];
-    if (l.busy || l.queued == 0) return;
-    for (int k = 0; k < kNumPorts; ++k) {
-      const int port = (l.rr + k) % kNumPorts;
-      if (l.in[port].empty()) continue;
-      Packet p = l.in[port].pop();
+    if (l.queued == 0) return;
+    {
+      // Round-robin between ports: the first waiting packet of the first
+      // port at or after rr (cyclically).
+      size_t pick = 0;
+      int best = kNumPorts;
+      for (size_t i = 0; i < l.waiting.size(); ++i) {
+        const int distance =
+            (static_cast<int>(l.waiting[i].port) - l.rr + kNumPorts) %
+            kNumPorts;
+        if (distance < best) {
+          best = distance;
+          pick = i;
+          if (distance == 0) break;
+        }
+      }
+      const Waiting w = l.waiting[pick];
+      l.waiting.erase(l.waiting.begin() + static_cast<std::ptrdiff_t>(pick));
+      Packet p = pool_[w.slot];
+      free_slots_.push_back(w.slot);
+      const int port = static_cast<int>(w.port);
       --l.queued;
       l.rr = (port + 1) % kNumPorts;
       const int64_t tx = static_cast<int64_t>(
           std::ceil(static_cast<double>(p.bytes) * l.ps_per_byte));
       const int64_t finish = std::max(now + tx, p.tail);
-      l.busy = true;
+      l.busy_until = finish;
       ++l.packets;
       l.bytes += p.bytes;
       l.busy_ps += finish - now;
       p.head = now + l.latency;
       p.tail = finish + l.latency;
-      Event arrive;
-      arrive.time = p.head;
-      arrive.order = static_cast<uint32_t>(l.dst_port);
-      arrive.id = p.msg_id;
-      arrive.sub = p.index;
-      arrive.type = EventType::kArrive;
-      arrive.packet = p;
-      l.dst->Push(arrive);
-      Event free;
-      free.time = finish;
-      free.order = kLinkFreeOrder + link;
-      free.sub = static_cast<uint32_t>(link);
-      free.type = EventType::kLinkFree;
-      Push(free);
+      l.dst->PushPacket(p, l.dst_port);
+      if (l.queued > 0) ScheduleLinkFree(link, finish);
       return;
     }
   }
@@ -352,6 +385,9 @@ class ChipNode : public sc_core::sc_module {
   std::vector<std::unique_ptr<CollectiveEndpoint>> endpoints_;
   std::vector<uint64_t> next_msg_;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  // Packets of pending arrival events, and the free slots.
+  std::vector<Packet> pool_;
+  std::vector<uint32_t> free_slots_;
   // Packet mode: messages with some packets delivered (first head, count).
   std::unordered_map<uint64_t, std::pair<int64_t, uint32_t>> partial_;
   sc_core::sc_event wake_;
