@@ -123,6 +123,7 @@ class ChipNode : public sc_core::sc_module {
 
   CollectiveEndpoint& endpoint(int core) { return *endpoints_[core]; }
   int64_t events() const { return events_; }
+  int64_t activations() const { return activations_; }
 
   void AppendLinks(std::vector<LinkStats>& out) const {
     for (int i = 0; i < kNumLinks; ++i) {
@@ -208,6 +209,7 @@ class ChipNode : public sc_core::sc_module {
   }
 
   void Run() {
+    ++activations_;
     const int64_t now = Now();
     running_ = true;
     while (!heap_.empty() && heap_.top().time <= now) {
@@ -394,6 +396,7 @@ class ChipNode : public sc_core::sc_module {
   int64_t wake_time_ = kNever;
   bool running_ = false;
   int64_t events_ = 0;
+  int64_t activations_ = 0;
 };
 
 Network::Network(const Topology& topology, const NetConfig& config)
@@ -439,6 +442,12 @@ std::vector<LinkStats> Network::Links() const {
   std::vector<LinkStats> out;
   for (const std::unique_ptr<ChipNode>& c : chips_) c->AppendLinks(out);
   return out;
+}
+
+int64_t Network::activations() const {
+  int64_t n = 0;
+  for (const std::unique_ptr<ChipNode>& c : chips_) n += c->activations();
+  return n;
 }
 
 int64_t Network::events() const {

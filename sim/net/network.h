@@ -96,6 +96,8 @@ class Network {
   // Sum over chips of the chips' event-queue events handled (a speed
   // figure).
   int64_t events() const;
+  // Sum over chips of the SystemC activations of their processes.
+  int64_t activations() const;
   // The default data path (nullptr when the options gave one).
   const VectorRateDataPath* default_data_path() const {
     return default_data_path_.get();

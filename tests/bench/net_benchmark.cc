@@ -101,6 +101,8 @@ absl::Status RunCase(const Case& c, benchmark::State& state) {
   state.counters["messages"] = static_cast<double>(messages);
   state.counters["msgs_per_wall_s"] = messages / (elab + run);
   state.counters["events"] = static_cast<double>(network->events());
+  state.counters["activations"] =
+      static_cast<double>(network->activations());
   std::printf(
       "%-16s %-9s sim %10.2f us  wall %6.3f s (elab %5.3f)  peak RSS %7.1f MB  "
       "messages %9lld  %6.2f M msg/s\n",
