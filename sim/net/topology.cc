@@ -42,7 +42,11 @@ absl::StatusOr<Topology> Topology::Create(const runtime::SliceLayout& layout,
         "\" has no TPU generation; the ICI network needs a generation's slice"));
   }
   Topology t;
-  t.name_ = layout.name;
+  t.name_ = layout.name.empty()
+                ? absl::StrCat(layout.generation->name, " ",
+                               layout.chip_mesh[0], "x", layout.chip_mesh[1],
+                               "x", layout.chip_mesh[2])
+                : layout.name;
   t.generation_ = layout.generation;
   t.dims_ = layout.chip_mesh;
   t.num_chips_ = layout.num_chips;
