@@ -3,7 +3,10 @@
 // process (one SystemC elaboration each). Lines starting "[validation]" are
 // the figures quoted in the README's validation table.
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/chip/chip_preset.h"
+#include "absl/strings/str_cat.h"
 #include "sim/net_preset.h"
 #include "tests/sim/net/net_test_util.h"
 
@@ -28,6 +32,12 @@ using testing::TimeCollective;
 
 constexpr double kB = 45e9;    // TestConfig's link rate
 constexpr double kHop = 1e-6;  // TestConfig's hop latency
+
+absl::StatusOr<Topology> Slice(absl::string_view name) {
+  TPUSIM_ASSIGN_OR_RETURN(runtime::SliceLayout layout,
+                          runtime::ParseSlice(name));
+  return Topology::Create(layout, WrapMode::kGeneration);
+}
 
 double Seconds(int64_t ps) { return static_cast<double>(ps) * 1e-12; }
 
@@ -415,6 +425,293 @@ TEST(CollectiveDataPathTest, ASlowVectorUnitIsOnTheCriticalPath) {
   // 3 chunks of S/4 each reduced at B/4: at least 3·(S/4)/(B/4).
   EXPECT_GE(Seconds(ps), 3.0 * s / kB);
   EXPECT_LE(Seconds(ps), 1.1 * 3.0 * s / kB + 10 * kHop);
+}
+
+// Several networks elaborated side by side (one elaboration per process).
+struct Bench {
+  std::unique_ptr<KernelSession> session;
+  std::vector<std::unique_ptr<Network>> networks;
+};
+
+absl::StatusOr<Bench> MakeBench(const std::vector<const Topology*>& topologies,
+                                const std::vector<NetConfig>& configs,
+                                const std::vector<NetworkOptions>& options) {
+  Bench b;
+  TPUSIM_ASSIGN_OR_RETURN(
+      b.session, KernelSession::Create([&]() -> absl::Status {
+        for (size_t i = 0; i < topologies.size(); ++i) {
+          NetworkOptions o = options[i];
+          o.name = absl::StrCat(o.name, i);
+          TPUSIM_ASSIGN_OR_RETURN(
+              std::unique_ptr<Network> n,
+              Network::Create(*topologies[i], configs[i], o));
+          b.networks.push_back(std::move(n));
+        }
+        return absl::OkStatus();
+      }));
+  return b;
+}
+
+// No run ever beats its op's lower bound nor the hop-latency floor: random
+// shapes, wraparound, groups, ops, algorithms and sizes (fixed seed).
+TEST(CollectiveBoundTest, NoRunBeatsItsLowerBound) {
+  std::vector<Topology> topologies;
+  topologies.push_back(*MakeTopology("v5e", {4, 4, 1}, WrapMode::kOff));
+  topologies.push_back(*MakeTopology("v5e", {4, 4, 1}, WrapMode::kOn));
+  topologies.push_back(*MakeTopology("v5e", {8, 2, 1}, WrapMode::kOn));
+  topologies.push_back(*MakeTopology("v5e", {12, 1, 1}, WrapMode::kOn));
+  topologies.push_back(*MakeTopology("v4", {4, 4, 4}, WrapMode::kGeneration));
+  topologies.push_back(*MakeTopology("v4", {2, 2, 4}, WrapMode::kGeneration));
+  topologies.push_back(*MakeTopology("v3", {4, 2, 1}, WrapMode::kOn));
+  std::vector<const Topology*> ptrs;
+  for (const Topology& t : topologies) ptrs.push_back(&t);
+  ASSERT_OK_AND_ASSIGN(
+      Bench bench,
+      MakeBench(ptrs, std::vector<NetConfig>(ptrs.size(), TestConfig()),
+                std::vector<NetworkOptions>(ptrs.size())));
+  std::mt19937 rng(20261203);
+  auto pick = [&](int n) {
+    return std::uniform_int_distribution<int>(0, n - 1)(rng);
+  };
+  int runs = 0;
+  for (size_t ti = 0; ti < topologies.size(); ++ti) {
+    const Topology& t = topologies[ti];
+    const NetConfig c = TestConfig();
+    const int n = t.num_devices();
+    for (int trial = 0; trial < 10; ++trial) {
+      // Groups: all devices, lines along an axis, or a random partition into
+      // equal groups of a size that divides n.
+      std::vector<std::vector<int>> groups;
+      const int kind = pick(3);
+      if (kind == 0) {
+        groups = {AllDevices(t)};
+      } else if (kind == 1 && t.devices_per_chip() == 1) {
+        int axis = pick(3);
+        while (t.dims()[axis] == 1) axis = pick(3);
+        groups = AxisGroups(t, axis);
+      } else {
+        std::vector<int> sizes;
+        for (int k = 2; k <= n; ++k) {
+          if (n % k == 0) sizes.push_back(k);
+        }
+        const int size = sizes[pick(static_cast<int>(sizes.size()))];
+        std::vector<int> perm = AllDevices(t);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int i = 0; i < n; i += size) {
+          groups.emplace_back(perm.begin() + i, perm.begin() + i + size);
+        }
+      }
+      ASSERT_OK_AND_ASSIGN(auto partition, GroupPartition::Create(t, groups));
+      const int largest = static_cast<int>(groups[0].size());
+      CollectiveRequest r;
+      r.op = static_cast<CollectiveOp>(pick(5));
+      r.bytes = static_cast<int64_t>(largest) *
+                (int64_t{1} << pick(22));  // up to 4 MiB per member share
+      r.groups = partition;
+      const bool aligned = partition->aligned(0);
+      const Algorithm choices[] = {Algorithm::kAuto, Algorithm::kRing,
+                                   Algorithm::kBidirRing, Algorithm::kTorus,
+                                   Algorithm::kMultiAxis};
+      r.algorithm = choices[pick(aligned ? 5 : 3)];
+      bool all_aligned = true;
+      for (int g = 0; g < partition->num_groups(); ++g) {
+        all_aligned = all_aligned && partition->aligned(g);
+      }
+      if (!all_aligned && (r.algorithm == Algorithm::kTorus ||
+                           r.algorithm == Algorithm::kMultiAxis)) {
+        r.algorithm = Algorithm::kAuto;
+      }
+      if (r.op == CollectiveOp::kAllToAll ||
+          r.op == CollectiveOp::kCollectivePermute) {
+        r.algorithm = Algorithm::kAuto;
+      }
+      if (r.op == CollectiveOp::kCollectivePermute) {
+        std::vector<std::pair<int, int>> pairs;
+        for (const std::vector<int>& g : groups) {
+          const int shift = 1 + pick(static_cast<int>(g.size()) - 1);
+          for (size_t i = 0; i < g.size(); ++i) {
+            pairs.push_back({g[i], g[(i + shift) % g.size()]});
+          }
+        }
+        ASSERT_OK_AND_ASSIGN(r.pairs, PermutePairs::Create(t, pairs));
+      }
+      ASSERT_OK_AND_ASSIGN(
+          std::vector<JobResult> res,
+          RunCollectives(*bench.session, *bench.networks[ti],
+                         {{r, AllDevices(t)}}));
+      const std::string what = absl::StrCat(
+          t.name(), " wrap ", t.wraps(0), t.wraps(1), t.wraps(2), " ",
+          CollectiveOpName(r.op), " ", AlgorithmName(r.algorithm), " ",
+          r.bytes, " bytes, groups of ", largest);
+      if (r.op == CollectiveOp::kCollectivePermute) {
+        for (const auto& [src, dst] : r.pairs->pairs()) {
+          CollectiveRequest one = r;
+          ASSERT_OK_AND_ASSIGN(one.pairs, PermutePairs::Create(t, {{src, dst}}));
+          const int64_t bound =
+              CollectiveLowerBound(t, c, one, 0).value().count();
+          EXPECT_GE((res[0].device_end[dst] - res[0].start).count(), bound)
+              << what << " pair " << src << "->" << dst;
+        }
+      } else {
+        for (int g = 0; g < partition->num_groups(); ++g) {
+          int64_t end = 0;
+          for (int d : groups[g]) {
+            end = std::max(end, (res[0].device_end[d] - res[0].start).count());
+          }
+          const LowerBound bound = CollectiveLowerBound(t, c, r, g);
+          EXPECT_GE(end, bound.bandwidth.count()) << what << " group " << g;
+          EXPECT_GE(end, bound.latency.count()) << what << " group " << g;
+          EXPECT_GT(end, 0) << what;
+        }
+      }
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 70);
+}
+
+// The coarse default (one packet per message) against 4 KiB packets on small
+// tori; the README quotes the errors printed here.
+TEST(CollectivePacketTest, CoarseDefaultAgainst4KiBPackets) {
+  const Topology t2 = *MakeTopology("v5e", {4, 4, 1}, WrapMode::kOn);
+  const Topology t3 = *MakeTopology("v4", {4, 4, 4}, WrapMode::kGeneration);
+  NetConfig fine = TestConfig();
+  fine.packet_bytes = 4096;
+  ASSERT_OK_AND_ASSIGN(
+      Bench bench,
+      MakeBench({&t2, &t2, &t3, &t3}, {TestConfig(), fine, TestConfig(), fine},
+                std::vector<NetworkOptions>(4)));
+  struct Case {
+    int net;  // coarse network; fine is net + 1
+    const Topology* t;
+    CollectiveOp op;
+    Algorithm algorithm;
+    int64_t bytes;
+    bool scattered;
+  };
+  const Case cases[] = {
+      {0, &t2, CollectiveOp::kAllReduce, Algorithm::kTorus, 4 << 20, false},
+      {0, &t2, CollectiveOp::kAllReduce, Algorithm::kRing, 4 << 20, false},
+      {0, &t2, CollectiveOp::kAllReduce, Algorithm::kBidirRing, 1 << 20, true},
+      {0, &t2, CollectiveOp::kAllToAll, Algorithm::kAuto, 1 << 20, false},
+      {0, &t2, CollectiveOp::kAllReduce, Algorithm::kTorus, 64 << 10, false},
+      {2, &t3, CollectiveOp::kAllReduce, Algorithm::kTorus, 4 << 20, false},
+      {2, &t3, CollectiveOp::kAllGather, Algorithm::kMultiAxis, 3 << 20, false},
+  };
+  double worst = 0;
+  for (const Case& c : cases) {
+    std::vector<std::vector<int>> groups = {AllDevices(*c.t)};
+    if (c.scattered) {  // two interleaved halves: routed rings that share links
+      groups = {{}, {}};
+      for (int d = 0; d < c.t->num_devices(); ++d) groups[d % 2].push_back(d);
+    }
+    ASSERT_OK_AND_ASSIGN(auto partition, GroupPartition::Create(*c.t, groups));
+    const CollectiveRequest r =
+        Request(c.op, c.bytes, c.algorithm, partition);
+    int64_t times[2];
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_OK_AND_ASSIGN(
+          std::vector<JobResult> res,
+          RunCollectives(*bench.session, *bench.networks[c.net + k],
+                         {{r, AllDevices(*c.t)}}));
+      times[k] = (res[0].end - res[0].start).count();
+    }
+    const double error = static_cast<double>(times[0]) / times[1] - 1;
+    worst = std::max(worst, std::abs(error));
+    std::cout << "[validation] coarse vs 4 KiB packets, " << c.t->name() << " "
+              << CollectiveOpName(c.op) << " " << AlgorithmName(c.algorithm)
+              << (c.scattered ? " (2 interleaved groups)" : "") << " "
+              << c.bytes << " B: coarse " << Seconds(times[0]) * 1e6
+              << " us, packets " << Seconds(times[1]) * 1e6 << " us, error "
+              << error * 100 << " %\n";
+  }
+  EXPECT_LT(worst, 0.2);
+}
+
+// Same results whichever order the chips are constructed in (the
+// child-process version of this check runs the CLI twice in each order).
+TEST(CollectiveDeterminismTest, ConstructionOrderDoesNotMatter) {
+  const Topology t = *MakeTopology("v5e", {8, 4, 1}, WrapMode::kOn);
+  NetworkOptions forward, reverse;
+  reverse.reverse_construction = true;
+  ASSERT_OK_AND_ASSIGN(Bench bench, MakeBench({&t, &t}, {TestConfig(), TestConfig()},
+                                              {forward, reverse}));
+  std::vector<std::vector<int>> halves = {{}, {}};
+  for (int d = 0; d < t.num_devices(); ++d) halves[(d * 7) % 32 < 16 ? 0 : 1].push_back(d);
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, halves));
+  const CollectiveRequest r =
+      Request(CollectiveOp::kAllReduce, 3 << 20, Algorithm::kAuto, groups);
+  std::vector<int64_t> ends[2];
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_OK_AND_ASSIGN(
+        std::vector<JobResult> res,
+        RunCollectives(*bench.session, *bench.networks[k], {{r, AllDevices(t)}}));
+    for (const auto& e : res[0].device_end) {
+      ends[k].push_back((e - res[0].start).count());
+    }
+  }
+  EXPECT_EQ(ends[0], ends[1]);
+  const std::vector<LinkStats> a = bench.networks[0]->Links();
+  const std::vector<LinkStats> b = bench.networks[1]->Links();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].bytes, b[i].bytes) << i;
+    EXPECT_EQ(a[i].busy, b[i].busy) << i;
+    EXPECT_EQ(a[i].peak_queue, b[i].peak_queue) << i;
+  }
+}
+
+// v3: two devices per chip; the torus algorithm includes the on-chip core
+// axis, and never beats its bound.
+TEST(CollectiveCoreAxisTest, V3TorusUsesTheOnChipPath) {
+  ASSERT_OK_AND_ASSIGN(Topology t, Slice("v3-32"));  // 4x4 chips, 32 devices
+  ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
+  EXPECT_THAT(groups->span_axes(0), ::testing::ElementsAre(3, 0, 1));
+  const CollectiveRequest r =
+      Request(CollectiveOp::kAllReduce, 32 << 20, Algorithm::kAuto, groups);
+  ASSERT_OK_AND_ASSIGN(int64_t ps, TimeCollective(sim, r));
+  EXPECT_GE(ps, CollectiveLowerBound(t, TestConfig(), r, 0).value().count());
+  int64_t on_chip_bytes = 0;
+  for (const LinkStats& l : sim.network->Links()) {
+    if (l.dir >= kNumDirections) on_chip_bytes += l.bytes;
+  }
+  // Core axis first: each device sends half its buffer to its twin, then
+  // gets it back in the all-gather (2 x 16 MiB per device, 32 devices).
+  EXPECT_EQ(on_chip_bytes, int64_t{32} * 2 * (16 << 20));
+}
+
+TEST(CollectiveNetworkTest, TheNetworkIsBuiltOnlyWhileElaborating) {
+  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {2, 1, 1}, WrapMode::kOff));
+  ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
+  ASSERT_TRUE(sim.session->RunFor(common::Picoseconds(10)).ok());
+  NetworkOptions o;
+  o.name = "late";
+  EXPECT_THAT(Network::Create(t, TestConfig(), o),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("must be built while the SystemC kernel "
+                                 "elaborates")));
+  NetConfig bad = TestConfig();
+  bad.hop_latency = common::Picoseconds(0);
+  EXPECT_THAT(Network::Create(t, bad, o),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("hop_latency=0 ps")));
+}
+
+TEST(CollectiveNetworkTest, AStartErrorStartsNothing) {
+  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {4, 1, 1}, WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
+  CollectiveRequest r =
+      Request(CollectiveOp::kAllReduce, -4, Algorithm::kAuto, groups);
+  bool called = false;
+  EXPECT_THAT(sim.network->endpoint(0).Start(
+                  r, [&](const CollectiveResult&) { called = true; }),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "all_reduce of -4 bytes: bytes must be > 0"));
+  ASSERT_TRUE(sim.session->RunUntilIdle().ok());
+  EXPECT_FALSE(called);
+  EXPECT_EQ(sim.network->endpoint(0).stats().messages_sent, 0);
 }
 
 }  // namespace
