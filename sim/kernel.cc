@@ -56,8 +56,8 @@ bool KernelSession::HasPendingActivity() const {
 absl::StatusOr<common::Picoseconds> KernelSession::RunFor(
     common::Picoseconds duration) {
   if (duration.count() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "kernel step of ", duration.count(), " ps: must be >= 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel step of ", duration.count(), " ps: must be >= 0"));
   }
   return Run(duration);
 }

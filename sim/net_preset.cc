@@ -30,8 +30,8 @@ absl::StatusOr<net::NetConfig> NetConfigFromPreset(const ChipPreset& p) {
   // conservative).
   const int cores_per_device =
       p.generation->cores_per_chip / p.generation->devices_per_chip;
-  c.vector_reduce_bytes_per_second = 4.0 * p.vpu_lanes * p.vpu_sublanes *
-                                     cores_per_device * p.clock_ghz * 1e9;
+  c.vector_reduce_bytes_per_second =
+      4.0 * p.vpu_lanes * p.vpu_sublanes * cores_per_device * p.clock_ghz * 1e9;
   return c;
 }
 

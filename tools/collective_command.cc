@@ -67,8 +67,8 @@ absl::StatusOr<runtime::SliceLayout> Layout(const ParsedArgs& args) {
   std::vector<std::string> parts = absl::StrSplit(text, 'x');
   std::array<int, 3> mesh = {1, 1, 1};
   if (parts.empty() || parts.size() > 3) {
-    return UsageError(absl::StrCat("--shape=", text,
-                                   " must be XxY or XxYxZ (positive integers)"));
+    return UsageError(absl::StrCat(
+        "--shape=", text, " must be XxY or XxYxZ (positive integers)"));
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     if (!absl::SimpleAtoi(parts[i], &mesh[i]) || mesh[i] < 1) {
@@ -83,15 +83,6 @@ absl::StatusOr<runtime::SliceLayout> Layout(const ParsedArgs& args) {
   return runtime::LayoutChipMesh(*g, mesh, runtime::kDefaultRank, name);
 }
 
-// Device coordinate on axis 0..3 (x, y, z, core).
-int AxisCoord(const Topology& t, int device, int axis) {
-  if (axis == 3) return t.core_of_device(device);
-  return t.coords(t.chip_of_device(device))[axis];
-}
-int AxisLength(const Topology& t, int axis) {
-  return axis == 3 ? t.devices_per_chip() : t.dims()[axis];
-}
-
 // "all", axis letters ("x", "xy", "c" = the cores of a chip) or a group size.
 absl::StatusOr<std::vector<std::vector<int>>> Groups(const Topology& t,
                                                      absl::string_view spec) {
@@ -99,9 +90,9 @@ absl::StatusOr<std::vector<std::vector<int>>> Groups(const Topology& t,
   int size = 0;
   if (absl::SimpleAtoi(spec, &size)) {
     if (size < 1 || n % size != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--groups=", spec, ": a group size must divide the ", n,
-          " devices of ", t.name()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--groups=", spec, ": a group size must divide the ", n,
+                       " devices of ", t.name()));
     }
     std::vector<std::vector<int>> groups(n / size);
     for (int d = 0; d < n; ++d) groups[d / size].push_back(d);
@@ -112,8 +103,9 @@ absl::StatusOr<std::vector<std::vector<int>>> Groups(const Topology& t,
     in = {true, true, true, true};
   } else {
     if (spec.empty()) {
-      return UsageError("--groups is empty; expected all, axis letters "
-                        "(x, y, z, c) or a group size");
+      return UsageError(
+          "--groups is empty; expected all, axis letters "
+          "(x, y, z, c) or a group size");
     }
     for (char ch : spec) {
       const char* pos = std::strchr(kAxisLetters, ch);
@@ -124,7 +116,7 @@ absl::StatusOr<std::vector<std::vector<int>>> Groups(const Topology& t,
             "cores of a chip) or a group size"));
       }
       const int axis = static_cast<int>(pos - kAxisLetters);
-      if (AxisLength(t, axis) == 1) {
+      if (t.AxisLength(axis) == 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--groups=", spec, ": ", t.name(), " has no ", std::string(1, ch),
             " axis to group along (its length is 1)"));
@@ -139,7 +131,7 @@ absl::StatusOr<std::vector<std::vector<int>>> Groups(const Topology& t,
   for (int d = 0; d < n; ++d) {
     std::array<int, 4> key, order;
     for (int a = 0; a < 4; ++a) {
-      const int c = AxisCoord(t, d, a);
+      const int c = t.DeviceCoord(d, a);
       key[a] = in[a] ? 0 : c;
       order[3 - a] = in[a] ? c : 0;  // compare core, z, y, x: x fastest
     }
@@ -233,8 +225,7 @@ absl::Status RunCollective(const ParsedArgs& args, std::ostream& out) {
   TPUSIM_RETURN_IF_ERROR(AsUsage(sizes.status()));
 
   TPUSIM_ASSIGN_OR_RETURN(runtime::SliceLayout layout, Layout(args));
-  TPUSIM_ASSIGN_OR_RETURN(Topology topology,
-                          Topology::Create(layout, *wrap));
+  TPUSIM_ASSIGN_OR_RETURN(Topology topology, Topology::Create(layout, *wrap));
   TPUSIM_ASSIGN_OR_RETURN(const sim::ChipPreset* preset,
                           sim::FindChipPreset(topology.generation().name));
   TPUSIM_ASSIGN_OR_RETURN(sim::net::NetConfig config,
@@ -304,11 +295,13 @@ absl::Status RunCollective(const ParsedArgs& args, std::ostream& out) {
         r.op == CollectiveOp::kCollectivePermute ? 1 : groups->num_groups();
     for (int g = 0; g < bound_groups; ++g) {
       s.bound_ps = std::max(
-          s.bound_ps,
-          sim::net::CollectiveLowerBound(topology, config, r, g).value().count());
+          s.bound_ps, sim::net::CollectiveLowerBound(topology, config, r, g)
+                          .value()
+                          .count());
     }
     int64_t messages = 0;
-    for (int d : devices) messages += network->endpoint(d).stats().messages_sent;
+    for (int d : devices)
+      messages += network->endpoint(d).stats().messages_sent;
     s.messages = messages - messages_before;
     messages_before = messages;
     std::vector<sim::net::LinkStats> after = network->Links();
@@ -355,19 +348,18 @@ absl::Status RunCollective(const ParsedArgs& args, std::ostream& out) {
                              : 0.0)},
           {"messages", Json::Int(s.messages)},
           {"busiest_link",
-           Json::Object({{"chip", Json::Int(s.link_chip)},
-                         {"coords", Json::Array({Json::Int(c[0]),
-                                                 Json::Int(c[1]),
-                                                 Json::Int(c[2])})},
-                         {"direction",
-                          Json::String(
-                              s.link_dir < sim::net::kNumDirections
+           Json::Object(
+               {{"chip", Json::Int(s.link_chip)},
+                {"coords", Json::Array({Json::Int(c[0]), Json::Int(c[1]),
+                                        Json::Int(c[2])})},
+                {"direction",
+                 Json::String(s.link_dir < sim::net::kNumDirections
                                   ? sim::net::DirectionName(s.link_dir)
                                   : (s.link_dir == 6 ? "core0->core1"
                                                      : "core1->core0"))},
-                         {"busy_ps", Json::Int(s.link_busy_ps)},
-                         {"bytes", Json::Int(s.link_bytes)},
-                         {"utilization", Json::Float64(util(s))}})},
+                {"busy_ps", Json::Int(s.link_busy_ps)},
+                {"bytes", Json::Int(s.link_bytes)},
+                {"utilization", Json::Float64(util(s))}})},
           {"wall_time_s", Json::Float64(s.wall_s)},
       }));
     }
@@ -424,10 +416,10 @@ absl::Status RunCollective(const ParsedArgs& args, std::ostream& out) {
       config.link_bytes_per_second / 1e9, config.hop_latency.microseconds(),
       config.packet_bytes == 0 ? "whole messages"
                                : absl::StrCat(config.packet_bytes, " bytes"));
-  out << absl::StrFormat(
-      "%10s %-10s %12s %11s %11s %12s %8s %-22s %6s %9s\n", "bytes",
-      "algorithm", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "bound(us)",
-      "t/bound", "busiest link", "util", "wall(s)");
+  out << absl::StrFormat("%10s %-10s %12s %11s %11s %12s %8s %-22s %6s %9s\n",
+                         "bytes", "algorithm", "time(us)", "algbw(GB/s)",
+                         "busbw(GB/s)", "bound(us)", "t/bound", "busiest link",
+                         "util", "wall(s)");
   for (const SizeResult& s : results) {
     out << absl::StrFormat(
         "%10s %-10s %12.3f %11.3f %11.3f %12.3f %8.3f %-22s %6.3f %9.4f\n",
@@ -446,10 +438,13 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
     const char* text;
     int64_t scale;
   };
-  static constexpr Suffix kSuffixes[] = {
-      {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
-      {"KB", 1000},       {"MB", 1000000},    {"GB", 1000000000},
-      {"B", 1}};
+  static constexpr Suffix kSuffixes[] = {{"KiB", 1LL << 10},
+                                         {"MiB", 1LL << 20},
+                                         {"GiB", 1LL << 30},
+                                         {"KB", 1000},
+                                         {"MB", 1000000},
+                                         {"GB", 1000000000},
+                                         {"B", 1}};
   absl::string_view number = text;
   int64_t scale = 1;
   for (const Suffix& s : kSuffixes) {
@@ -471,7 +466,7 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseByteSweep(absl::string_view text,
-                                                     int64_t factor) {
+                                                    int64_t factor) {
   const size_t dots = text.find("..");
   if (dots == absl::string_view::npos) {
     TPUSIM_ASSIGN_OR_RETURN(int64_t b, ParseByteSize(text));

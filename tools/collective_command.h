@@ -24,7 +24,7 @@ Subcommand CollectiveCommand();
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text);
 // "64MiB" -> {64 MiB}; "1KiB..1GiB" with factor 2 -> 1 KiB, 2 KiB, ... 1 GiB.
 absl::StatusOr<std::vector<int64_t>> ParseByteSweep(absl::string_view text,
-                                                     int64_t factor);
+                                                    int64_t factor);
 
 }  // namespace tpusim::tools
 

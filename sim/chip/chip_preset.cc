@@ -68,7 +68,7 @@ std::vector<ChipPreset> MakePresets() {
       4,               // A.3 [V]
       82,  // A.3 [C]: 82 GB/s (CACM20 656 Gbit/s and Cloud's 340 TB/s agree)
            // over 100
-      0.9 * 82,  // not published; tpusim choice: 90% of raw, as for v2
+      0.9 * 82,      // not published; tpusim choice: 90% of raw, as for v2
       std::nullopt,  // A.8: PCIe "?"
       std::nullopt,  // A.8: DCN "?"
       kVpuLanes, kVpuSublanes, kHopLatency});

@@ -14,7 +14,7 @@ using common::Picoseconds;
 
 namespace {
 
-constexpr int kCoreAxis = 3;
+constexpr int kCoreAxis = Topology::kCoreAxis;
 
 int64_t ChunkBytes(int64_t total, int n, int index) {
   return total / n + (index < total % n ? 1 : 0);
@@ -27,20 +27,17 @@ int64_t CeilPs(double bytes, double ps_per_byte) {
 }
 
 std::string GroupText(const std::vector<int>& group) {
-  if (group.size() <= 8) return absl::StrCat("{", absl::StrJoin(group, ","), "}");
+  if (group.size() <= 8)
+    return absl::StrCat("{", absl::StrJoin(group, ","), "}");
   return absl::StrCat("{", group[0], ",", group[1], ",...} (", group.size(),
                       " devices)");
 }
 
-// One device's coordinate on an axis (x, y, z, core).
 int AxisCoord(const Topology& t, int device, int axis) {
-  if (axis == kCoreAxis) return t.core_of_device(device);
-  return t.coords(t.chip_of_device(device))[axis];
+  return t.DeviceCoord(device, axis);
 }
 
-int AxisLength(const Topology& t, int axis) {
-  return axis == kCoreAxis ? t.devices_per_chip() : t.dims()[axis];
-}
+int AxisLength(const Topology& t, int axis) { return t.AxisLength(axis); }
 
 // The device whose coordinate on `axis` is `value`, the others as `device`'s.
 int DeviceWithAxis(const Topology& t, int device, int axis, int value) {
@@ -70,10 +67,9 @@ const char* CollectiveOpName(CollectiveOp op) {
 }
 
 absl::StatusOr<CollectiveOp> ParseCollectiveOp(absl::string_view text) {
-  for (CollectiveOp op :
-       {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
-        CollectiveOp::kReduceScatter, CollectiveOp::kAllToAll,
-        CollectiveOp::kCollectivePermute}) {
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
+                          CollectiveOp::kReduceScatter, CollectiveOp::kAllToAll,
+                          CollectiveOp::kCollectivePermute}) {
     if (text == CollectiveOpName(op)) return op;
   }
   return absl::InvalidArgumentError(
@@ -101,9 +97,9 @@ const char* AlgorithmName(Algorithm a) {
 }
 
 absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view text) {
-  for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kBidirRing,
-                      Algorithm::kTorus, Algorithm::kMultiAxis,
-                      Algorithm::kDirect}) {
+  for (Algorithm a :
+       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kBidirRing,
+        Algorithm::kTorus, Algorithm::kMultiAxis, Algorithm::kDirect}) {
     if (text == AlgorithmName(a)) return a;
   }
   return absl::InvalidArgumentError(
@@ -128,15 +124,14 @@ absl::StatusOr<std::shared_ptr<const GroupPartition>> GroupPartition::Create(
     for (size_t i = 0; i < groups[g].size(); ++i) {
       const int d = groups[g][i];
       if (d < 0 || d >= n) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("replica group ", g, ": device ", d,
-                         " is not a device of ", t.name(), "; allowed: 0..",
-                         n - 1));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "replica group ", g, ": device ", d, " is not a device of ",
+            t.name(), "; allowed: 0..", n - 1));
       }
       if (p->group_of_[d] >= 0) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "replica groups are not a partition: device ", d,
-            " is in group ", p->group_of_[d], " and in group ", g));
+            "replica groups are not a partition: device ", d, " is in group ",
+            p->group_of_[d], " and in group ", g));
       }
       p->group_of_[d] = static_cast<int>(g);
       p->position_of_[d] = static_cast<int>(i);
@@ -144,10 +139,10 @@ absl::StatusOr<std::shared_ptr<const GroupPartition>> GroupPartition::Create(
   }
   for (int d = 0; d < n; ++d) {
     if (p->group_of_[d] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "replica groups are not a partition: device ", d,
-          " is in no group; the groups must cover all ", n, " devices of ",
-          t.name()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("replica groups are not a partition: device ", d,
+                       " is in no group; the groups must cover all ", n,
+                       " devices of ", t.name()));
     }
   }
   for (const std::vector<int>& group : groups) {
@@ -185,10 +180,9 @@ absl::StatusOr<std::shared_ptr<const PermutePairs>> PermutePairs::Create(
   for (const auto& [src, dst] : pairs) {
     for (int d : {src, dst}) {
       if (d < 0 || d >= n) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("permute pair ", src, "->", dst, ": device ", d,
-                         " is not a device of ", t.name(), "; allowed: 0..",
-                         n - 1));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "permute pair ", src, "->", dst, ": device ", d,
+            " is not a device of ", t.name(), "; allowed: 0..", n - 1));
       }
     }
     if (src == dst) {
@@ -220,8 +214,8 @@ absl::StatusOr<Algorithm> ResolveAlgorithm(const Topology& t,
                                            int group) {
   const char* op = CollectiveOpName(r.op);
   if (r.bytes <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, " of ", r.bytes, " bytes: bytes must be > 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, " of ", r.bytes, " bytes: bytes must be > 0"));
   }
   if (r.op == CollectiveOp::kCollectivePermute) {
     if (r.pairs == nullptr) {
@@ -241,10 +235,10 @@ absl::StatusOr<Algorithm> ResolveAlgorithm(const Topology& t,
   const std::vector<int>& members = r.groups->group(group);
   const int n = static_cast<int>(members.size());
   if (r.bytes % n != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, " of ", r.bytes, " bytes over group ", group, " ",
-        GroupText(members), ": bytes must be a multiple of the group size ",
-        n));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, " of ", r.bytes, " bytes over group ", group, " ",
+                     GroupText(members),
+                     ": bytes must be a multiple of the group size ", n));
   }
   if (r.op == CollectiveOp::kAllToAll) {
     if (r.algorithm != Algorithm::kAuto && r.algorithm != Algorithm::kDirect) {
@@ -336,8 +330,8 @@ LowerBound CollectiveLowerBound(const Topology& t, const NetConfig& c,
       const int64_t cut_links =
           static_cast<int64_t>(t.num_chips() / len) * (t.wraps(axis) ? 2 : 1);
       const double crossing = static_cast<double>(low) * high * (s / n);
-      bw_ps = std::max(
-          bw_ps, crossing / (cut_links * c.link_bytes_per_second) * 1e12);
+      bw_ps = std::max(bw_ps,
+                       crossing / (cut_links * c.link_bytes_per_second) * 1e12);
     }
   }
   bound.bandwidth = Picoseconds(static_cast<int64_t>(std::floor(bw_ps)));
@@ -355,8 +349,7 @@ LowerBound CollectiveLowerBound(const Topology& t, const NetConfig& c,
 
 // ---- Data path ----
 
-VectorRateDataPath::VectorRateDataPath(const NetConfig& config,
-                                       int num_devices)
+VectorRateDataPath::VectorRateDataPath(const NetConfig& config, int num_devices)
     : ps_per_byte_(1e12 / config.vector_reduce_bytes_per_second),
       granule_(config.pipeline_chunk_bytes),
       totals_(num_devices),
@@ -374,8 +367,8 @@ ChunkTiming VectorRateDataPath::Process(int device, ChunkTiming in,
   const int64_t g_reduce = CeilPs(static_cast<double>(g), ps_per_byte_);
   const int64_t span = (in.tail - in.head).count();
   // The first granule has arrived g/bytes of the way from head to tail.
-  const int64_t first = static_cast<int64_t>(std::ceil(
-      static_cast<double>(span) * static_cast<double>(g) / bytes));
+  const int64_t first = static_cast<int64_t>(
+      std::ceil(static_cast<double>(span) * static_cast<double>(g) / bytes));
   // One vector unit per device: chunks are reduced one after another.
   const int64_t start = std::max(in.head.count(), free_at_[device]);
   const int64_t busy_end =
@@ -569,8 +562,8 @@ struct CollectiveEndpoint::Active {
   CollectiveResult result;
   DoneCallback done;
   std::vector<StreamState> streams;
-  std::vector<int> phase;          // per pipeline
-  std::vector<int> pending;        // streams left in the current phase
+  std::vector<int> phase;    // per pipeline
+  std::vector<int> pending;  // streams left in the current phase
   std::vector<Picoseconds> phase_end;
   int pipelines_left = 0;
   // Messages that arrived before this endpoint started the collective.

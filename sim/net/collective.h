@@ -201,8 +201,8 @@ class CollectiveDataPath {
 // granules of pipeline_chunk_bytes with the arrival: the first granule is
 // ready one granule of arrival plus one granule of reduction after the head
 // (or after the unit frees up); the whole chunk one granule of reduction after
-// the later of its tail and (start + bytes/rate). Reads and writes are counted, not timed (the
-// chip's own data path charges HBM).
+// the later of its tail and (start + bytes/rate). Reads and writes are counted,
+// not timed (the chip's own data path charges HBM).
 class VectorRateDataPath : public CollectiveDataPath {
  public:
   VectorRateDataPath(const NetConfig& config, int num_devices);
@@ -282,8 +282,8 @@ class CollectiveEndpoint {
   const EndpointStats& stats() const { return stats_; }
 
   // Called by the network.
-  void OnMessage(const MessageTag& tag, int64_t bytes,
-                 common::Picoseconds head, common::Picoseconds tail);
+  void OnMessage(const MessageTag& tag, int64_t bytes, common::Picoseconds head,
+                 common::Picoseconds tail);
   void OnTimer(uint64_t token);
 
  private:

@@ -27,7 +27,8 @@ absl::Status PositiveLatency(const char* field, common::Picoseconds value) {
 }  // namespace
 
 absl::Status ValidateNetConfig(const NetConfig& c, int devices_per_chip) {
-  absl::Status s = PositiveRate("link_bytes_per_second", c.link_bytes_per_second);
+  absl::Status s =
+      PositiveRate("link_bytes_per_second", c.link_bytes_per_second);
   if (s.ok()) s = PositiveLatency("hop_latency", c.hop_latency);
   if (s.ok()) {
     s = PositiveRate("vector_reduce_bytes_per_second",
@@ -44,8 +45,8 @@ absl::Status ValidateNetConfig(const NetConfig& c, int devices_per_chip) {
   }
   if (s.ok() && c.pipeline_chunk_bytes <= 0) {
     s = absl::InvalidArgumentError(
-        absl::StrCat("net config pipeline_chunk_bytes=",
-                     c.pipeline_chunk_bytes, ": must be > 0"));
+        absl::StrCat("net config pipeline_chunk_bytes=", c.pipeline_chunk_bytes,
+                     ": must be > 0"));
   }
   return s;
 }

@@ -55,7 +55,7 @@ struct Event {
   uint32_t sub = 0;    // packet index, link, or core
   uint64_t id = 0;     // message id or timer token
   EventType type = EventType::kArrive;
-  uint32_t slot = 0;   // kArrive: the packet's slot in the chip's pool
+  uint32_t slot = 0;  // kArrive: the packet's slot in the chip's pool
 };
 
 struct Later {
@@ -405,8 +405,7 @@ Network::Network(const Topology& topology, const NetConfig& config)
 Network::~Network() = default;
 
 absl::StatusOr<std::unique_ptr<Network>> Network::Create(
-    const Topology& topology, const NetConfig& config,
-    NetworkOptions options) {
+    const Topology& topology, const NetConfig& config, NetworkOptions options) {
   TPUSIM_RETURN_IF_ERROR(
       ValidateNetConfig(config, topology.devices_per_chip()));
   if (sc_core::sc_get_status() != sc_core::SC_ELABORATION) {

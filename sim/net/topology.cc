@@ -25,8 +25,9 @@ absl::StatusOr<WrapMode> ParseWrapMode(absl::string_view text) {
   if (text == "generation") return WrapMode::kGeneration;
   if (text == "on") return WrapMode::kOn;
   if (text == "off") return WrapMode::kOff;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "wraparound \"", text, "\" is not allowed; expected generation, on or off"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("wraparound \"", text,
+                   "\" is not allowed; expected generation, on or off"));
 }
 
 const char* DirectionName(int dir) {
@@ -37,16 +38,17 @@ const char* DirectionName(int dir) {
 absl::StatusOr<Topology> Topology::Create(const runtime::SliceLayout& layout,
                                           WrapMode wrap) {
   if (layout.generation == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "slice layout \"", layout.name,
-        "\" has no TPU generation; the ICI network needs a generation's slice"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("slice layout \"", layout.name,
+                     "\" has no TPU generation; the ICI network needs a "
+                     "generation's slice"));
   }
   Topology t;
-  t.name_ = layout.name.empty()
-                ? absl::StrCat(layout.generation->name, " ",
-                               layout.chip_mesh[0], "x", layout.chip_mesh[1],
-                               "x", layout.chip_mesh[2])
-                : layout.name;
+  t.name_ =
+      layout.name.empty()
+          ? absl::StrCat(layout.generation->name, " ", layout.chip_mesh[0], "x",
+                         layout.chip_mesh[1], "x", layout.chip_mesh[2])
+          : layout.name;
   t.generation_ = layout.generation;
   t.dims_ = layout.chip_mesh;
   t.num_chips_ = layout.num_chips;

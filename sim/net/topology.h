@@ -97,6 +97,18 @@ class Topology {
   // Hops along one axis from coordinate a to b (shorter way when wrapped).
   int AxisDistance(int dim, int a, int b) const;
 
+  // Device axes: 0, 1, 2 = the chip's x, y, z; kCoreAxis = the TensorCore
+  // within a v2/v3 chip. A device's coordinate on an axis, and the axis'
+  // length.
+  static constexpr int kCoreAxis = 3;
+  int DeviceCoord(int device, int axis) const {
+    return axis == kCoreAxis ? device_core_[device]
+                             : coords(device_chip_[device])[axis];
+  }
+  int AxisLength(int axis) const {
+    return axis == kCoreAxis ? devices_per_chip_ : dims_[axis];
+  }
+
  private:
   Topology() = default;
 

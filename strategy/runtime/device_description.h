@@ -23,11 +23,12 @@ struct DeviceDescription {
   // Physical coordinates in the topology's order: (x, y, core) at rank 3, (x,
   // y, z, core) at rank 4.
   std::vector<int> coords;
-  // The chip the device sits on: SliceLayout::ChipId of its (x, y, z); for a
-  // plain layout, the index of its (ordinal, task) cell in that mesh.
-  int chip = 0;
   // "TPU v3 core", "TPU v4 (megacore)", "host CPU" ...
   std::string kind;
+  // The chip the device sits on: SliceLayout::ChipId of its (x, y, z); for a
+  // plain layout, the index of its (ordinal, task) cell in that mesh. Last, so
+  // that aggregate initialisers of the fields above keep working.
+  int chip = 0;
 };
 
 }  // namespace tpusim::runtime

@@ -188,10 +188,10 @@ absl::StatusOr<SliceLayout> LayoutCustomChipMesh(
                      " must be 1 on a 2-D generation"));
   }
   if (chips > kMaxCustomChips) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "custom chip mesh ", chip_mesh[0], "x", chip_mesh[1], "x",
-        chip_mesh[2], " of ", g.name, " has ", chips, " chips; at most ",
-        kMaxCustomChips, " are allowed"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("custom chip mesh ", chip_mesh[0], "x", chip_mesh[1], "x",
+                     chip_mesh[2], " of ", g.name, " has ", chips,
+                     " chips; at most ", kMaxCustomChips, " are allowed"));
   }
   return LayoutMesh(g, chip_mesh, rank, name);
 }

@@ -69,14 +69,14 @@ absl::Status RunCase(const Case& c, benchmark::State& state) {
                           FindChipPreset(c.generation));
   TPUSIM_ASSIGN_OR_RETURN(NetConfig config, NetConfigFromPreset(*preset));
   std::unique_ptr<Network> network;
+  TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<KernelSession> session,
+                          KernelSession::Create([&]() -> absl::Status {
+                            TPUSIM_ASSIGN_OR_RETURN(
+                                network, Network::Create(topology, config));
+                            return absl::OkStatus();
+                          }));
   TPUSIM_ASSIGN_OR_RETURN(
-      std::unique_ptr<KernelSession> session,
-      KernelSession::Create([&]() -> absl::Status {
-        TPUSIM_ASSIGN_OR_RETURN(network, Network::Create(topology, config));
-        return absl::OkStatus();
-      }));
-  TPUSIM_ASSIGN_OR_RETURN(auto groups,
-                          GroupPartition::Create(topology, {AllDevices(topology)}));
+      auto groups, GroupPartition::Create(topology, {AllDevices(topology)}));
   CollectiveRequest r;
   r.op = CollectiveOp::kAllReduce;
   r.bytes = 64 << 20;
@@ -101,8 +101,7 @@ absl::Status RunCase(const Case& c, benchmark::State& state) {
   state.counters["messages"] = static_cast<double>(messages);
   state.counters["msgs_per_wall_s"] = messages / (elab + run);
   state.counters["events"] = static_cast<double>(network->events());
-  state.counters["activations"] =
-      static_cast<double>(network->activations());
+  state.counters["activations"] = static_cast<double>(network->activations());
   std::printf(
       "%-16s %-9s sim %10.2f us  wall %6.3f s (elab %5.3f)  peak RSS %7.1f MB  "
       "messages %9lld  %6.2f M msg/s\n",

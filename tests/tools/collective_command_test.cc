@@ -42,7 +42,7 @@ TEST(CollectiveCommandTest, ParsesSizesAndSweeps) {
 }
 
 int RunCli(const std::vector<std::string>& args, std::string* out,
-        std::string* err) {
+           std::string* err) {
   Cli cli({CollectiveCommand()});
   std::ostringstream o, e;
   const int code = cli.Run(args, o, e);
@@ -57,8 +57,8 @@ int RunCli(const std::vector<std::string>& args, std::string* out,
 TEST(CollectiveCommandTest, PermuteOnAMeshIsExact) {
   std::string out, err;
   ASSERT_EQ(RunCli({"collective", "--generation=v5e", "--shape=4x1",
-                 "--op=permute", "--bytes=45000", "--format=json"},
-                &out, &err),
+                    "--op=permute", "--bytes=45000", "--format=json"},
+                   &out, &err),
             0)
       << err;
   EXPECT_THAT(out, HasSubstr("\"sim_time_ps\": 4000000"));
@@ -71,7 +71,8 @@ TEST(CollectiveCommandTest, PermuteOnAMeshIsExact) {
 
 TEST(CollectiveCommandTest, ImpossibleRequestsExitOneBadFlagsTwo) {
   std::string out, err;
-  EXPECT_EQ(RunCli({"collective", "--slice=v4-128", "--groups=3"}, &out, &err), 1);
+  EXPECT_EQ(RunCli({"collective", "--slice=v4-128", "--groups=3"}, &out, &err),
+            1);
   EXPECT_EQ(err,
             "tpusim collective: INVALID_ARGUMENT: --groups=3: a group size "
             "must divide the 64 devices of v4-128\n");

@@ -5,30 +5,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <numeric>
 #include <random>
-#include <iostream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/chip/chip_preset.h"
-#include "absl/strings/str_cat.h"
 #include "sim/net_preset.h"
 #include "tests/sim/net/net_test_util.h"
 
 namespace tpusim::sim::net {
 namespace {
 
-using ::testing::HasSubstr;
-using ::tpusim::testing::StatusIs;
 using testing::AxisGroups;
+using ::testing::HasSubstr;
 using testing::MakeSim;
 using testing::MakeTopology;
 using testing::TestConfig;
 using testing::TimeCollective;
+using ::tpusim::testing::StatusIs;
 
 constexpr double kB = 45e9;    // TestConfig's link rate
 constexpr double kHop = 1e-6;  // TestConfig's hop latency
@@ -59,15 +59,16 @@ CollectiveRequest Request(CollectiveOp op, int64_t bytes, Algorithm a,
 
 // Ring all-reduce of S bytes over N chips: 2(N-1)/N·S/B + 2(N-1)·hop.
 TEST(CollectiveFormulaTest, RingAllReduceOnAWrappedAxis) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {16, 1, 1},
-                                                WrapMode::kGeneration));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {16, 1, 1}, WrapMode::kGeneration));
   ASSERT_TRUE(t.wraps(0));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
-  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, AxisGroups(t, 0)));
+  ASSERT_OK_AND_ASSIGN(auto groups,
+                       GroupPartition::Create(t, AxisGroups(t, 0)));
   const int64_t s = 64 << 20;
-  ASSERT_OK_AND_ASSIGN(
-      int64_t ps, TimeCollective(sim, Request(CollectiveOp::kAllReduce, s,
-                                              Algorithm::kRing, groups)));
+  ASSERT_OK_AND_ASSIGN(int64_t ps,
+                       TimeCollective(sim, Request(CollectiveOp::kAllReduce, s,
+                                                   Algorithm::kRing, groups)));
   const int n = 16;
   const double formula = 2.0 * (n - 1) / n * s / kB + 2 * (n - 1) * kHop;
   Report("ring all_reduce 64 MiB, v5e ring of 16", Seconds(ps), formula);
@@ -76,14 +77,15 @@ TEST(CollectiveFormulaTest, RingAllReduceOnAWrappedAxis) {
 
 // The bidirectional ring halves the bandwidth term on a wrapped axis.
 TEST(CollectiveFormulaTest, BidirectionalRingHalvesTheBandwidthTerm) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {16, 1, 1},
-                                                WrapMode::kGeneration));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {16, 1, 1}, WrapMode::kGeneration));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
-  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, AxisGroups(t, 0)));
+  ASSERT_OK_AND_ASSIGN(auto groups,
+                       GroupPartition::Create(t, AxisGroups(t, 0)));
   const int64_t s = 64 << 20;
-  ASSERT_OK_AND_ASSIGN(
-      int64_t ring, TimeCollective(sim, Request(CollectiveOp::kAllReduce, s,
-                                                Algorithm::kRing, groups)));
+  ASSERT_OK_AND_ASSIGN(int64_t ring,
+                       TimeCollective(sim, Request(CollectiveOp::kAllReduce, s,
+                                                   Algorithm::kRing, groups)));
   ASSERT_OK_AND_ASSIGN(
       int64_t bidir,
       TimeCollective(sim, Request(CollectiveOp::kAllReduce, s,
@@ -117,12 +119,11 @@ TEST(CollectiveFormulaTest, TorusAllReduceOn4x4x4V4) {
                        Topology::Create(layout, WrapMode::kGeneration));
   ASSERT_TRUE(t.wraps(0) && t.wraps(1) && t.wraps(2));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
-  ASSERT_OK_AND_ASSIGN(auto groups,
-                       GroupPartition::Create(t, {AllDevices(t)}));
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
   const int64_t v = 64 << 20;
-  ASSERT_OK_AND_ASSIGN(
-      int64_t ps, TimeCollective(sim, Request(CollectiveOp::kAllReduce, v,
-                                              Algorithm::kAuto, groups)));
+  ASSERT_OK_AND_ASSIGN(int64_t ps,
+                       TimeCollective(sim, Request(CollectiveOp::kAllReduce, v,
+                                                   Algorithm::kAuto, groups)));
   const double formula = TorusFormula(v, {4, 4, 4});
   EXPECT_NEAR(TorusFormula(v, {4, 4, 4}) - 18 * kHop, 1.468e-3, 0.001e-3);
   Report("torus all_reduce 64 MiB, v4 4x4x4", Seconds(ps), formula);
@@ -136,12 +137,11 @@ TEST(CollectiveFormulaTest, TorusAllReduceOn16x16V5e) {
                        Topology::Create(layout, WrapMode::kGeneration));
   ASSERT_TRUE(t.wraps(0) && t.wraps(1));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
-  ASSERT_OK_AND_ASSIGN(auto groups,
-                       GroupPartition::Create(t, {AllDevices(t)}));
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
   const int64_t v = 64 << 20;
-  ASSERT_OK_AND_ASSIGN(
-      int64_t ps, TimeCollective(sim, Request(CollectiveOp::kAllReduce, v,
-                                              Algorithm::kTorus, groups)));
+  ASSERT_OK_AND_ASSIGN(int64_t ps,
+                       TimeCollective(sim, Request(CollectiveOp::kAllReduce, v,
+                                                   Algorithm::kTorus, groups)));
   const double formula = TorusFormula(v, {16, 16});
   Report("torus all_reduce 64 MiB, v5e 16x16", Seconds(ps), formula);
   EXPECT_NEAR(Seconds(ps) / formula, 1.0, 0.05);
@@ -165,19 +165,23 @@ TEST(CollectiveFormulaTest, RemovingWraparoundAboutDoublesTheTorusTime) {
         TPUSIM_ASSIGN_OR_RETURN(b, Network::Create(mesh, TestConfig(), ob));
         return absl::OkStatus();
       }));
-  ASSERT_OK_AND_ASSIGN(auto ga, GroupPartition::Create(wrapped, {AllDevices(wrapped)}));
-  ASSERT_OK_AND_ASSIGN(auto gb, GroupPartition::Create(mesh, {AllDevices(mesh)}));
+  ASSERT_OK_AND_ASSIGN(auto ga,
+                       GroupPartition::Create(wrapped, {AllDevices(wrapped)}));
+  ASSERT_OK_AND_ASSIGN(auto gb,
+                       GroupPartition::Create(mesh, {AllDevices(mesh)}));
   const int64_t v = 64 << 20;
   ASSERT_OK_AND_ASSIGN(
-      auto ra, RunCollectives(*session, *a,
-                              {{Request(CollectiveOp::kAllReduce, v,
-                                        Algorithm::kTorus, ga),
-                                AllDevices(wrapped)}}));
+      auto ra,
+      RunCollectives(
+          *session, *a,
+          {{Request(CollectiveOp::kAllReduce, v, Algorithm::kTorus, ga),
+            AllDevices(wrapped)}}));
   ASSERT_OK_AND_ASSIGN(
-      auto rb, RunCollectives(*session, *b,
-                              {{Request(CollectiveOp::kAllReduce, v,
-                                        Algorithm::kTorus, gb),
-                                AllDevices(mesh)}}));
+      auto rb,
+      RunCollectives(
+          *session, *b,
+          {{Request(CollectiveOp::kAllReduce, v, Algorithm::kTorus, gb),
+            AllDevices(mesh)}}));
   const double ta = Seconds((ra[0].end - ra[0].start).count());
   const double tb = Seconds((rb[0].end - rb[0].start).count());
   std::cout << "[validation] torus all_reduce 64 MiB v4 4x4x4 without / with "
@@ -195,12 +199,11 @@ TEST(CollectiveFormulaTest, MultiAxisUsesEveryAxisAtOnce) {
   ASSERT_OK_AND_ASSIGN(Topology t,
                        Topology::Create(layout, WrapMode::kGeneration));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
-  ASSERT_OK_AND_ASSIGN(auto groups,
-                       GroupPartition::Create(t, {AllDevices(t)}));
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
   const int64_t v = 64 << 20;
-  ASSERT_OK_AND_ASSIGN(
-      int64_t torus, TimeCollective(sim, Request(CollectiveOp::kAllReduce, v,
-                                                 Algorithm::kTorus, groups)));
+  ASSERT_OK_AND_ASSIGN(int64_t torus,
+                       TimeCollective(sim, Request(CollectiveOp::kAllReduce, v,
+                                                   Algorithm::kTorus, groups)));
   CollectiveRequest r =
       Request(CollectiveOp::kAllReduce, v, Algorithm::kMultiAxis, groups);
   ASSERT_OK_AND_ASSIGN(int64_t multi, TimeCollective(sim, r));
@@ -215,17 +218,18 @@ TEST(CollectiveFormulaTest, MultiAxisUsesEveryAxisAtOnce) {
 // Bidirectional ring all-gather and reduce-scatter on a wrapped axis:
 // (N-1)/N·V/(2B) (C.3: ≈ V/W_bidi).
 TEST(CollectiveFormulaTest, AllGatherAndReduceScatterOnAWrappedAxis) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {16, 1, 1},
-                                                WrapMode::kGeneration));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {16, 1, 1}, WrapMode::kGeneration));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
-  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, AxisGroups(t, 0)));
+  ASSERT_OK_AND_ASSIGN(auto groups,
+                       GroupPartition::Create(t, AxisGroups(t, 0)));
   const int64_t v = 64 << 20;
   const double formula = 15.0 / 16 * v / (2 * kB) + 15 * kHop;
   for (CollectiveOp op :
        {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter}) {
-    ASSERT_OK_AND_ASSIGN(int64_t ps,
-                         TimeCollective(sim, Request(op, v, Algorithm::kAuto,
-                                                     groups)));
+    ASSERT_OK_AND_ASSIGN(
+        int64_t ps,
+        TimeCollective(sim, Request(op, v, Algorithm::kAuto, groups)));
     Report(std::string(CollectiveOpName(op)) + " 64 MiB, v5e ring of 16",
            Seconds(ps), formula);
     EXPECT_NEAR(Seconds(ps) / formula, 1.0, 0.05) << CollectiveOpName(op);
@@ -235,10 +239,11 @@ TEST(CollectiveFormulaTest, AllGatherAndReduceScatterOnAWrappedAxis) {
 // All-to-all on a wrapped ring of 8 is bound by its busiest link: with the
 // + tie rule, each + link carries (1+2+3+4)/8 of a device's buffer.
 TEST(CollectiveFormulaTest, AllToAllIsBoundByTheBusiestLink) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {8, 1, 1},
-                                                WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {8, 1, 1}, WrapMode::kOn));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
-  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, AxisGroups(t, 0)));
+  ASSERT_OK_AND_ASSIGN(auto groups,
+                       GroupPartition::Create(t, AxisGroups(t, 0)));
   const int64_t s = 8 << 20;
   CollectiveRequest r =
       Request(CollectiveOp::kAllToAll, s, Algorithm::kAuto, groups);
@@ -251,8 +256,8 @@ TEST(CollectiveFormulaTest, AllToAllIsBoundByTheBusiestLink) {
 
 // collective_permute: the bytes of a pair over B plus its hops.
 TEST(CollectiveFormulaTest, PermuteIsBytesOverBPlusHops) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {8, 1, 1},
-                                                WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {8, 1, 1}, WrapMode::kOn));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
   std::vector<std::pair<int, int>> pairs;
   for (int x = 0; x < 8; ++x) {  // two hops each, all + links
@@ -286,11 +291,12 @@ TEST(CollectiveMeasurementTest, V5eAllGatherOverY) {
   ASSERT_OK_AND_ASSIGN(NetConfig config, NetConfigFromPreset(*v5e));
   ASSERT_EQ(config.link_bytes_per_second, 45e9);
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, config));
-  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, AxisGroups(t, 1)));
+  ASSERT_OK_AND_ASSIGN(auto groups,
+                       GroupPartition::Create(t, AxisGroups(t, 1)));
   ASSERT_OK_AND_ASSIGN(
-      int64_t big, TimeCollective(sim, Request(CollectiveOp::kAllGather,
-                                               2048LL * 8192 * 2,
-                                               Algorithm::kAuto, groups)));
+      int64_t big,
+      TimeCollective(sim, Request(CollectiveOp::kAllGather, 2048LL * 8192 * 2,
+                                  Algorithm::kAuto, groups)));
   Report("B.5 v5e 8x4 all_gather over y, bf16[2048,8192] (vs 680 us)",
          Seconds(big), 680e-6);
   const bool between = Seconds(big) >= 560e-6 && Seconds(big) <= 680e-6;
@@ -298,9 +304,9 @@ TEST(CollectiveMeasurementTest, V5eAllGatherOverY) {
       << Seconds(big);
   EXPECT_GE(Seconds(big), 559e-6);  // never beat the roofline
   ASSERT_OK_AND_ASSIGN(
-      int64_t small, TimeCollective(sim, Request(CollectiveOp::kAllGather,
-                                                 256 * 256 * 2,
-                                                 Algorithm::kAuto, groups)));
+      int64_t small,
+      TimeCollective(sim, Request(CollectiveOp::kAllGather, 256 * 256 * 2,
+                                  Algorithm::kAuto, groups)));
   Report("B.5 v5e 8x4 all_gather over y, bf16[256,256] (vs 8 us)",
          Seconds(small), 8e-6);
   EXPECT_GE(Seconds(small), 3e-6);
@@ -310,7 +316,8 @@ TEST(CollectiveMeasurementTest, V5eAllGatherOverY) {
 // Sheet B item 6: v2, reduce-scatter of a 134 MB array between two devices
 // on neighbouring chips (one link per direction): measured 1.13 ms.
 TEST(CollectiveMeasurementTest, V2OneHopReduceScatter) {
-  ASSERT_OK_AND_ASSIGN(runtime::SliceLayout layout, runtime::ParseSlice("v2-8"));
+  ASSERT_OK_AND_ASSIGN(runtime::SliceLayout layout,
+                       runtime::ParseSlice("v2-8"));
   ASSERT_OK_AND_ASSIGN(Topology t,
                        Topology::Create(layout, WrapMode::kGeneration));
   ASSERT_OK_AND_ASSIGN(const ChipPreset* v2, FindChipPreset("v2"));
@@ -336,8 +343,8 @@ TEST(CollectiveMeasurementTest, V2OneHopReduceScatter) {
 // Contention is real: two all-reduces whose rings share links take longer
 // together than alone; two on disjoint chips take exactly as long.
 TEST(CollectiveContentionTest, SharedLinksSlowDownDisjointChipsDoNot) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {8, 2, 1},
-                                                WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {8, 2, 1}, WrapMode::kOn));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
   auto dev = [&](int x, int y) { return t.device_at(t.chip_at({x, y, 0}), 0); };
   // Interleaved rings on row 0 (even and odd x) share the row's links; the
@@ -347,8 +354,8 @@ TEST(CollectiveContentionTest, SharedLinksSlowDownDisjointChipsDoNot) {
   for (int x = 0; x < 8; ++x) row1.push_back(dev(x, 1));
   ASSERT_OK_AND_ASSIGN(auto groups,
                        GroupPartition::Create(t, {even, odd, row1}));
-  const CollectiveRequest r = Request(CollectiveOp::kAllReduce, 16 << 20,
-                                      Algorithm::kRing, groups);
+  const CollectiveRequest r =
+      Request(CollectiveOp::kAllReduce, 16 << 20, Algorithm::kRing, groups);
   auto time = [](const JobResult& j) { return (j.end - j.start).count(); };
   ASSERT_OK_AND_ASSIGN(auto even_alone,
                        RunCollectives(*sim.session, *sim.network, {{r, even}}));
@@ -356,9 +363,9 @@ TEST(CollectiveContentionTest, SharedLinksSlowDownDisjointChipsDoNot) {
                        RunCollectives(*sim.session, *sim.network, {{r, odd}}));
   ASSERT_OK_AND_ASSIGN(auto row1_alone,
                        RunCollectives(*sim.session, *sim.network, {{r, row1}}));
-  ASSERT_OK_AND_ASSIGN(
-      auto together, RunCollectives(*sim.session, *sim.network,
-                                    {{r, even}, {r, odd}, {r, row1}}));
+  ASSERT_OK_AND_ASSIGN(auto together,
+                       RunCollectives(*sim.session, *sim.network,
+                                      {{r, even}, {r, odd}, {r, row1}}));
   std::cout << "[validation] contention: even ring alone "
             << Seconds(time(even_alone[0])) * 1e6 << " us, with the odd ring "
             << Seconds(time(together[0])) * 1e6 << " us\n";
@@ -386,17 +393,16 @@ class RecordingDataPath : public CollectiveDataPath {
 };
 
 TEST(CollectiveDataPathTest, TheChipSeesEveryChunkOfWork) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {4, 1, 1},
-                                                WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {4, 1, 1}, WrapMode::kOn));
   RecordingDataPath recorder(t.num_devices());
   NetworkOptions options;
   options.data_path = &recorder;
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig(), options));
   ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
-  ASSERT_OK_AND_ASSIGN(int64_t ps,
-                       TimeCollective(sim, Request(CollectiveOp::kAllReduce,
-                                                   4096, Algorithm::kRing,
-                                                   groups)));
+  ASSERT_OK_AND_ASSIGN(
+      int64_t ps, TimeCollective(sim, Request(CollectiveOp::kAllReduce, 4096,
+                                              Algorithm::kRing, groups)));
   EXPECT_GT(ps, 0);
   for (int d = 0; d < 4; ++d) {
     EXPECT_EQ(recorder.totals[d].bytes_reduced, 3 * 1024) << d;
@@ -411,17 +417,16 @@ TEST(CollectiveDataPathTest, TheChipSeesEveryChunkOfWork) {
 // A slow vector unit makes the reduce-scatter reduction-bound: the data path's
 // timing is on the critical path, pipelined with the transfers.
 TEST(CollectiveDataPathTest, ASlowVectorUnitIsOnTheCriticalPath) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {4, 1, 1},
-                                                WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {4, 1, 1}, WrapMode::kOn));
   NetConfig slow = TestConfig();
   slow.vector_reduce_bytes_per_second = kB / 4;
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, slow));
   ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
   const int64_t s = 16 << 20;
-  ASSERT_OK_AND_ASSIGN(int64_t ps,
-                       TimeCollective(sim, Request(CollectiveOp::kReduceScatter,
-                                                   s, Algorithm::kRing,
-                                                   groups)));
+  ASSERT_OK_AND_ASSIGN(
+      int64_t ps, TimeCollective(sim, Request(CollectiveOp::kReduceScatter, s,
+                                              Algorithm::kRing, groups)));
   // 3 chunks of S/4 each reduced at B/4: at least 3·(S/4)/(B/4).
   EXPECT_GE(Seconds(ps), 3.0 * s / kB);
   EXPECT_LE(Seconds(ps), 1.1 * 3.0 * s / kB + 10 * kHop);
@@ -535,18 +540,18 @@ TEST(CollectiveBoundTest, NoRunBeatsItsLowerBound) {
         }
         ASSERT_OK_AND_ASSIGN(r.pairs, PermutePairs::Create(t, pairs));
       }
-      ASSERT_OK_AND_ASSIGN(
-          std::vector<JobResult> res,
-          RunCollectives(*bench.session, *bench.networks[ti],
-                         {{r, AllDevices(t)}}));
+      ASSERT_OK_AND_ASSIGN(std::vector<JobResult> res,
+                           RunCollectives(*bench.session, *bench.networks[ti],
+                                          {{r, AllDevices(t)}}));
       const std::string what = absl::StrCat(
           t.name(), " wrap ", t.wraps(0), t.wraps(1), t.wraps(2), " ",
-          CollectiveOpName(r.op), " ", AlgorithmName(r.algorithm), " ",
-          r.bytes, " bytes, groups of ", largest);
+          CollectiveOpName(r.op), " ", AlgorithmName(r.algorithm), " ", r.bytes,
+          " bytes, groups of ", largest);
       if (r.op == CollectiveOp::kCollectivePermute) {
         for (const auto& [src, dst] : r.pairs->pairs()) {
           CollectiveRequest one = r;
-          ASSERT_OK_AND_ASSIGN(one.pairs, PermutePairs::Create(t, {{src, dst}}));
+          ASSERT_OK_AND_ASSIGN(one.pairs,
+                               PermutePairs::Create(t, {{src, dst}}));
           const int64_t bound =
               CollectiveLowerBound(t, c, one, 0).value().count();
           EXPECT_GE((res[0].device_end[dst] - res[0].start).count(), bound)
@@ -606,8 +611,7 @@ TEST(CollectivePacketTest, CoarseDefaultAgainst4KiBPackets) {
       for (int d = 0; d < c.t->num_devices(); ++d) groups[d % 2].push_back(d);
     }
     ASSERT_OK_AND_ASSIGN(auto partition, GroupPartition::Create(*c.t, groups));
-    const CollectiveRequest r =
-        Request(c.op, c.bytes, c.algorithm, partition);
+    const CollectiveRequest r = Request(c.op, c.bytes, c.algorithm, partition);
     int64_t times[2];
     for (int k = 0; k < 2; ++k) {
       ASSERT_OK_AND_ASSIGN(
@@ -634,18 +638,20 @@ TEST(CollectiveDeterminismTest, ConstructionOrderDoesNotMatter) {
   const Topology t = *MakeTopology("v5e", {8, 4, 1}, WrapMode::kOn);
   NetworkOptions forward, reverse;
   reverse.reverse_construction = true;
-  ASSERT_OK_AND_ASSIGN(Bench bench, MakeBench({&t, &t}, {TestConfig(), TestConfig()},
-                                              {forward, reverse}));
+  ASSERT_OK_AND_ASSIGN(
+      Bench bench,
+      MakeBench({&t, &t}, {TestConfig(), TestConfig()}, {forward, reverse}));
   std::vector<std::vector<int>> halves = {{}, {}};
-  for (int d = 0; d < t.num_devices(); ++d) halves[(d * 7) % 32 < 16 ? 0 : 1].push_back(d);
+  for (int d = 0; d < t.num_devices(); ++d)
+    halves[(d * 7) % 32 < 16 ? 0 : 1].push_back(d);
   ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, halves));
   const CollectiveRequest r =
       Request(CollectiveOp::kAllReduce, 3 << 20, Algorithm::kAuto, groups);
   std::vector<int64_t> ends[2];
   for (int k = 0; k < 2; ++k) {
-    ASSERT_OK_AND_ASSIGN(
-        std::vector<JobResult> res,
-        RunCollectives(*bench.session, *bench.networks[k], {{r, AllDevices(t)}}));
+    ASSERT_OK_AND_ASSIGN(std::vector<JobResult> res,
+                         RunCollectives(*bench.session, *bench.networks[k],
+                                        {{r, AllDevices(t)}}));
     for (const auto& e : res[0].device_end) {
       ends[k].push_back((e - res[0].start).count());
     }
@@ -682,7 +688,8 @@ TEST(CollectiveCoreAxisTest, V3TorusUsesTheOnChipPath) {
 }
 
 TEST(CollectiveNetworkTest, TheNetworkIsBuiltOnlyWhileElaborating) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {2, 1, 1}, WrapMode::kOff));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {2, 1, 1}, WrapMode::kOff));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
   ASSERT_TRUE(sim.session->RunFor(common::Picoseconds(10)).ok());
   NetworkOptions o;
@@ -699,7 +706,8 @@ TEST(CollectiveNetworkTest, TheNetworkIsBuiltOnlyWhileElaborating) {
 }
 
 TEST(CollectiveNetworkTest, AStartErrorStartsNothing) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {4, 1, 1}, WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {4, 1, 1}, WrapMode::kOn));
   ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
   ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
   CollectiveRequest r =

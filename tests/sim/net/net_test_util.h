@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "gtest/gtest.h"
 #include "common/status_macros.h"
+#include "gtest/gtest.h"
 #include "sim/kernel.h"
 #include "sim/net/collective.h"
 #include "sim/net/collective_runner.h"

@@ -20,9 +20,9 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::tpusim::testing::StatusIs;
 using testing::MakeTopology;
 using testing::TestConfig;
+using ::tpusim::testing::StatusIs;
 
 std::array<bool, 3> Wraps(const Topology& t) {
   return {t.wraps(0), t.wraps(1), t.wraps(2)};
@@ -86,7 +86,8 @@ TEST(TopologyTest, ForcingWraparoundOnAndOff) {
 }
 
 TEST(TopologyTest, RoutingIsDimensionOrderAndShortestWayRound) {
-  ASSERT_OK_AND_ASSIGN(Topology t, MakeTopology("v5e", {8, 8, 1}, WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {8, 8, 1}, WrapMode::kOn));
   const int from = t.chip_at({1, 1, 0});
   EXPECT_EQ(t.NextDirection(from, t.chip_at({3, 6, 0})), 0);  // +x first
   EXPECT_EQ(t.NextDirection(from, t.chip_at({1, 6, 0})), 3);  // -y: 3 hops
@@ -102,7 +103,8 @@ TEST(TopologyTest, RoutingIsDimensionOrderAndShortestWayRound) {
 }
 
 TEST(TopologyTest, ChipsAndDevicesComeFromTheSliceLayout) {
-  ASSERT_OK_AND_ASSIGN(runtime::SliceLayout layout, runtime::ParseSlice("v3-32"));
+  ASSERT_OK_AND_ASSIGN(runtime::SliceLayout layout,
+                       runtime::ParseSlice("v3-32"));
   ASSERT_OK_AND_ASSIGN(Topology t,
                        Topology::Create(layout, WrapMode::kGeneration));
   ASSERT_EQ(t.num_devices(), 32);
@@ -207,8 +209,8 @@ TEST_F(RequestTest, GroupsMustBeAPartition) {
 }
 
 TEST_F(RequestTest, AlignedGroupsAreFullAxes) {
-  ASSERT_OK_AND_ASSIGN(auto rows,
-                       GroupPartition::Create(*t_, testing::AxisGroups(*t_, 0)));
+  ASSERT_OK_AND_ASSIGN(
+      auto rows, GroupPartition::Create(*t_, testing::AxisGroups(*t_, 0)));
   EXPECT_TRUE(rows->aligned(0));
   EXPECT_THAT(rows->span_axes(0), ElementsAre(0));
   std::vector<std::vector<int>> halves = {{0, 1, 4, 5, 8, 9, 12, 13},
@@ -263,10 +265,11 @@ TEST_F(RequestTest, BadRequestsNameTheValueAndWhatIsAllowed) {
   r.groups = rows;
   r.bytes = 64;
   EXPECT_EQ(ResolveAlgorithm(*t_, r, 0).value(), Algorithm::kTorus);
-  EXPECT_THAT(ParseAlgorithm("tree"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "algorithm \"tree\" is not allowed; expected auto, ring, "
-                       "bidir_ring, torus, multi_axis or direct"));
+  EXPECT_THAT(
+      ParseAlgorithm("tree"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "algorithm \"tree\" is not allowed; expected auto, ring, "
+               "bidir_ring, torus, multi_axis or direct"));
 }
 
 TEST_F(RequestTest, PermutePairsAreChecked) {
@@ -293,17 +296,20 @@ TEST_F(RequestTest, LowerBoundsFollowTheFormulas) {
   const double s = 45 << 20;
   // all_reduce: 2(N-1)/N·S/(L·B) with L = 4.
   LowerBound b = CollectiveLowerBound(*t_, c, r, 0);
-  EXPECT_EQ(b.bandwidth.count(),
-            static_cast<int64_t>(std::floor(2 * 15.0 / 16 * s / (4 * 45e9) * 1e12)));
+  EXPECT_EQ(
+      b.bandwidth.count(),
+      static_cast<int64_t>(std::floor(2 * 15.0 / 16 * s / (4 * 45e9) * 1e12)));
   EXPECT_EQ(b.latency.count(), 4'000'000);  // 2 + 2 hops across a 4x4 torus
   r.op = CollectiveOp::kAllGather;
-  EXPECT_EQ(CollectiveLowerBound(*t_, c, r, 0).bandwidth.count(),
-            static_cast<int64_t>(std::floor(15.0 / 16 * s / (4 * 45e9) * 1e12)));
+  EXPECT_EQ(
+      CollectiveLowerBound(*t_, c, r, 0).bandwidth.count(),
+      static_cast<int64_t>(std::floor(15.0 / 16 * s / (4 * 45e9) * 1e12)));
   // all_to_all: the middle cut of x carries 8·8·S/16 per direction over 8
   // links (4 rows, two cuts each), above the injection bound.
   r.op = CollectiveOp::kAllToAll;
-  EXPECT_EQ(CollectiveLowerBound(*t_, c, r, 0).bandwidth.count(),
-            static_cast<int64_t>(std::floor(8.0 * 8 * s / 16 / (8 * 45e9) * 1e12)));
+  EXPECT_EQ(
+      CollectiveLowerBound(*t_, c, r, 0).bandwidth.count(),
+      static_cast<int64_t>(std::floor(8.0 * 8 * s / 16 / (8 * 45e9) * 1e12)));
 }
 
 TEST(ByteParsingTest, ParsesFlagNames) {
