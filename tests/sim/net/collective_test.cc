@@ -705,6 +705,54 @@ TEST(CollectiveNetworkTest, TheNetworkIsBuiltOnlyWhileElaborating) {
                        HasSubstr("hop_latency=0 ps")));
 }
 
+// As a chip's schedule uses them: two collectives in flight on the same
+// devices at once (matched by their order of starts), and a third started
+// from each device's own completion callback.
+TEST(CollectiveNetworkTest, OverlappingAndChainedCollectives) {
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v5e", {8, 1, 1}, WrapMode::kOn));
+  ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
+  const CollectiveRequest one =
+      Request(CollectiveOp::kAllReduce, 8 << 20, Algorithm::kAuto, groups);
+  ASSERT_OK_AND_ASSIGN(int64_t alone, TimeCollective(sim, one));
+  const common::Picoseconds start = sim.session->Now();
+  std::vector<int64_t> first(8, -1), second(8, -1), third(8, -1);
+  for (int d = 0; d < 8; ++d) {
+    ASSERT_TRUE(sim.network->endpoint(d)
+                    .Start(one,
+                           [&, d](const CollectiveResult& r) {
+                             first[d] = (r.end - start).count();
+                           })
+                    .ok());
+    ASSERT_TRUE(sim.network->endpoint(d)
+                    .Start(one,
+                           [&, d](const CollectiveResult& r) {
+                             second[d] = (r.end - start).count();
+                             // The next op of this device's schedule.
+                             ASSERT_TRUE(
+                                 sim.network->endpoint(d)
+                                     .Start(one,
+                                            [&, d](const CollectiveResult& r3) {
+                                              third[d] =
+                                                  (r3.end - start).count();
+                                            })
+                                     .ok());
+                           })
+                    .ok());
+  }
+  ASSERT_TRUE(sim.session->RunUntilIdle().ok());
+  for (int d = 0; d < 8; ++d) {
+    EXPECT_GT(first[d], 0) << d;
+    // Two at once share the links: both take longer than one alone, and the
+    // pair finishes no sooner than twice the link-bound time of one.
+    EXPECT_GT(second[d], alone) << d;
+    EXPECT_GE(std::max(first[d], second[d]), 2 * alone * 9 / 10) << d;
+    EXPECT_GE(third[d], second[d] + alone * 9 / 10) << d;
+    EXPECT_EQ(sim.network->endpoint(d).stats().collectives, 4) << d;
+  }
+}
+
 TEST(CollectiveNetworkTest, AStartErrorStartsNothing) {
   ASSERT_OK_AND_ASSIGN(Topology t,
                        MakeTopology("v5e", {4, 1, 1}, WrapMode::kOn));
