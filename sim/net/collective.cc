@@ -352,12 +352,12 @@ LowerBound CollectiveLowerBound(const Topology& t, const NetConfig& c,
 VectorRateDataPath::VectorRateDataPath(const NetConfig& config, int num_devices)
     : ps_per_byte_(1e12 / config.vector_reduce_bytes_per_second),
       granule_(config.pipeline_chunk_bytes),
-      totals_(num_devices),
-      free_at_(num_devices, 0) {}
+      devices_(num_devices) {}
 
 ChunkTiming VectorRateDataPath::Process(int device, ChunkTiming in,
                                         const ChunkWork& work) {
-  ChunkWork& total = totals_[device];
+  PerDevice& dev = devices_[device];
+  ChunkWork& total = dev.totals;
   total.bytes_reduced += work.bytes_reduced;
   total.bytes_read += work.bytes_read;
   total.bytes_written += work.bytes_written;
@@ -370,11 +370,11 @@ ChunkTiming VectorRateDataPath::Process(int device, ChunkTiming in,
   const int64_t first = static_cast<int64_t>(
       std::ceil(static_cast<double>(span) * static_cast<double>(g) / bytes));
   // One vector unit per device: chunks are reduced one after another.
-  const int64_t start = std::max(in.head.count(), free_at_[device]);
+  const int64_t start = std::max(in.head.count(), dev.free_at);
   const int64_t busy_end =
       std::max(in.tail.count(),
                start + CeilPs(static_cast<double>(bytes), ps_per_byte_));
-  free_at_[device] = busy_end;
+  dev.free_at = busy_end;
   ChunkTiming out;
   out.head = Picoseconds(std::max(in.head.count() + first, start) + g_reduce);
   out.tail = Picoseconds(busy_end + g_reduce);
@@ -581,6 +581,9 @@ CollectiveEndpoint::CollectiveEndpoint(int device, const Topology* topology,
 CollectiveEndpoint::~CollectiveEndpoint() = default;
 
 CollectiveEndpoint::Active* CollectiveEndpoint::Find(uint32_t seq) {
+  if (!active_.empty() && active_.front()->seq == seq) {
+    return active_.front().get();
+  }
   for (const std::unique_ptr<Active>& a : active_) {
     if (a->seq == seq) return a.get();
   }

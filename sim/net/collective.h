@@ -209,13 +209,16 @@ class VectorRateDataPath : public CollectiveDataPath {
   ChunkTiming Process(int device, ChunkTiming input,
                       const ChunkWork& work) override;
   // Totals per device.
-  const ChunkWork& totals(int device) const { return totals_[device]; }
+  const ChunkWork& totals(int device) const { return devices_[device].totals; }
 
  private:
   double ps_per_byte_;
   int64_t granule_;
-  std::vector<ChunkWork> totals_;
-  std::vector<int64_t> free_at_;  // when each device's vector unit is free
+  struct PerDevice {
+    ChunkWork totals;
+    int64_t free_at = 0;  // when the device's vector unit is free
+  };
+  std::vector<PerDevice> devices_;
 };
 
 // ---- Endpoints ----

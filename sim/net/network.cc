@@ -84,6 +84,7 @@ class ChipNode : public sc_core::sc_module {
         chip_(chip),
         topology_(topology),
         config_(config) {
+    heap_ = std::priority_queue<Event, std::vector<Event>, Later>();
     const int cores = topology->devices_per_chip();
     next_msg_.assign(cores, 0);
     for (int core = 0; core < cores; ++core) {
@@ -379,24 +380,25 @@ class ChipNode : public sc_core::sc_module {
     ep.OnMessage(p.tag, p.msg_bytes, Picoseconds(head), Picoseconds(p.tail));
   }
 
+  // The fields a message from another chip touches come first, together.
   const int chip_;
+  bool running_ = false;
+  int64_t wake_time_ = kNever;
+  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  // Packets of pending arrival events, and the free slots.
+  std::vector<Packet> pool_;
+  std::vector<uint32_t> free_slots_;
+  int64_t events_ = 0;
+  int64_t activations_ = 0;
+  sc_core::sc_event wake_;
   const Topology* topology_;
   const NetConfig* config_;
   std::array<Link, kNumLinks> links_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<std::unique_ptr<CollectiveEndpoint>> endpoints_;
   std::vector<uint64_t> next_msg_;
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
-  // Packets of pending arrival events, and the free slots.
-  std::vector<Packet> pool_;
-  std::vector<uint32_t> free_slots_;
   // Packet mode: messages with some packets delivered (first head, count).
   std::unordered_map<uint64_t, std::pair<int64_t, uint32_t>> partial_;
-  sc_core::sc_event wake_;
-  int64_t wake_time_ = kNever;
-  bool running_ = false;
-  int64_t events_ = 0;
-  int64_t activations_ = 0;
 };
 
 Network::Network(const Topology& topology, const NetConfig& config)
