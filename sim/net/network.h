@@ -24,10 +24,11 @@
 //
 // Links (tpusim's model):
 // * A link serves one packet at a time at B (NetConfig). Packets waiting for a
-//   link queue per input port (the direction they came from, the on-chip
-//   path, or a local device) and the link takes them round-robin between
-//   ports, FIFO within a port, so flows that share a link share its
-//   bandwidth packet by packet.
+//   busy link queue per input port (the direction they came from, the on-chip
+//   path, or a local device); when it frees up the link takes them
+//   round-robin between ports, FIFO within a port, so flows that share a link
+//   share its bandwidth packet by packet. An idle link starts the first packet
+//   that reaches it at once (at equal times, in the fixed key order).
 // * Cut-through: a packet starts on the next hop one hop latency after it
 //   started on this one, and cannot finish there before its last byte has
 //   arrived (finish = max(start + bytes/B, tail arrival)).
