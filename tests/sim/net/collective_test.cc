@@ -632,6 +632,39 @@ TEST(CollectivePacketTest, CoarseDefaultAgainst4KiBPackets) {
   EXPECT_LT(worst, 0.2);
 }
 
+// Two flows through one link each get about half: with 4 KiB packets the
+// link alternates between them, so both finish at about 2S/B; with whole
+// messages (the default) one goes first and the pair still ends at 2S/B.
+TEST(CollectivePacketTest, TwoFlowsThroughOneLinkEachGetHalf) {
+  const Topology t = *MakeTopology("v5e", {8, 1, 1}, WrapMode::kOn);
+  NetConfig fine = TestConfig();
+  fine.packet_bytes = 4096;
+  ASSERT_OK_AND_ASSIGN(Bench bench, MakeBench({&t, &t}, {TestConfig(), fine},
+                                              std::vector<NetworkOptions>(2)));
+  std::vector<std::pair<int, int>> pairs;
+  for (int x = 0; x < 8; ++x) pairs.push_back({x, (x + 2) % 8});
+  ASSERT_OK_AND_ASSIGN(auto p, PermutePairs::Create(t, pairs));
+  CollectiveRequest r;
+  r.op = CollectiveOp::kCollectivePermute;
+  r.bytes = 4 << 20;
+  r.pairs = p;
+  const double both = 2.0 * r.bytes / kB;
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_OK_AND_ASSIGN(std::vector<JobResult> res,
+                         RunCollectives(*bench.session, *bench.networks[k],
+                                        {{r, AllDevices(t)}}));
+    for (int d = 0; d < 8; ++d) {
+      const double end = Seconds((res[0].device_end[d] - res[0].start).count());
+      if (k == 1) {
+        EXPECT_NEAR(end / both, 1.0, 0.03) << "packets, device " << d;
+      } else {
+        EXPECT_LE(end, both + 3 * kHop) << "whole messages, device " << d;
+      }
+    }
+    EXPECT_NEAR(Seconds((res[0].end - res[0].start).count()) / both, 1.0, 0.03);
+  }
+}
+
 // Same results whichever order the chips are constructed in (the
 // child-process version of this check runs the CLI twice in each order).
 TEST(CollectiveDeterminismTest, ConstructionOrderDoesNotMatter) {
