@@ -7,6 +7,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,20 @@
 #include "common/file_io.h"
 
 namespace tpusim::tools {
+
+namespace {
+constexpr char kUsagePayload[] = "tpusim.dev/usage-error";
+}  // namespace
+
+absl::Status UsageError(absl::string_view message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kUsagePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsUsageError(const absl::Status& status) {
+  return status.GetPayload(kUsagePayload).has_value();
+}
 
 std::string ParsedArgs::Get(absl::string_view flag,
                             absl::string_view fallback) const {
@@ -209,7 +224,7 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
     err << "tpusim " << sub->name << ": "
         << absl::StatusCodeToString(status.code()) << ": " << status.message()
         << "\n";
-    return kExitError;
+    return IsUsageError(status) ? kExitUsage : kExitError;
   }
   return kExitOk;
 }

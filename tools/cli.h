@@ -43,6 +43,12 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
+// A usage error found while running a subcommand (a flag value that does not
+// parse, a flag combination that makes no sense): Cli::Run prints it and exits
+// 2 instead of 1.
+absl::Status UsageError(absl::string_view message);
+bool IsUsageError(const absl::Status& status);
+
 struct FlagSpec {
   std::string name;  // without the leading "--"
   bool takes_value = false;

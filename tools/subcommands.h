@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "tools/cli.h"
+#include "tools/collective_command.h"
 #include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
 
 namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
-  return {PresetsCommand(), InspectInputCommand()};
+  return {PresetsCommand(), InspectInputCommand(), CollectiveCommand()};
 }
 
 }  // namespace tpusim::tools

@@ -48,7 +48,9 @@ std::vector<ChipPreset> MakePresets() {
                          // 600 (wiki)
       /*ici_ports=*/4,   // A.2 [M]: 4 external links
       /*ici_link_gbps=*/62,  // A.2 [M]: 496 Gbit/s = 62 GB/s per direction
-      /*ici_link_achieved_gbps=*/std::nullopt,
+      // Not published. tpusim choice: 90% of raw (A.9 item 1: ~10% protocol
+      // overhead; the same ratio as v4 45/50, v5e 45/50, v5p and v6e 90/100).
+      /*ici_link_achieved_gbps=*/0.9 * 62,
       /*pcie_gbps=*/16,           // A.2 [M]: ~16 GB/s per chip
       /*dcn_gbps=*/std::nullopt,  // A.8: "?"
       kVpuLanes, kVpuSublanes, kHopLatency});
@@ -66,10 +68,17 @@ std::vector<ChipPreset> MakePresets() {
       4,               // A.3 [V]
       82,  // A.3 [C]: 82 GB/s (CACM20 656 Gbit/s and Cloud's 340 TB/s agree)
            // over 100
-      std::nullopt,
+      0.9 * 82,      // not published; tpusim choice: 90% of raw, as for v2
       std::nullopt,  // A.8: PCIe "?"
       std::nullopt,  // A.8: DCN "?"
       kVpuLanes, kVpuSublanes, kHopLatency});
+  // The on-chip path between the two TensorCores of a v2/v3 chip: no source
+  // gives it (A.2 only mentions on-board links "2x faster" [M], between
+  // chips). tpusim choice: twice the raw link rate, a tenth of the hop latency.
+  for (ChipPreset& preset : p) {
+    preset.on_chip_core_gbps = 2 * preset.ici_link_gbps;
+    preset.on_chip_core_latency = Picoseconds::FromNanoseconds(100);
+  }
   // ---- v4 (sheet A.4, A.8) ----
   p.push_back(
       ChipPreset{Generation("v4"),

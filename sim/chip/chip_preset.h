@@ -50,6 +50,10 @@ struct ChipPreset {
   int vpu_sublanes;
   // Empirical per-hop ICI latency.
   common::Picoseconds ici_hop_latency;
+  // The on-chip path between the two TensorCores of a v2/v3 chip (one
+  // direction); nullopt / zero for chips with one device.
+  std::optional<double> on_chip_core_gbps = std::nullopt;
+  common::Picoseconds on_chip_core_latency = common::Picoseconds(0);
 
   absl::string_view name() const { return generation->name; }
   // cores x MXUs x 2·dim² x clock: the MXU throughput identity (sheet A, "MXU

@@ -25,6 +25,10 @@ struct DeviceDescription {
   std::vector<int> coords;
   // "TPU v3 core", "TPU v4 (megacore)", "host CPU" ...
   std::string kind;
+  // The chip the device sits on: SliceLayout::ChipId of its (x, y, z); for a
+  // plain layout, the index of its (ordinal, task) cell in that mesh. Last, so
+  // that aggregate initialisers of the fields above keep working.
+  int chip = 0;
 };
 
 }  // namespace tpusim::runtime

@@ -126,6 +126,12 @@ absl::StatusOr<int> ResolveRank(const TpuGeneration& g, int rank) {
   return rank;
 }
 
+constexpr const char* kDims[] = {"x", "y", "z"};
+
+absl::StatusOr<SliceLayout> LayoutMesh(const TpuGeneration& g,
+                                       const std::array<int, 3>& chip_mesh,
+                                       int rank, absl::string_view name);
+
 }  // namespace
 
 std::string AllowedSliceNames(const TpuGeneration& generation) {
@@ -149,15 +155,52 @@ absl::StatusOr<SliceLayout> ParseSlice(absl::string_view name, int rank) {
 absl::StatusOr<SliceLayout> LayoutChipMesh(const TpuGeneration& g,
                                            const std::array<int, 3>& chip_mesh,
                                            int rank, absl::string_view name) {
-  static constexpr const char* kDims[] = {"x", "y", "z"};
   for (int d = 0; d < 3; ++d) {
     if (chip_mesh[d] < 1 || chip_mesh[d] > g.max_slice[d]) {
       return absl::InvalidArgumentError(
           absl::StrCat("chip mesh ", chip_mesh[0], "x", chip_mesh[1], "x",
                        chip_mesh[2], " of ", g.name, ": ", kDims[d], "=",
-                       chip_mesh[d], " must be in [1, ", g.max_slice[d], "]"));
+                       chip_mesh[d], " must be in [1, ", g.max_slice[d],
+                       "] (a larger custom shape needs the explicit "
+                       "override)"));
     }
   }
+  return LayoutMesh(g, chip_mesh, rank, name);
+}
+
+absl::StatusOr<SliceLayout> LayoutCustomChipMesh(
+    const TpuGeneration& g, const std::array<int, 3>& chip_mesh, int rank,
+    absl::string_view name) {
+  long long chips = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (chip_mesh[d] < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("custom chip mesh ", chip_mesh[0], "x", chip_mesh[1],
+                       "x", chip_mesh[2], " of ", g.name, ": ", kDims[d], "=",
+                       chip_mesh[d], " must be >= 1"));
+    }
+    chips *= chip_mesh[d];
+  }
+  if (g.torus_rank == 2 && chip_mesh[2] != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("custom chip mesh ", chip_mesh[0], "x", chip_mesh[1], "x",
+                     chip_mesh[2], " of ", g.name, ": z=", chip_mesh[2],
+                     " must be 1 on a 2-D generation"));
+  }
+  if (chips > kMaxCustomChips) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("custom chip mesh ", chip_mesh[0], "x", chip_mesh[1], "x",
+                     chip_mesh[2], " of ", g.name, " has ", chips,
+                     " chips; at most ", kMaxCustomChips, " are allowed"));
+  }
+  return LayoutMesh(g, chip_mesh, rank, name);
+}
+
+namespace {
+
+absl::StatusOr<SliceLayout> LayoutMesh(const TpuGeneration& g,
+                                       const std::array<int, 3>& chip_mesh,
+                                       int rank, absl::string_view name) {
   TPUSIM_ASSIGN_OR_RETURN(const int resolved_rank, ResolveRank(g, rank));
 
   SliceLayout layout;
@@ -210,12 +253,15 @@ absl::StatusOr<SliceLayout> LayoutChipMesh(const TpuGeneration& g,
       device.coords = {x0 + chip % bx, y0 + chip / bx};
       if (resolved_rank == 4) device.coords.push_back(z0);
       device.coords.push_back(core);
+      device.chip = layout.ChipId({x0 + chip % bx, y0 + chip / bx, z0});
       device.kind = kind;
       layout.devices.push_back(std::move(device));
     }
   }
   return layout;
 }
+
+}  // namespace
 
 absl::StatusOr<SliceLayout> PlainSliceLayout(int num_workers,
                                              int devices_per_worker) {
@@ -246,6 +292,7 @@ absl::StatusOr<SliceLayout> PlainSliceLayout(int num_workers,
       device.task = task;
       device.ordinal = ordinal;
       device.coords = {ordinal, task, 0};
+      device.chip = layout.ChipId({ordinal, task, 0});
       device.kind = "virtual TPU device";
       layout.devices.push_back(std::move(device));
     }

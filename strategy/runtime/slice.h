@@ -82,6 +82,18 @@ struct SliceLayout {
   std::vector<DeviceDescription> devices;
 
   int num_devices() const { return static_cast<int>(devices.size()); }
+  // The chip id of chip coordinates (x, y, z): x + X * (y + Y * z) with
+  // (X, Y, Z) = chip_mesh, i.e. x fastest. This is tpusim's one chip numbering
+  // (DeviceDescription::chip holds it for every device); the network model
+  // (sim/net) numbers its chips the same way.
+  int ChipId(const std::array<int, 3>& xyz) const {
+    return xyz[0] + chip_mesh[0] * (xyz[1] + chip_mesh[1] * xyz[2]);
+  }
+  // The inverse of ChipId.
+  std::array<int, 3> ChipCoords(int chip) const {
+    return {chip % chip_mesh[0], (chip / chip_mesh[0]) % chip_mesh[1],
+            chip / (chip_mesh[0] * chip_mesh[1])};
+  }
 };
 
 // Rank to use: kDefaultRank picks 3 for 2-D generations and 4 for 3-D ones.
@@ -113,6 +125,18 @@ absl::StatusOr<SliceLayout> LayoutChipMesh(const TpuGeneration& generation,
                                            const std::array<int, 3>& chip_mesh,
                                            int rank = kDefaultRank,
                                            absl::string_view name = "");
+
+// Largest custom chip mesh LayoutCustomChipMesh accepts, in chips.
+inline constexpr int kMaxCustomChips = 1 << 16;
+
+// The explicit override for scale studies: lays out any chip mesh of
+// `generation`'s chips, also beyond its largest slice (a 64x64 v5e torus, a
+// 1024x1 ring). The other rules of LayoutChipMesh still hold (dimensions >= 1,
+// z = 1 on a 2-D generation, host-block multiples, rank); in addition the
+// chip count must be <= kMaxCustomChips. Named slices never use this path.
+absl::StatusOr<SliceLayout> LayoutCustomChipMesh(
+    const TpuGeneration& generation, const std::array<int, 3>& chip_mesh,
+    int rank = kDefaultRank, absl::string_view name = "");
 
 // A plain layout for laptop scenarios: `num_workers` hosts with
 // `devices_per_worker` devices each, no generation. tpusim choice: the mesh is

@@ -105,5 +105,51 @@ TEST(KernelTest, ElaborationFailureIsReturnedAndNothingRuns) {
                             "pod.x=0, must be >= 1"));
 }
 
+TEST(KernelSessionTest, ElaboratesOnceAndStepsInIncrements) {
+  std::unique_ptr<PingPong> model;
+  absl::StatusOr<std::unique_ptr<KernelSession>> session =
+      KernelSession::Create([&]() -> absl::Status {
+        model = std::make_unique<PingPong>("ping_pong", 10,
+                                           sc_core::sc_time(1, sc_core::SC_US));
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(session.ok()) << session.status();
+  KernelSession& s = **session;
+  EXPECT_EQ(s.Now().count(), 0);
+  absl::StatusOr<common::Picoseconds> now =
+      s.RunFor(common::Picoseconds::FromNanoseconds(2500));
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->count(), 2'500'000);
+  EXPECT_EQ(model->hops, 2);
+  now = s.RunFor(common::Picoseconds::FromNanoseconds(1000));
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->count(), 3'500'000);
+  EXPECT_EQ(model->hops, 3);
+  EXPECT_TRUE(s.HasPendingActivity());
+  now = s.RunUntilIdle();
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->count(), 10'000'000);  // the last hop, not later
+  EXPECT_EQ(model->hops, 10);
+  EXPECT_FALSE(s.HasPendingActivity());
+  now = s.RunUntilIdle();  // idle: stays put, no SystemC warning
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->count(), 10'000'000);
+  now = s.RunFor(common::Picoseconds(500));  // time still advances on request
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->count(), 10'000'500);
+}
+
+TEST(KernelSessionTest, NegativeStepsAndSecondSessionsAreRefused) {
+  absl::StatusOr<std::unique_ptr<KernelSession>> session =
+      KernelSession::Create([] { return absl::OkStatus(); });
+  ASSERT_TRUE(session.ok());
+  EXPECT_THAT((*session)->RunFor(common::Picoseconds(-1)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "kernel step of -1 ps: must be >= 0"));
+  EXPECT_THAT(KernelSession::Create([] { return absl::OkStatus(); }),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("one pod per process")));
+}
+
 }  // namespace
 }  // namespace tpusim::sim

@@ -1,0 +1,118 @@
+// sim/net/network.h
+//
+// The SystemC model of the ICI network: one module per chip, each with its
+// outgoing links (one per torus neighbour and direction, plus the on-chip
+// core-to-core path on v2/v3) and one CollectiveEndpoint per device.
+//
+//   std::unique_ptr<Network> net;
+//   TPUSIM_ASSIGN_OR_RETURN(auto session, KernelSession::Create([&] {
+//     TPUSIM_ASSIGN_OR_RETURN(net, Network::Create(topology, config));
+//     return absl::OkStatus();
+//   }));
+//   net->endpoint(0).Start(request, on_done);   // for every member
+//   session->RunUntilIdle();
+//
+// How time is kept (architecture.md "Built to be partitioned"):
+// * integer picoseconds (the kernel's resolution is 1 ps);
+// * each chip has one SC_METHOD and its own event queue ordered by the fixed
+//   key (time, input port, message id); same-time events never depend on
+//   SystemC's scheduling order;
+// * chips interact only through link messages, which arrive at least one hop
+//   latency (> 0) after they leave, so a chip's events at time t are all known
+//   before it runs at t;
+// * statistics are kept per link and per endpoint and read in chip order.
+//
+// Links (tpusim's model):
+// * A link serves one packet at a time at B (NetConfig). Packets waiting for a
+//   busy link queue per input port (the direction they came from, the on-chip
+//   path, or a local device); when it frees up the link takes them
+//   round-robin between ports, FIFO within a port, so flows that share a link
+//   share its bandwidth packet by packet. An idle link starts the first packet
+//   that reaches it at once (at equal times, in the fixed key order).
+// * Cut-through: a packet starts on the next hop one hop latency after it
+//   started on this one, and cannot finish there before its last byte has
+//   arrived (finish = max(start + bytes/B, tail arrival)).
+// * The packet size is NetConfig::packet_bytes; 0 sends each message as one
+//   packet (the fast default; see the README for its error against 4 KiB
+//   packets).
+// * Both cores of a v2/v3 chip use all of the chip's ICI links (tpusim
+//   choice); messages between the two cores of one chip take the on-chip path.
+
+#ifndef TPUSIM_SIM_NET_NETWORK_H_
+#define TPUSIM_SIM_NET_NETWORK_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/units.h"
+#include "sim/net/collective.h"
+#include "sim/net/net_config.h"
+#include "sim/net/topology.h"
+
+namespace tpusim::sim::net {
+
+class ChipNode;
+
+struct NetworkOptions {
+  // Prefix of the chip modules' names ("<name>_chip_<id>"), so that several
+  // networks can be elaborated side by side.
+  std::string name = "ici";
+  // Construct the chip modules in reverse id order (a determinism check: the
+  // results must not depend on it).
+  bool reverse_construction = false;
+  // The data path of every device; nullptr uses a VectorRateDataPath owned by
+  // the network.
+  CollectiveDataPath* data_path = nullptr;
+};
+
+// Counters of one link. `dir` is the direction (0..5, see topology.h), or
+// 6 for the on-chip path from core 0 to core 1 and 7 for core 1 to core 0.
+struct LinkStats {
+  int chip = 0;
+  int dir = 0;
+  int64_t packets = 0;
+  int64_t bytes = 0;
+  common::Picoseconds busy;  // time the link was occupied
+  int64_t peak_queue = 0;    // most packets waiting for it at once
+};
+
+class Network {
+ public:
+  // Builds the modules; call it while elaborating (inside
+  // KernelSession::Create). Errors: the config's (ValidateNetConfig);
+  // FailedPrecondition when the kernel is not elaborating.
+  static absl::StatusOr<std::unique_ptr<Network>> Create(
+      const Topology& topology, const NetConfig& config,
+      NetworkOptions options = {});
+  ~Network();
+
+  const Topology& topology() const { return topology_; }
+  const NetConfig& config() const { return config_; }
+  CollectiveEndpoint& endpoint(int device) { return *endpoints_[device]; }
+  // Every existing link, chip by chip, directions in order, then the on-chip
+  // paths.
+  std::vector<LinkStats> Links() const;
+  // Sum over chips of the chips' event-queue events handled (a speed
+  // figure).
+  int64_t events() const;
+  // Sum over chips of the SystemC activations of their processes.
+  int64_t activations() const;
+  // The default data path (nullptr when the options gave one).
+  const VectorRateDataPath* default_data_path() const {
+    return default_data_path_.get();
+  }
+
+ private:
+  Network(const Topology& topology, const NetConfig& config);
+  Topology topology_;
+  NetConfig config_;
+  std::unique_ptr<VectorRateDataPath> default_data_path_;
+  std::vector<std::unique_ptr<ChipNode>> chips_;  // by chip id
+  std::vector<CollectiveEndpoint*> endpoints_;    // by device id
+};
+
+}  // namespace tpusim::sim::net
+
+#endif  // TPUSIM_SIM_NET_NETWORK_H_
