@@ -537,7 +537,8 @@ absl::StatusOr<ValueType> InferSlice(const OpAttrs& attrs,
                                 " must satisfy 0 <= start <= limit <= ",
                                 x.shape.dim(i)));
     }
-    dims[i] = (l - s + st - 1) / st;
+    // Ceil-division written so it cannot overflow for a stride near 2^63.
+    dims[i] = l == s ? 0 : (l - s - 1) / st + 1;
   }
   return Make(x.dtype, std::move(dims), dynamic);
 }

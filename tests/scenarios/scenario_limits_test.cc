@@ -83,6 +83,17 @@ TEST(ScenarioLimitsTest, ShapeProductsAreChecked) {
                "1099511627776]: shape [1099511627776,1099511627776] has more "
                "than 2^63-1 elements (the product of its dimensions "
                "overflows int64)"));
+  // tests/fuzz/regressions/scenario/literal_shape_overflow.
+  EXPECT_THAT(
+      Parse(
+          "pipeline { from_tensor_slices {\n"
+          "  component { dtype: \"uint8\" shape: [2, 2, 4611686018427387904]\n"
+          "  int_values: [0, 255, 7, 8] } } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "t:3: pipeline[0].from_tensor_slices.component[0].shape=[2,2,"
+               "4611686018427387904]: shape [2,2,4611686018427387904] has "
+               "more than 2^63-1 elements (the product of its dimensions "
+               "overflows int64)"));
 }
 
 TEST(ScenarioLimitsTest, IntegerRangeErrorsCarryTheLine) {

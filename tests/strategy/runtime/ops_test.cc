@@ -1,5 +1,6 @@
 #include "strategy/runtime/ops.h"
 
+#include <limits>
 #include <vector>
 
 #include "common/testing/status_matchers.h"
@@ -74,6 +75,16 @@ TEST(OpsTest, HugeShapesAreRejectedNotOverflowed) {
   EXPECT_THAT(Infer(OpCode::kParameter, a, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("has more than 2^52 elements")));
+}
+
+TEST(OpsTest, ReshapeTargetWhoseProductOverflowsIsRejected) {
+  // Regression (tests/fuzz/regressions/program/reshape_shape_overflow).
+  OpAttrs a;
+  a.shape = {3, int64_t{1} << 62};
+  EXPECT_THAT(Infer(OpCode::kReshape, a, {I32({2, 6})}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shape={3,4611686018427387904} has more than "
+                                 "2^63-1 elements")));
 }
 
 TEST(OpsTest, ReplicaIdIsInt32Scalar) {
@@ -345,6 +356,27 @@ TEST(OpsTest, SliceBoundsAndStrides) {
   EXPECT_THAT(Infer(OpCode::kSlice, a, {F32({8, 5}, 0b1)}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("dimension 0 is dynamic")));
+}
+
+TEST(OpsTest, SliceWithHugeStrideHasExactSizeWithoutOverflow) {
+  // Regression (tests/fuzz/regressions/program/slice_stride_overflow): the
+  // ceil-division must not overflow int64 for a stride near 2^63.
+  OpAttrs a;
+  a.start = {0, 0};
+  a.limit = {2, 4};
+  a.strides = {1, std::numeric_limits<int64_t>::max()};
+  EXPECT_EQ(*Infer(OpCode::kSlice, a, {F32({2, 6})}), F32({2, 1}));
+  // Empty and exact-multiple slices keep their sizes.
+  a.start = {1, 3};
+  a.limit = {1, 3};
+  a.strides = {1, 2};
+  EXPECT_EQ(*Infer(OpCode::kSlice, a, {F32({2, 6})}), F32({0, 0}));
+  a.start = {0, 0};
+  a.limit = {2, 6};
+  a.strides = {2, 3};
+  EXPECT_EQ(*Infer(OpCode::kSlice, a, {F32({2, 6})}), F32({1, 2}));
+  a.strides = {1, 4};
+  EXPECT_EQ(*Infer(OpCode::kSlice, a, {F32({2, 6})}), F32({2, 2}));
 }
 
 TEST(OpsTest, ConcatAddsAlongAxis) {
