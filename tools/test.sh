@@ -2,7 +2,8 @@
 # The test command: installs missing dependencies, builds the release preset and runs the whole
 # ctest suite (each TEST in its own process). Exits non-zero on any failure.
 # Then runs every fuzz target (tools/fuzz.sh) for TPUSIM_FUZZ_SECONDS seconds each (default 20;
-# 0 skips fuzzing); a fuzz crash fails the run.
+# 0 skips fuzzing); a fuzz crash fails the run. The fuzzers start from a fixed seed (-seed=1,
+# unless TPUSIM_FUZZ_FLAGS says otherwise) so a failure found here replays with the same flags.
 # Usage: tools/test.sh [extra ctest args]   (TPUSIM_PRESET=asan tools/test.sh for sanitizers)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,5 +22,5 @@ if [ "$fuzz_seconds" = "0" ]; then
 elif ! command -v clang++ >/dev/null 2>&1; then
   echo "test: fuzzing skipped: clang++ is not installed (tools/setup.sh installs it)"
 else
-  tools/fuzz.sh all "$fuzz_seconds"
+  TPUSIM_FUZZ_FLAGS="${TPUSIM_FUZZ_FLAGS:--seed=1}" tools/fuzz.sh all "$fuzz_seconds"
 fi

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/check.h"
 #include "common/int_math.h"
 #include "common/status_macros.h"
 
@@ -261,7 +262,8 @@ absl::StatusOr<int64_t> WindowedSize(OpCode code,
                                      absl::string_view what, int dim,
                                      int64_t size, int64_t k, int64_t s,
                                      Padding padding) {
-  if (padding == Padding::kSame) return (size + s - 1) / s;
+  // ceil(size / s) without forming size + s - 1, which overflows for huge s.
+  if (padding == Padding::kSame) return size == 0 ? 0 : (size - 1) / s + 1;
   if (k > size) {
     return Error(code, ops,
                  absl::StrCat("VALID padding needs the ", what, " (", k,
@@ -929,15 +931,42 @@ absl::StatusOr<ValueType> InferOpType(
     }
     n *= d;
   }
+  // So are the op's cost counts, which later stages only add up.
+  TPUSIM_RETURN_IF_ERROR(
+      CheckedOpCost(code, attrs, operands, type, context).status());
   return type;
 }
 
-OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
-                absl::Span<const ValueType* const> operands,
-                const ValueType& result, const InferContext& context) {
+namespace {
+
+// Cost arithmetic over user-controlled sizes. Every product and sum is checked;
+// the first overflow is remembered and CheckedOpCost reports it.
+class CostArith {
+ public:
+  int64_t Mul(int64_t a, int64_t b) {
+    std::optional<int64_t> r = common::CheckedMul(a, b);
+    if (!r) overflow_ = true;
+    return r.value_or(0);
+  }
+  int64_t Add(int64_t a, int64_t b) {
+    std::optional<int64_t> r = common::CheckedAdd(a, b);
+    if (!r) overflow_ = true;
+    return r.value_or(0);
+  }
+  bool overflow() const { return overflow_; }
+
+ private:
+  bool overflow_ = false;
+};
+
+// The cost rule; `arith` records an overflow of any count.
+OpCost ComputeOpCost(OpCode code, const OpAttrs& attrs,
+                     absl::Span<const ValueType* const> operands,
+                     const ValueType& result, const InferContext& context,
+                     CostArith& arith) {
   OpCost cost;
   int64_t read = 0;
-  for (const ValueType* t : operands) read += t->byte_size();
+  for (const ValueType* t : operands) read = arith.Add(read, t->byte_size());
   const int64_t out_elems = result.shape.num_elements();
   cost.bytes_read = read;
   cost.bytes_written = result.byte_size();
@@ -954,24 +983,27 @@ OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
     case OpCode::kVariableAssign:
       return cost;
     case OpCode::kVariableAssignAdd:
-      cost.bytes_read += result.byte_size();  // the old value
+      // The old value is read too.
+      cost.bytes_read = arith.Add(cost.bytes_read, result.byte_size());
       cost.flops = out_elems;
       return cost;
     case OpCode::kDot: {
       const ValueType& l = *operands[0];
       int64_t k = 1;
-      for (int64_t d : attrs.dot.lhs_contracting) k *= l.shape.dim(d);
-      cost.flops = 2 * out_elems * k;
+      for (int64_t d : attrs.dot.lhs_contracting) k = arith.Mul(k, l.shape.dim(d));
+      cost.flops = arith.Mul(arith.Mul(2, out_elems), k);
       return cost;
     }
     case OpCode::kConv2D: {
       const ValueType& f = *operands[1];
-      cost.flops =
-          2 * out_elems * f.shape.dim(0) * f.shape.dim(1) * f.shape.dim(2);
+      int64_t macs = out_elems;
+      for (int i = 0; i < 3; ++i) macs = arith.Mul(macs, f.shape.dim(i));
+      cost.flops = arith.Mul(2, macs);
       return cost;
     }
     case OpCode::kMaxPool2D:
-      cost.flops = out_elems * attrs.window[0] * attrs.window[1];
+      cost.flops =
+          arith.Mul(arith.Mul(out_elems, attrs.window[0]), attrs.window[1]);
       return cost;
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
@@ -979,7 +1011,7 @@ OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
       cost.flops = operands[0]->shape.num_elements();
       return cost;
     case OpCode::kSoftmax:
-      cost.flops = 4 * out_elems;
+      cost.flops = arith.Mul(4, out_elems);
       cost.transcendentals = out_elems;
       return cost;
     case OpCode::kAllReduce:
@@ -988,7 +1020,7 @@ OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
                                          context.num_replicas);
       const int64_t n =
           groups.ok() ? static_cast<int64_t>((*groups)[0].size()) : 1;
-      cost.flops = (n - 1) * operands[0]->shape.num_elements();
+      cost.flops = arith.Mul(n - 1, operands[0]->shape.num_elements());
       return cost;
     }
     default:
@@ -999,6 +1031,31 @@ OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
     if (IsTranscendental(code)) cost.transcendentals = out_elems;
   }
   return cost;
+}
+
+}  // namespace
+
+absl::StatusOr<OpCost> CheckedOpCost(OpCode code, const OpAttrs& attrs,
+                                     absl::Span<const ValueType* const> operands,
+                                     const ValueType& result,
+                                     const InferContext& context) {
+  CostArith arith;
+  OpCost cost = ComputeOpCost(code, attrs, operands, result, context, arith);
+  if (arith.overflow()) {
+    return Error(code, operands,
+                 absl::StrCat("its cost (FLOPs or bytes) for result ",
+                              result.ToString(), " exceeds 2^63"));
+  }
+  return cost;
+}
+
+OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
+                absl::Span<const ValueType* const> operands,
+                const ValueType& result, const InferContext& context) {
+  absl::StatusOr<OpCost> cost =
+      CheckedOpCost(code, attrs, operands, result, context);
+  TPUSIM_CHECK(cost.ok()) << cost.status();
+  return *cost;
 }
 
 }  // namespace tpusim::runtime

@@ -230,12 +230,21 @@ struct OpCost {
   int64_t transcendentals = 0;
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
+  // Totals over many ops saturate at INT64_MAX instead of overflowing (each
+  // op's own counts are checked to fit by InferOpType).
   OpCost& operator+=(const OpCost& o) {
-    flops += o.flops;
-    transcendentals += o.transcendentals;
-    bytes_read += o.bytes_read;
-    bytes_written += o.bytes_written;
+    flops = SaturatingAdd(flops, o.flops);
+    transcendentals = SaturatingAdd(transcendentals, o.transcendentals);
+    bytes_read = SaturatingAdd(bytes_read, o.bytes_read);
+    bytes_written = SaturatingAdd(bytes_written, o.bytes_written);
     return *this;
+  }
+  static int64_t SaturatingAdd(int64_t a, int64_t b) {
+    int64_t out = 0;
+    if (__builtin_add_overflow(a, b, &out)) {
+      return b > 0 ? INT64_MAX : INT64_MIN;
+    }
+    return out;
   }
   friend bool operator==(const OpCost& a, const OpCost& b) {
     return a.flops == b.flops && a.transcendentals == b.transcendentals &&
@@ -249,6 +258,13 @@ struct OpCost {
 OpCost OpCostOf(OpCode code, const OpAttrs& attrs,
                 absl::Span<const ValueType* const> operands,
                 const ValueType& result, const InferContext& context);
+
+// As OpCostOf, but InvalidArgument when a count does not fit in int64.
+// InferOpType rejects such ops, so OpCostOf never overflows.
+absl::StatusOr<OpCost> CheckedOpCost(OpCode code, const OpAttrs& attrs,
+                                     absl::Span<const ValueType* const> operands,
+                                     const ValueType& result,
+                                     const InferContext& context);
 
 }  // namespace tpusim::runtime
 

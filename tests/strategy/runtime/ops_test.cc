@@ -379,6 +379,64 @@ TEST(OpsTest, SliceWithHugeStrideHasExactSizeWithoutOverflow) {
   EXPECT_EQ(*Infer(OpCode::kSlice, a, {F32({2, 6})}), F32({2, 2}));
 }
 
+TEST(OpsTest, WindowedOpsWithHugeStrideHaveExactSizeWithoutOverflow) {
+  // Regression (tests/fuzz/regressions/program/conv_same_stride_overflow):
+  // SAME padding's ceil(size / stride) must not overflow for a stride near
+  // 2^63.
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  OpAttrs a;
+  a.padding = Padding::kSame;
+  a.window_strides = {huge, 1};
+  EXPECT_EQ(*Infer(OpCode::kConv2D, a, {F32({1, 8, 8, 2}), F32({3, 3, 2, 4})}),
+            F32({1, 1, 8, 4}));
+  a.window_strides = {3, 2};
+  EXPECT_EQ(*Infer(OpCode::kConv2D, a, {F32({1, 7, 6, 2}), F32({3, 3, 2, 4})}),
+            F32({1, 3, 3, 4}));
+  OpAttrs p;
+  p.padding = Padding::kSame;
+  p.window = {2, 2};
+  p.window_strides = {huge, huge};
+  EXPECT_EQ(*Infer(OpCode::kMaxPool2D, p, {F32({1, 5, 5, 1})}),
+            F32({1, 1, 1, 1}));
+  p.window_strides = {2, 2};
+  EXPECT_EQ(*Infer(OpCode::kMaxPool2D, p, {F32({1, 0, 5, 1})}),
+            F32({1, 0, 3, 1}));
+}
+
+TEST(OpsTest, OpWhoseCostOverflowsIsRejected) {
+  // Regression (tests/fuzz/regressions/program/dot_flops_overflow): both
+  // operands and the result are under the element limit, but 2 * 2^40 * 2^30
+  // FLOPs do not fit in int64.
+  OpAttrs a;
+  a.dot.lhs_contracting = {1};
+  a.dot.rhs_contracting = {0};
+  EXPECT_THAT(
+      Infer(OpCode::kDot, a,
+            {F32({int64_t{1} << 20, int64_t{1} << 30}),
+             F32({int64_t{1} << 30, int64_t{1} << 20})}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("dot"),
+                     HasSubstr("cost (FLOPs or bytes) for result "
+                               "f32[1048576,1048576] exceeds 2^63"))));
+  // The largest dot that fits still has its exact cost.
+  EXPECT_EQ(Cost(OpCode::kDot, a,
+                 {F32({int64_t{1} << 20, int64_t{1} << 20}),
+                  F32({int64_t{1} << 20, int64_t{1} << 20})})
+                .flops,
+            int64_t{1} << 61);
+}
+
+TEST(OpsTest, CostTotalsSaturateInsteadOfOverflowing) {
+  OpCost total;
+  total.flops = std::numeric_limits<int64_t>::max() - 1;
+  OpCost one;
+  one.flops = 5;
+  one.bytes_read = 7;
+  total += one;
+  EXPECT_EQ(total.flops, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(total.bytes_read, 7);
+}
+
 TEST(OpsTest, ConcatAddsAlongAxis) {
   OpAttrs a;
   a.axis = 1;
