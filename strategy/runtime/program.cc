@@ -330,6 +330,13 @@ absl::StatusOr<Program> Program::FromProto(const proto::ProgramProto& proto) {
         " and num_cores_per_replica=", proto.num_cores_per_replica(),
         " must be >= 1"));
   }
+  if (int64_t{proto.num_replicas()} * proto.num_cores_per_replica() >
+      kMaxProgramDevices) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "program ", proto.name(), ": num_replicas=", proto.num_replicas(),
+        " x num_cores_per_replica=", proto.num_cores_per_replica(),
+        " devices exceed the limit of ", kMaxProgramDevices));
+  }
   ProgramBuilder b(proto.name(), proto.num_replicas(),
                    proto.num_cores_per_replica());
   for (const proto::VariableDeclProto& v : proto.variables()) {

@@ -81,6 +81,11 @@ struct VariableDecl {
   std::string name;  // informational, e.g. "dense/kernel:0"
 };
 
+// Most devices (num_replicas x num_cores_per_replica) a program may span: the
+// largest plain slice layout (strategy/runtime/slice.cc), so a hostile proto
+// cannot make per-replica tables (replica groups) allocate gigabytes.
+inline constexpr int64_t kMaxProgramDevices = int64_t{1} << 20;
+
 class Program {
  public:
   Program() = default;

@@ -283,6 +283,31 @@ TEST(ProgramTest, ParsingLiteralWhoseSizeOverflowsFails) {
                "uint8[4611686018427387903,2] needs 9223372036854775806"));
 }
 
+// Regression (tests/fuzz/regressions/program/replica_count_huge): a collective
+// in a program of 2^31-1 replicas built an 8-byte-per-replica group table
+// (17 GB) before anything else failed.
+TEST(ProgramTest, ParsingTooManyDevicesFailsBeforeAllocating) {
+  proto::ProgramProto pb;
+  pb.set_name("p");
+  pb.set_num_replicas(2147483647);
+  pb.set_num_cores_per_replica(1);
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program p: num_replicas=2147483647 x "
+                       "num_cores_per_replica=1 devices exceed the limit of "
+                       "1048576"));
+  pb.set_num_replicas(1024);
+  pb.set_num_cores_per_replica(2048);
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program p: num_replicas=1024 x "
+                       "num_cores_per_replica=2048 devices exceed the limit "
+                       "of 1048576"));
+  // The limit itself is allowed.
+  pb.set_num_cores_per_replica(1024);
+  EXPECT_THAT(Program::FromProto(pb), IsOk());
+}
+
 // A variable slot wider than int must not alias the slot it truncates to.
 TEST(ProgramTest, ParsingVariableSlotBeyondIntIsNotDeclared) {
   proto::ProgramProto pb;
