@@ -12,11 +12,13 @@
 #include "tools/collective_command.h"
 #include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
+#include "tools/topo_command.h"
 
 namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
-  return {PresetsCommand(), InspectInputCommand(), CollectiveCommand()};
+  return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
+          TopoCommand()};
 }
 
 }  // namespace tpusim::tools
