@@ -18,6 +18,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "scenarios/field_override.h"
 #include "strategy/data/dataset.h"
 #include "strategy/runtime/slice.h"
 #include "strategy/runtime/tensor.h"
@@ -889,9 +890,9 @@ class Validator {
 
 }  // namespace
 
-absl::StatusOr<LoadedScenario> ParseScenario(absl::string_view text,
-                                             absl::string_view source_name,
-                                             absl::string_view base_dir) {
+absl::StatusOr<LoadedScenario> ParseScenario(
+    absl::string_view text, absl::string_view source_name,
+    absl::string_view base_dir, const std::vector<std::string>& overrides) {
   LoadedScenario out;
   out.source_name = std::string(source_name);
   out.base_dir = std::string(base_dir);
@@ -915,11 +916,15 @@ absl::StatusOr<LoadedScenario> ParseScenario(absl::string_view text,
         absl::StrCat(source_name, ": not a valid scenario"));
   }
   out.locations = std::move(tree);
+  for (const std::string& o : overrides) {
+    TPUSIM_RETURN_IF_ERROR(ApplyFieldOverride(&out.proto, o));
+  }
   TPUSIM_RETURN_IF_ERROR(ValidateScenario(out));
   return out;
 }
 
-absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path) {
+absl::StatusOr<LoadedScenario> LoadScenarioFile(
+    const std::string& path, const std::vector<std::string>& overrides) {
   TPUSIM_ASSIGN_OR_RETURN(
       const std::string text,
       common::ReadRegularFile(path, "scenario file", kMaxScenarioFileBytes));
@@ -932,7 +937,7 @@ absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path) {
   } else if (slash != std::string::npos) {
     dir = path.substr(0, slash);
   }
-  return ParseScenario(text, path, dir);
+  return ParseScenario(text, path, dir, overrides);
 }
 
 absl::Status ValidateScenario(const LoadedScenario& scenario) {

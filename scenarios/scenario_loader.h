@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -61,13 +62,18 @@ struct LoadedScenario {
 // Parses and validates `text`. `source_name` prefixes error messages;
 // `base_dir` is stored in the result. Errors: InvalidArgument naming the line
 // (1-based), column and field.
-absl::StatusOr<LoadedScenario> ParseScenario(absl::string_view text,
-                                             absl::string_view source_name,
-                                             absl::string_view base_dir);
+// `overrides` ("PATH=VALUE", scenarios/field_override.h) are applied in
+// order after parsing and before validation, so the validator judges the
+// scenario as overridden.
+absl::StatusOr<LoadedScenario> ParseScenario(
+    absl::string_view text, absl::string_view source_name,
+    absl::string_view base_dir,
+    const std::vector<std::string>& overrides = {});
 
 // Reads `path` and parses it with ParseScenario (base_dir = the file's
 // directory). NotFound when the file cannot be read.
-absl::StatusOr<LoadedScenario> LoadScenarioFile(const std::string& path);
+absl::StatusOr<LoadedScenario> LoadScenarioFile(
+    const std::string& path, const std::vector<std::string>& overrides = {});
 
 // Validates an already built scenario (ParseScenario calls it). Errors as
 // above, without line numbers when `scenario.locations` is null.

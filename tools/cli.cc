@@ -207,6 +207,7 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
           << " needs a value\n";
       return kExitUsage;
     }
+    parsed.all_[flag_name].push_back(parsed.flags_[flag_name]);
   }
   const int n = static_cast<int>(parsed.positional_.size());
   if (n < sub->min_positional || n > sub->max_positional) {

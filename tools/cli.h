@@ -68,10 +68,16 @@ class ParsedArgs {
   absl::StatusOr<int64_t> GetInt(absl::string_view flag, int64_t fallback,
                                  int64_t min) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // Every value a repeatable flag was given, in order (Get returns the last).
+  std::vector<std::string> GetAll(absl::string_view flag) const {
+    auto it = all_.find(std::string(flag));
+    return it == all_.end() ? std::vector<std::string>{} : it->second;
+  }
 
  private:
   friend class Cli;
   std::map<std::string, std::string> flags_;
+  std::map<std::string, std::vector<std::string>> all_;
   std::vector<std::string> positional_;
 };
 

@@ -99,7 +99,7 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   }
   const std::string& path = args.positional()[0];
   TPUSIM_ASSIGN_OR_RETURN(scenarios::LoadedScenario scenario,
-                          scenarios::LoadScenarioFile(path));
+                          scenarios::LoadScenarioFile(path, args.GetAll("set")));
   scenarios::RunInputOptions options;
   options.max_steps = steps;
   options.data_dir = args.Get("data-dir");
@@ -176,7 +176,8 @@ Subcommand InspectInputCommand() {
   s.usage =
       "tpusim inspect-input SCENARIO [--format=text|json] [--steps K] "
       "[--golden FILE] "
-      "[--update-golden] [--data-dir DIR] [--max-memory BYTES]";
+      "[--update-golden] [--data-dir DIR] [--max-memory BYTES] "
+      "[--set PATH=VALUE]...";
   s.flags = {
       {"format", true, "text (default) or json"},
       {"steps", true, "list at most K steps (K >= 1; default 1000)"},
@@ -190,6 +191,10 @@ Subcommand InspectInputCommand() {
       {"data-dir", true,
        "where synthetic file sets are written (default $TPUSIM_DATA_DIR or "
        "$TMPDIR/tpusim-data)"},
+      {"set", true,
+       "PATH=VALUE: change one scenario field before validation, e.g. "
+       "global_batch_size=64 or pipeline[1].batch.drop_remainder=true "
+       "(repeatable)"},
   };
   s.min_positional = 1;
   s.max_positional = 1;
