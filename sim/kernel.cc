@@ -62,6 +62,8 @@ absl::StatusOr<common::Picoseconds> KernelSession::RunFor(
   return Run(duration);
 }
 
+void KernelSession::Pause() { sc_core::sc_pause(); }
+
 absl::StatusOr<common::Picoseconds> KernelSession::RunUntilIdle() {
   return Run(std::nullopt);
 }

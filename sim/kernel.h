@@ -70,6 +70,11 @@ class KernelSession {
   // activity (time does not advance past it). Same errors as RunFor.
   absl::StatusOr<common::Picoseconds> RunUntilIdle();
 
+  // Called from inside the simulation (a process or a callback it runs): the
+  // current RunFor / RunUntilIdle returns at the end of this delta cycle, at
+  // the current time (sc_pause). The next call resumes from there.
+  void Pause();
+
  private:
   KernelSession() = default;
   absl::StatusOr<common::Picoseconds> Run(

@@ -59,8 +59,15 @@ DeviceRates DeviceRates::FromPreset(const ChipPreset& preset) {
 common::Picoseconds TimeAtRate(double units, double rate_per_second) {
   if (units <= 0) return common::Picoseconds(0);
   TPUSIM_CHECK(rate_per_second > 0) << rate_per_second;
-  return common::Picoseconds(
-      static_cast<int64_t>(std::ceil(units / rate_per_second * 1e12)));
+  // Rounded up, except that a result within a relative 1e-9 of an integer is
+  // that integer (so exact ratios such as 2^24 bytes at 16 GB/s are not
+  // pushed up by the floating-point division).
+  const double ps = units / rate_per_second * 1e12;
+  const double nearest = std::round(ps);
+  if (std::abs(ps - nearest) <= 1e-9 * std::max(1.0, ps)) {
+    return common::Picoseconds(static_cast<int64_t>(nearest));
+  }
+  return common::Picoseconds(static_cast<int64_t>(std::ceil(ps)));
 }
 
 int64_t MatmulCycles(const DeviceRates& rates, const MatmulWork& w) {

@@ -46,14 +46,52 @@ struct DeviceProfile {
       0;  // operands received from another logical core's device
   int64_t collective_bytes =
       0;  // operand bytes this device fed into collectives
+  // Timing backends only (0 elsewhere):
+  int64_t mxu_busy_ps = 0;      // time the MXUs were busy (tile cycles)
+  int64_t busy_ps = 0;          // time in kernels (any category)
+  int64_t hbm_bytes = 0;        // HBM bytes moved by kernels
+  int64_t peak_hbm_bytes = 0;   // largest footprint of a program it ran
+  int64_t hbm_capacity_bytes = 0;
 };
 
-// A timed interval (timing backends only).
+// A timed interval (timing backends only). Device spans carry one of the
+// categories "mxu" (MXU-bound compute), "vector" (vector-unit-bound),
+// "memory" (HBM-bound), "collective" (exposed collective wait), "infeed"
+// (PCIe transfer the step waits for), "input" (the host pipeline was not
+// ready), "host" (host-loop overhead), "idle". Host spans have device_id -1,
+// `host` set, and category "host_pipeline" or "pcie".
 struct TimelineSpan {
   int device_id = 0;
   std::string name;
   int64_t start_ps = 0;
   int64_t end_ps = 0;
+  std::string category;
+  int host = -1;
+};
+
+// One ICI link (timing backends only): from chip `chip` at `coords` along
+// dimension `dim` (0, 1, 2 = x, y, z; 3 = the on-chip path between the two
+// cores of a v2/v3 chip) in direction +1 or -1.
+struct LinkProfile {
+  int chip = 0;
+  std::vector<int> coords;
+  int dim = 0;
+  int direction = 1;
+  int64_t bytes = 0;
+  int64_t busy_ps = 0;
+};
+
+// One device call (ExecuteSpmd) of a timing backend, as seen by the device
+// that finished last: the exposed collective time (it waited for a collective
+// to end) and the hidden part (collective time overlapped by its compute).
+struct StepProfile {
+  int64_t start_ps = 0;
+  int64_t end_ps = 0;
+  int64_t steps = 1;  // iterations in the call (steps_per_run)
+  int64_t exposed_collective_ps = 0;
+  int64_t hidden_collective_ps = 0;
+  int64_t infeed_wait_ps = 0;
+  int64_t host_overhead_ps = 0;
 };
 
 struct Profile {
@@ -62,6 +100,10 @@ struct Profile {
   std::vector<DeviceProfile> devices;
   // Empty for backends without timing.
   std::vector<TimelineSpan> spans;
+  std::vector<LinkProfile> links;
+  std::vector<StepProfile> steps;
+  // Simulated time at the end of the last call (timing backends).
+  int64_t end_ps = 0;
 };
 
 // The proto form (strategy/runtime/profile.proto), for report writers.

@@ -1,0 +1,144 @@
+// sim/sim_backend.h
+//
+// SimBackend: the Backend that runs TPUStrategy programs on a simulated TPU
+// slice. Values are computed by the host kernels (an internal HostBackend), so
+// they are bit-identical to HostBackend's; abstract tensors are timed and
+// never computed. Time comes from the pod model: kernels on each device
+// (sim/chip/kernel_timing.h), collectives as real algorithms on the ICI
+// network (sim/net, a SystemC model), PCIe infeed per host and a host-loop
+// overhead per device call. The simulated clock runs on across calls.
+//
+//   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<SimBackend> sim,
+//                           SimBackend::Create("v4-32"));
+//   TPUSIM_ASSIGN_OR_RETURN(TPUClusterResolver resolver,
+//                           TPUClusterResolver::Create(*sim, "v4-32"));
+//   ... run a TPUStrategy on *sim exactly as on HostBackend ...
+//   absl::StatusOr<Profile> p = sim->CollectProfile();  // spans, links, steps
+//
+// One SimBackend per process (SystemC elaborates once): a second Create is
+// FailedPrecondition.
+//
+// The step model (tpusim's):
+// * A call starts on the host at the current simulated time and pays the
+//   host-loop overhead H once; each device then runs its ops in program order
+//   as kernels, starting no earlier than its arguments' infeed arrival.
+// * Every op is one kernel (no fusion yet): max(MXU, vector, HBM) time plus
+//   the issue overhead; parameter, constant, replica_id, reshape and
+//   variable_read take no time.
+// * A collective starts (on sim/net) as soon as its operand is ready on each
+//   member and the device goes on with independent ops; the first op that
+//   uses the result waits for it (the wait is exposed collective time).
+//   Values used on another logical core travel over ICI as a permute.
+// * Arguments cross PCIe when they are transferred: one DMA queue per host at
+//   the preset's PCIe rate.
+// * HBM holds the variables, the arguments and the peak live set of the
+//   program; a call that does not fit is ResourceExhausted naming the device,
+//   the bytes, the capacity and the five largest live values.
+
+#ifndef TPUSIM_SIM_SIM_BACKEND_H_
+#define TPUSIM_SIM_SIM_BACKEND_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/units.h"
+#include "sim/chip/chip_preset.h"
+#include "sim/chip/kernel_timing.h"
+#include "sim/net/topology.h"
+#include "strategy/runtime/backend.h"
+#include "strategy/runtime/host_backend.h"
+#include "strategy/runtime/slice.h"
+
+namespace tpusim::sim {
+
+class SimPod;
+
+struct SimBackendOptions {
+  // Wraparound of the torus (sheet C.3 rules by default).
+  net::WrapMode wrap = net::WrapMode::kGeneration;
+  // Paid once per device call. tpusim choice (the sheet has no figure): 100 us,
+  // the order of TF's TPU host-loop cost per session.run.
+  common::Picoseconds host_loop_overhead =
+      common::Picoseconds::FromMicroseconds(100);
+  // Record a span per kernel per device (a 4096-chip run can turn this off to
+  // keep memory small; counters and steps are always kept).
+  bool record_spans = true;
+  // Worker threads of the internal host backend.
+  int host_threads = 2;
+};
+
+class SimBackend final : public runtime::Backend {
+ public:
+  // `slice`: a slice name ("v4-32", "v5litepod-16"; runtime::ParseSlice).
+  // Errors: the slice's (InvalidArgument naming it and the allowed names);
+  // FailedPrecondition for a second SimBackend in this process.
+  static absl::StatusOr<std::unique_ptr<SimBackend>> Create(
+      absl::string_view slice, SimBackendOptions options = {});
+  // From a laid-out slice (e.g. runtime::LayoutChipMesh for a custom shape).
+  static absl::StatusOr<std::unique_ptr<SimBackend>> Create(
+      runtime::SliceLayout layout, SimBackendOptions options = {});
+  ~SimBackend() override;
+
+  absl::string_view name() const override { return "sim"; }
+  absl::Span<runtime::Device* const> devices() const override {
+    return host_->devices();
+  }
+  absl::StatusOr<std::unique_ptr<runtime::Buffer>> TransferToDevice(
+      int device_id, const runtime::Tensor& value) override;
+  absl::StatusOr<runtime::Tensor> TransferFromDevice(
+      const runtime::Buffer& buffer) override;
+  absl::StatusOr<std::unique_ptr<runtime::Executable>> Compile(
+      const runtime::Program& program,
+      const runtime::CompileOptions& options) override;
+  absl::StatusOr<runtime::SpmdOutputs> ExecuteSpmd(
+      const runtime::Executable& executable,
+      const runtime::SpmdAssignment& assignment,
+      absl::Span<const std::vector<runtime::Buffer*>> per_replica_args)
+      override;
+  absl::Status WriteVariable(int device_id, int slot,
+                             const runtime::Tensor& value) override;
+  absl::StatusOr<runtime::Tensor> ReadVariable(int device_id,
+                                               int slot) const override;
+  absl::StatusOr<runtime::Profile> CollectProfile() const override;
+  void ResetProfile() override;
+
+  const runtime::SliceLayout& layout() const { return layout_; }
+  const ChipPreset& preset() const { return *preset_; }
+  const DeviceRates& rates() const { return rates_; }
+  // Simulated time now (the end of the last call).
+  common::Picoseconds Now() const { return now_; }
+
+ private:
+  SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
+             SimBackendOptions options);
+
+  runtime::SliceLayout layout_;
+  const ChipPreset* preset_;
+  DeviceRates rates_;
+  SimBackendOptions options_;
+  std::unique_ptr<runtime::HostBackend> host_;
+  std::unique_ptr<SimPod> pod_;
+  common::Picoseconds now_;
+  double pcie_bytes_per_second_ = 0;
+  // Per device: when its queued infeed has arrived; per host: when its PCIe
+  // DMA queue is free.
+  std::vector<common::Picoseconds> infeed_ready_;
+  std::vector<common::Picoseconds> pcie_free_;
+  // Variable bytes per (device, slot).
+  std::vector<std::map<int, int64_t>> variable_bytes_;
+  // Timing counters and spans since the last ResetProfile.
+  std::vector<runtime::DeviceProfile> timing_;
+  std::vector<runtime::TimelineSpan> spans_;
+  std::vector<runtime::StepProfile> steps_;
+  // Link counters at the last ResetProfile (the network's run on).
+  std::vector<std::pair<int64_t, int64_t>> link_base_;
+};
+
+}  // namespace tpusim::sim
+
+#endif  // TPUSIM_SIM_SIM_BACKEND_H_

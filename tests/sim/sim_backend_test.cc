@@ -1,0 +1,238 @@
+// SimBackend: values bit-identical to HostBackend, the step timeline from the
+// pod model, and its bad input. Each TEST is its own process (one SystemC
+// kernel per process).
+
+#include "sim/sim_backend.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "strategy/runtime/host_backend.h"
+
+namespace tpusim::sim {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::tpusim::testing::IsOk;
+using ::tpusim::testing::StatusIs;
+using runtime::Buffer;
+using runtime::DType;
+using runtime::Program;
+using runtime::ProgramBuilder;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::Value;
+
+std::vector<std::vector<int>> OneCorePerReplica(int n) {
+  std::vector<std::vector<int>> a;
+  for (int i = 0; i < n; ++i) a.push_back({i});
+  return a;
+}
+
+// Runs `program` with one argument per replica on `backend`; returns the
+// outputs as host tensors.
+std::vector<std::vector<Tensor>> RunOn(runtime::Backend& backend,
+                                     const Program& program,
+                                     const std::vector<Tensor>& args) {
+  const int n = program.num_replicas();
+  auto exe = backend.Compile(program, {n, 1});
+  EXPECT_THAT(exe, IsOk());
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> per_replica(n);
+  for (int r = 0; r < n; ++r) {
+    auto b = backend.TransferToDevice(r, args[r]);
+    EXPECT_THAT(b, IsOk());
+    per_replica[r].push_back(b->get());
+    owned.push_back(std::move(*b));
+  }
+  auto outs = backend.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, per_replica);
+  EXPECT_THAT(outs, IsOk());
+  std::vector<std::vector<Tensor>> result(n);
+  for (int r = 0; r < n; ++r) {
+    for (auto& b : (*outs)[r]) {
+      result[r].push_back(*backend.TransferFromDevice(*b));
+    }
+  }
+  return result;
+}
+
+TEST(SimBackendTest, ValuesAreBitIdenticalToHostBackend) {
+  auto sim = SimBackend::Create("v3-8");
+  ASSERT_THAT(sim, IsOk());
+  runtime::HostBackend host((*sim)->layout().devices);
+  ProgramBuilder b("step", 8);
+  Value x = *b.Parameter(DType::kF32, Shape({4, 3}));
+  Value w = *b.Constant(Tensor::FromVector<float>(
+      Shape({3, 2}), {0.1f, -0.2f, 0.3f, 0.7f, -1.1f, 1.3f}));
+  Value y = *b.Tanh(*b.MatMul(x, w));
+  Value s = *b.AllReduce(y, runtime::CollectiveReduce::kSum);
+  Program p = *std::move(b).Build({s, y});
+  std::vector<Tensor> args;
+  for (int r = 0; r < 8; ++r) {
+    std::vector<float> v(12);
+    for (int i = 0; i < 12; ++i) v[i] = 0.37f * r - 0.11f * i;
+    args.push_back(Tensor::FromVector<float>(Shape({4, 3}), v));
+  }
+  auto a = RunOn(**sim, p, args);
+  auto h = RunOn(host, p, args);
+  for (int r = 0; r < 8; ++r) {
+    for (int o = 0; o < 2; ++o) {
+      ASSERT_EQ(a[r][o].spec(), h[r][o].spec());
+      const auto av = a[r][o].values<float>();
+      const auto hv = h[r][o].values<float>();
+      ASSERT_EQ(av.size(), hv.size());
+      EXPECT_EQ(std::memcmp(av.data(), hv.data(), av.size() * sizeof(float)),
+                0)
+          << "replica " << r << " output " << o;
+    }
+  }
+  // The step took simulated time and the profile says where it went.
+  auto profile = (*sim)->CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  EXPECT_EQ(profile->backend, "sim");
+  ASSERT_EQ(profile->steps.size(), 1u);
+  EXPECT_GT(profile->steps[0].end_ps, profile->steps[0].start_ps);
+  EXPECT_EQ(profile->end_ps, profile->steps[0].end_ps);
+  bool saw_host = false, saw_kernel = false;
+  for (const auto& span : profile->spans) {
+    saw_host |= span.category == "host";
+    saw_kernel |= span.name.rfind("dot.", 0) == 0;
+  }
+  EXPECT_TRUE(saw_host);
+  EXPECT_TRUE(saw_kernel);
+  EXPECT_FALSE(profile->links.empty());
+}
+
+// One bf16 matmul on one v4 device takes exactly the tile formula plus the
+// issue overhead, after the host-loop overhead and the PCIe infeed of its
+// operands.
+TEST(SimBackendTest, MatmulStepIsTheTileFormula) {
+  SimBackendOptions options;
+  auto sim = SimBackend::Create("v4-8", options);
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  ProgramBuilder b("mm", 4);
+  Value x = *b.Parameter(DType::kBF16, Shape({2048, 4096}));
+  Value w = *b.Parameter(DType::kBF16, Shape({4096, 1024}));
+  Program p = *std::move(b).Build({*b.MatMul(x, w)});
+  auto exe = s.Compile(p, {4, 1});
+  ASSERT_THAT(exe, IsOk());
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> args(4);
+  for (int r = 0; r < 4; ++r) {
+    for (const Shape& shape : {Shape({2048, 4096}), Shape({4096, 1024})}) {
+      owned.push_back(*s.TransferToDevice(r, Tensor::Abstract(DType::kBF16, shape)));
+      args[r].push_back(owned.back().get());
+    }
+  }
+  ASSERT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(4)}, args), IsOk());
+  auto profile = s.CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  // PCIe: (2048*4096 + 4096*1024) * 2 bytes = 25165824 bytes at 16 GB/s per
+  // chip (sheet A.4) = 1572864000 ps; the host loop (100 us) runs meanwhile.
+  const int64_t infeed = 1572864000;
+  // MXU: T = ceil(4096/128) * ceil(1024/128) = 256 tiles over 8 MXUs = 32
+  // rounds of 2048 + 254 cycles at 1.05 GHz.
+  const int64_t cycles = 32 * (2048 + 254);
+  const int64_t mxu_ps = (cycles * 1000000 + 1049) / 1050;  // ceil
+  const int64_t kernel = mxu_ps + 1000000;                   // + 1 us issue
+  EXPECT_EQ(profile->steps[0].end_ps, infeed + kernel);
+  EXPECT_EQ(profile->steps[0].infeed_wait_ps, infeed - 100000000);
+  EXPECT_EQ(profile->devices[0].mxu_busy_ps, mxu_ps);
+}
+
+// An all-reduce issued before independent compute is hidden by it: the step
+// takes less than compute + collective, and the profile names the exposed
+// part.
+TEST(SimBackendTest, CollectiveOverlapsIndependentCompute) {
+  auto sim = SimBackend::Create("v4-32");
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = 16;
+  // Program A: all-reduce of 32 MiB of gradients, then a big matmul that does
+  // not depend on it; the sum is used last.
+  ProgramBuilder b("overlap", n);
+  Value g = *b.Parameter(DType::kF32, Shape({8 << 20}));
+  Value x = *b.Parameter(DType::kBF16, Shape({8192, 8192}));
+  Value sum = *b.AllReduce(g, runtime::CollectiveReduce::kSum);
+  Value y = *b.MatMul(x, x);
+  Value used =
+      *b.Add(*b.Cast(*b.ReduceSum(y, {0, 1}), DType::kF32), *b.ReduceSum(sum, {0}));
+  Program p = *std::move(b).Build({used});
+  auto exe = s.Compile(p, {n, 1});
+  ASSERT_THAT(exe, IsOk());
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> args(n);
+  for (int r = 0; r < n; ++r) {
+    owned.push_back(
+        *s.TransferToDevice(r, Tensor::Abstract(DType::kF32, Shape({8 << 20}))));
+    args[r].push_back(owned.back().get());
+    owned.push_back(*s.TransferToDevice(
+        r, Tensor::Abstract(DType::kBF16, Shape({8192, 8192}))));
+    args[r].push_back(owned.back().get());
+  }
+  ASSERT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
+  auto profile = s.CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  const auto& step = profile->steps[0];
+  int64_t compute = 0, collective = step.hidden_collective_ps +
+                                   step.exposed_collective_ps;
+  for (const auto& span : profile->spans) {
+    if (span.device_id == 0 && (span.category == "mxu" ||
+                                span.category == "vector" ||
+                                span.category == "memory")) {
+      compute += span.end_ps - span.start_ps;
+    }
+  }
+  const int64_t device_time = step.end_ps - step.start_ps -
+                              step.host_overhead_ps - step.infeed_wait_ps;
+  EXPECT_GT(collective, 0);
+  EXPECT_GT(step.hidden_collective_ps, 0);
+  EXPECT_LT(device_time, compute + collective);
+  EXPECT_GE(device_time, compute);
+}
+
+TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
+  auto sim = SimBackend::Create("v5litepod-4");  // 16 GiB per chip
+  ASSERT_THAT(sim, IsOk());
+  ProgramBuilder b("huge", 4);
+  Value x = *b.Parameter(DType::kF32, Shape({1 << 20, 1024}));  // 4 GiB
+  Value y = *b.Exp(x);
+  Value z = *b.Add(*b.Exp(y), *b.Tanh(y));
+  Value w = *b.Add(*b.Mul(z, y), x);
+  Program p = *std::move(b).Build({w});
+  auto exe = (*sim)->Compile(p, {4, 1});
+  ASSERT_THAT(exe, IsOk());
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> args(4);
+  for (int r = 0; r < 4; ++r) {
+    owned.push_back(*(*sim)->TransferToDevice(
+        r, Tensor::Abstract(DType::kF32, Shape({1 << 20, 1024}))));
+    args[r].push_back(owned.back().get());
+  }
+  EXPECT_THAT(
+      (*sim)->ExecuteSpmd(**exe, {OneCorePerReplica(4)}, args),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               AllOf(HasSubstr("program huge does not fit in HBM of device 0 "
+                               "(task 0, TPU:0, coords (0,0,0))"),
+                     HasSubstr("capacity 17179869184 bytes"),
+                     HasSubstr("largest live values: %"),
+                     HasSubstr("f32[1048576,1024] (4294967296 bytes)"))));
+}
+
+TEST(SimBackendTest, BadSliceAndSecondBackendAreClearErrors) {
+  EXPECT_THAT(SimBackend::Create("v4-12"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("v4-12")));
+  auto first = SimBackend::Create("v4-8");
+  ASSERT_THAT(first, IsOk());
+  EXPECT_THAT(SimBackend::Create("v4-8"),
+              StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::_));
+}
+
+}  // namespace
+}  // namespace tpusim::sim
