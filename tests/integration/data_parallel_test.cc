@@ -5,8 +5,10 @@
 // them, and every replica's own loss is checked against a reference computed
 // on exactly the rows TF gives that replica (so a replica fed another shard
 // fails, even though the averaged gradients would not show it).
-// Parameterized over backends ("host" now; "sim" joins later by adding a
-// factory to Backends()).
+// Parameterized over the registered backends (scenarios/backend_registry.h):
+// "host" and "sim". On "sim" the N-replica run must also give exactly (bit for
+// bit) HostBackend's weights and losses; the single-device reference always
+// runs on "host" (one SimBackend per process).
 
 #include <cmath>
 #include <functional>
@@ -19,6 +21,7 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scenarios/backend_registry.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/data/dataset.h"
 #include "strategy/input_iterator.h"
@@ -36,18 +39,16 @@ using tpusim::testing::IsOk;
 constexpr int kSteps = 20;
 constexpr int kGlobalBatch = 16;
 
-using BackendFactory = std::function<std::unique_ptr<runtime::Backend>(
-    std::vector<runtime::DeviceDescription>)>;
-
-const std::map<std::string, BackendFactory>& Backends() {
-  static const auto* backends = new std::map<std::string, BackendFactory>{
-      {"host",
-       [](std::vector<runtime::DeviceDescription> devices)
-           -> std::unique_ptr<runtime::Backend> {
-         return std::make_unique<runtime::HostBackend>(std::move(devices));
-       }},
-  };
-  return *backends;
+// One host, N devices: the slice each replica count runs on.
+std::string SliceFor(int replicas) {
+  switch (replicas) {
+    case 1:
+      return "v5litepod-1";
+    case 2:
+      return "v5litepod-2";
+    default:
+      return "v3-8";  // 8 TensorCores on one host
+  }
 }
 
 // The kSteps global batches as one dataset: from_tensor_slices((x, t))
@@ -76,11 +77,13 @@ struct Trained {
 };
 
 Trained Train(const std::string& backend_name, int replicas) {
+  absl::StatusOr<std::unique_ptr<runtime::Backend>> created =
+      scenarios::CreateBackend(backend_name, SliceFor(replicas));
+  EXPECT_THAT(created, IsOk());
+  std::unique_ptr<runtime::Backend> backend = std::move(*created);
   absl::StatusOr<TPUClusterResolver> resolver =
-      TPUClusterResolver::CreatePlain(1, replicas);
+      TPUClusterResolver::Create(*backend, SliceFor(replicas));
   EXPECT_THAT(resolver, IsOk());
-  std::unique_ptr<runtime::Backend> backend =
-      Backends().at(backend_name)(resolver->devices());
   absl::StatusOr<std::unique_ptr<TPUStrategy>> strategy =
       TPUStrategy::Create(*backend, *resolver);
   EXPECT_THAT(strategy, IsOk());
@@ -197,7 +200,7 @@ class DataParallelTest
 TEST_P(DataParallelTest,
        TwentySgdStepsMatchSingleDeviceTrainingOnTheGlobalBatch) {
   const auto& [backend, replicas] = GetParam();
-  const std::vector<float> single = Train(backend, 1).weights;
+  const std::vector<float> single = Train("host", 1).weights;
   const std::vector<float> parallel = Train(backend, replicas).weights;
   ASSERT_EQ(parallel.size(), single.size());
   for (size_t i = 0; i < single.size(); ++i) {
@@ -243,8 +246,22 @@ TEST_P(DataParallelTest, EachReplicasLossIsThatOfExactlyItsRows) {
   }
 }
 
+// Every backend gives exactly HostBackend's values (architecture.md "Values
+// and time are separate").
+TEST_P(DataParallelTest, ValuesAreBitIdenticalToHostBackend) {
+  const auto& [backend, replicas] = GetParam();
+  if (backend == "host") GTEST_SKIP() << "the reference itself";
+  const Trained got = Train(backend, replicas);
+  const Trained host = Train("host", replicas);
+  ASSERT_EQ(got.weights.size(), host.weights.size());
+  for (size_t i = 0; i < host.weights.size(); ++i) {
+    EXPECT_EQ(got.weights[i], host.weights[i]) << "weight " << i;
+  }
+  EXPECT_EQ(got.losses, host.losses);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DataParallelTest,
-                         ::testing::Combine(::testing::Values("host"),
+                         ::testing::Combine(::testing::Values("host", "sim"),
                                             ::testing::Values(1, 2, 8)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" +
