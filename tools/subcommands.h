@@ -10,6 +10,7 @@
 
 #include "tools/cli.h"
 #include "tools/collective_command.h"
+#include "tools/compile_command.h"
 #include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
 #include "tools/topo_command.h"
@@ -18,7 +19,7 @@ namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
   return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
-          TopoCommand()};
+          TopoCommand(), CompileCommand()};
 }
 
 }  // namespace tpusim::tools
