@@ -26,6 +26,7 @@ enum class Cls {
   kAlias,       // reshape: its operand's buffer
   kMxu,         // dot, conv2d
   kFusible,     // elementwise, broadcast, variable_assign(_add)
+  kReduce,      // reduce_sum/mean/max: takes fusible producers (input fusion)
   kOther,       // a kernel of its own
   kCollective,  // start/done pair
 };
@@ -42,6 +43,10 @@ Cls Classify(OpCode c) {
     case OpCode::kDot:
     case OpCode::kConv2D:
       return Cls::kMxu;
+    case OpCode::kReduceSum:
+    case OpCode::kReduceMean:
+    case OpCode::kReduceMax:
+      return Cls::kReduce;
     case OpCode::kBroadcast:
     case OpCode::kVariableAssign:
     case OpCode::kVariableAssignAdd:
@@ -61,7 +66,8 @@ bool IsAssign(OpCode c) {
 }
 
 bool IsKernelOp(Cls c) {
-  return c == Cls::kMxu || c == Cls::kFusible || c == Cls::kOther;
+  return c == Cls::kMxu || c == Cls::kFusible || c == Cls::kReduce ||
+         c == Cls::kOther;
 }
 
 int64_t Product(const std::vector<int64_t>& dims,
@@ -174,7 +180,7 @@ class Fuser {
       bool ok = true;
       std::vector<int> merge = {groups_.gid[p]};
       for (int k : cons) {
-        if (g_.cls[k] != Cls::kFusible ||
+        if ((g_.cls[k] != Cls::kFusible && g_.cls[k] != Cls::kReduce) ||
             ops_[k].logical_core != ops_[p].logical_core) {
           ok = false;
           break;
@@ -200,18 +206,21 @@ class Fuser {
     for (int m : set) in_set_[m] = true;
     bool ok = true;
     int mxu = 0;
+    int reduce = 0;
     for (int m : set) {
       if (g_.cls[m] == Cls::kMxu) ++mxu;
+      if (g_.cls[m] == Cls::kReduce) ++reduce;
       if (ops_[m].logical_core != ops_[set[0]].logical_core) ok = false;
       int inside = 0;
       for (int k : g_.consumers[m]) inside += in_set_[k] ? 1 : 0;
+      // All consumers or none; an update or a reduction ends the kernel.
       if (inside != 0 &&
           (inside != static_cast<int>(g_.consumers[m].size()) ||
-           IsAssign(ops_[m].code))) {
+           IsAssign(ops_[m].code) || g_.cls[m] == Cls::kReduce)) {
         ok = false;
       }
     }
-    if (mxu > 1) ok = false;
+    if (mxu + reduce > 1) ok = false;
     if (ok) ok = !Cycle(set);
     for (int m : set) in_set_[m] = false;
     return ok;

@@ -13,14 +13,15 @@
 //   variable_assign / variable_assign_add (the in-place update ends a fusion).
 //   dot and conv2d are fusion roots that take elementwise consumers into their
 //   epilogue (output fusion); chains of fusible ops fuse into one kernel (loop
-//   fusion). Everything else (reductions, softmax, transpose, slice, concat,
-//   gather, one_hot, max_pool2d) is a kernel of its own; collectives are never
-//   fused.
+//   fusion). reduce_sum / reduce_mean / reduce_max take fusible producers
+//   (input fusion) and end their kernel. Everything else (softmax,
+//   transpose, slice, concat, gather, one_hot, max_pool2d) is a kernel of its
+//   own; collectives are never fused.
 // * Multi-consumer rule: a producer fuses with its consumers only when ALL of
 //   its consumers are fusible, on the same logical core, and join the same
 //   kernel; otherwise no consumer fuses with it (a value is never both kept in
-//   a kernel and written out for another one). A kernel holds at most one dot
-//   or conv2d, never spans logical cores, and fusion never creates a cycle
+//   a kernel and written out for another one). A kernel holds at most one dot,
+//   conv2d or reduction, never spans logical cores, and fusion never creates a cycle
 //   between kernels (a merge that would is skipped).
 // * reshape is a bitcast: never a kernel, its value is its operand's buffer;
 //   fusion looks through it. parameter, constant, replica_id and variable_read

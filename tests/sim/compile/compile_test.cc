@@ -123,15 +123,15 @@ TEST(CompileTest, AProducerFusesOnlyWhenAllItsConsumersJoin) {
     EXPECT_EQ(c.kernels[0].hbm_write_bytes, 1024);
   }
   {
-    // exp(x) feeds neg and a reduce (not fusible): exp stays alone and is
+    // exp(x) feeds neg and a transpose (not fusible): exp stays alone and is
     // written once; neg reads it back.
     ProgramBuilder b("one_outside");
     Value x = *b.Parameter(DType::kF32, Shape({256}));
     Value e = *b.Exp(x);
     Value n = *b.Neg(e);
-    Value r = *b.ReduceSum(e, {0});
+    Value r = *b.Transpose(e, {0});
     const CompiledProgram c = Compile(*std::move(b).Build({n, r}));
-    EXPECT_THAT(Names(c), ElementsAre("exp.1", "neg.2", "reduce_sum.3"));
+    EXPECT_THAT(Names(c), ElementsAre("exp.1", "neg.2", "transpose.3"));
     EXPECT_EQ(c.kernels[0].hbm_write_bytes, 1024);
     EXPECT_EQ(c.kernels[1].hbm_read_bytes, 1024);
   }
@@ -161,6 +161,30 @@ TEST(CompileTest, AProducerFusesOnlyWhenAllItsConsumersJoin) {
     EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(1, 3));
     EXPECT_EQ(c.kernels[1].hbm_read_bytes, 64 + 64);  // x and d2
   }
+}
+
+TEST(CompileTest, ReductionsTakeTheirElementwiseProducersAndEndTheKernel) {
+  ProgramBuilder b("loss");
+  Value x = *b.Parameter(DType::kF32, Shape({64, 16}));
+  Value y = *b.Parameter(DType::kF32, Shape({64, 16}));
+  Value d = *b.Sub(x, y);
+  Value sq = *b.Mul(d, d);
+  Value m = *b.ReduceMean(sq, {1});       // f32[64]
+  Value s = *b.ReduceSum(*b.Exp(m), {0});  // a second reduction: new kernel
+  Value n = *b.Neg(m);                     // m has two consumers outside
+  const CompiledProgram c = Compile(*std::move(b).Build({s, n}));
+  EXPECT_THAT(Names(c), ElementsAre("fusion.4", "fusion.6", "neg.7"));
+  EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(2, 3, 4));
+  EXPECT_EQ(c.kernels[0].hbm_read_bytes, 2 * 64 * 16 * 4);
+  EXPECT_EQ(c.kernels[0].hbm_write_bytes, 64 * 4);
+  EXPECT_EQ(c.kernels[0].work.vector_elements, 3 * 64 * 16);
+  EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(5, 6));
+  // A dot's epilogue never takes a reduction.
+  ProgramBuilder b2("dot_reduce");
+  Value a = *b2.Parameter(DType::kF32, Shape({4, 4}));
+  Value r = *b2.ReduceSum(*b2.MatMul(a, a), {0});
+  const CompiledProgram c2 = Compile(*std::move(b2).Build({r}));
+  EXPECT_THAT(Names(c2), ElementsAre("dot.1", "reduce_sum.2"));
 }
 
 TEST(CompileTest, ReshapeIsABitcastThatFusionLooksThrough) {
