@@ -169,29 +169,38 @@ class Fuser {
     }
   }
 
+  // Phase 1, in program order: producers with one consumer op (chains and
+  // epilogues). Phase 2, in reverse program order: a producer with several
+  // consumers joins them only when they already form one kernel (so a shared
+  // value such as a scalar feeding many independent updates never glues their
+  // kernels together).
   void Run() {
     const int n = static_cast<int>(ops_.size());
     for (int p = 0; p < n; ++p) {
-      const Cls c = g_.cls[p];
-      if (c != Cls::kMxu && c != Cls::kFusible) continue;
-      if (IsAssign(ops_[p].code)) continue;  // an update ends a fusion
-      const std::vector<int>& cons = g_.consumers[p];
-      if (cons.empty()) continue;
-      bool ok = true;
-      std::vector<int> merge = {groups_.gid[p]};
-      for (int k : cons) {
-        if ((g_.cls[k] != Cls::kFusible && g_.cls[k] != Cls::kReduce) ||
-            ops_[k].logical_core != ops_[p].logical_core) {
-          ok = false;
-          break;
-        }
-        merge.push_back(groups_.gid[k]);
-      }
-      if (!ok) continue;
-      std::sort(merge.begin(), merge.end());
-      merge.erase(std::unique(merge.begin(), merge.end()), merge.end());
-      if (merge.size() > 1 && Legal(merge)) Merge(merge);
+      if (g_.consumers[p].size() == 1) TryFuse(p, /*single_kernel=*/false);
     }
+    for (int p = n - 1; p >= 0; --p) {
+      if (g_.consumers[p].size() > 1) TryFuse(p, /*single_kernel=*/true);
+    }
+  }
+
+  void TryFuse(int p, bool single_kernel) {
+    const Cls c = g_.cls[p];
+    if (c != Cls::kMxu && c != Cls::kFusible) return;
+    if (IsAssign(ops_[p].code)) return;  // an update ends a fusion
+    const std::vector<int>& cons = g_.consumers[p];
+    std::vector<int> merge = {groups_.gid[p]};
+    for (int k : cons) {
+      if ((g_.cls[k] != Cls::kFusible && g_.cls[k] != Cls::kReduce) ||
+          ops_[k].logical_core != ops_[p].logical_core) {
+        return;
+      }
+      if (single_kernel && groups_.gid[k] != groups_.gid[cons[0]]) return;
+      merge.push_back(groups_.gid[k]);
+    }
+    std::sort(merge.begin(), merge.end());
+    merge.erase(std::unique(merge.begin(), merge.end()), merge.end());
+    if (merge.size() > 1 && Legal(merge)) Merge(merge);
   }
 
   Groups Take() && { return std::move(groups_); }

@@ -18,9 +18,13 @@
 //   transpose, slice, concat, gather, one_hot, max_pool2d) is a kernel of its
 //   own; collectives are never fused.
 // * Multi-consumer rule: a producer fuses with its consumers only when ALL of
-//   its consumers are fusible, on the same logical core, and join the same
+//   its consumers are fusible, on the same logical core, and in the same
 //   kernel; otherwise no consumer fuses with it (a value is never both kept in
-//   a kernel and written out for another one). A kernel holds at most one dot,
+//   a kernel and written out for another one). Single-consumer producers fuse
+//   first (program order); then a producer with several consumers joins them
+//   only if they already form one kernel (reverse program order), so a shared
+//   value (a learning rate feeding every update) never glues independent
+//   kernels together: it is written once and read by each. A kernel holds at most one dot,
 //   conv2d or reduction, never spans logical cores, and fusion never creates a cycle
 //   between kernels (a merge that would is skipped).
 // * reshape is a bitcast: never a kernel, its value is its operand's buffer;

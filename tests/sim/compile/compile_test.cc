@@ -1,5 +1,6 @@
 #include "sim/compile/compile.h"
 
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -260,6 +261,77 @@ TEST(CompileTest, CollectivesStartWhenReadyAndAreAwaitedAtFirstUse) {
     for (int d : c.kernels[k].deps) EXPECT_LT(d, static_cast<int>(k));
   }
   EXPECT_EQ(c.kernel_of_op[11], 12);  // the value is the done's
+}
+
+// A deep bf16 MLP's training step (the issue-9 benchmark's shape, smaller
+// batch): forward, backward, one all-reduce per weight gradient traced after
+// the whole backward pass, then the updates.
+TEST(CompileTest, DeepMlpOverlapsEveryLayersAllReduceWithEarlierBackward) {
+  constexpr int kLayers = 50;
+  constexpr int64_t kWidth = 4096;
+  ProgramBuilder b("mlp", /*num_replicas=*/64);
+  Value x = *b.Parameter(DType::kBF16, Shape({128, kWidth}));
+  Value y = *b.Parameter(DType::kBF16, Shape({128, kWidth}));
+  std::vector<Value> w, h = {x};
+  for (int l = 0; l < kLayers; ++l) {
+    ASSERT_TRUE(b.DeclareVariable(l, DType::kBF16, Shape({kWidth, kWidth})).ok());
+    w.push_back(*b.VariableRead(l));
+    h.push_back(*b.Relu(*b.MatMul(h.back(), w.back())));
+  }
+  Value g = *b.Sub(h.back(), y);
+  std::vector<Value> grads(kLayers);
+  std::vector<int> grad_op(kLayers);
+  for (int l = kLayers - 1; l >= 0; --l) {
+    Value gz = *b.Mul(g, h[l + 1]);  // stands in for relu's derivative
+    grads[l] = *b.MatMul(h[l], gz, /*transpose_a=*/true);
+    grad_op[l] = grads[l].id;
+    if (l > 0) g = *b.MatMul(gz, w[l], false, /*transpose_b=*/true);
+  }
+  std::vector<int> ar_op(kLayers);
+  for (int l = kLayers - 1; l >= 0; --l) {
+    grads[l] = *b.AllReduce(grads[l], runtime::CollectiveReduce::kSum);
+    ar_op[l] = grads[l].id;
+  }
+  Value lr = *b.Constant(Tensor::Scalar<float>(0.1f));
+  lr = *b.Cast(lr, DType::kBF16);
+  std::vector<Value> outs;
+  for (int l = 0; l < kLayers; ++l) {
+    Value wl = *b.VariableRead(l);
+    outs.push_back(*b.VariableAssign(l, *b.Sub(wl, *b.Mul(lr, grads[l]))));
+  }
+  const Program p = *std::move(b).Build(outs);
+  const auto t0 = std::chrono::steady_clock::now();
+  const CompiledProgram c = Compile(p);
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+  RecordProperty("compile_ms", std::to_string(ms));
+  std::vector<int> at(c.kernels.size());
+  auto index_of = [&](int op, CompiledKernelKind kind) {
+    for (size_t k = 0; k < c.kernels.size(); ++k) {
+      const Kernel& kk = c.kernels[k];
+      if (kk.kind == kind && kk.op_ids.back() == op) return static_cast<int>(k);
+    }
+    return -1;
+  };
+  for (int l = 1; l < kLayers; ++l) {
+    const int start = index_of(ar_op[l], CompiledKernelKind::kCollectiveStart);
+    const int done = index_of(ar_op[l], CompiledKernelKind::kCollectiveDone);
+    const int earlier = c.kernel_of_op[grad_op[l - 1]];
+    ASSERT_GE(start, 0);
+    // Started right after its gradient, awaited after the earlier layer's.
+    EXPECT_EQ(start, c.kernel_of_op[grad_op[l]] + 1) << l;
+    EXPECT_LT(start, earlier) << l;
+    EXPECT_GT(done, earlier) << l;
+    EXPECT_EQ(c.kernels[done + 1].kind, CompiledKernelKind::kVector);  // update
+  }
+  // Kernels: per layer a forward dot+relu, a gradient dot, a backward dot
+  // (not for layer 0), an all-reduce start and done, an update; plus the
+  // loss-gradient sub fused into the last layer's backward mul, and the cast.
+  int mxu = 0;
+  for (const Kernel& k : c.kernels) mxu += k.kind == CompiledKernelKind::kMxu;
+  EXPECT_EQ(mxu, 3 * kLayers - 1);
+  EXPECT_EQ(c.total_flops(), Compile(p, Unfused()).total_flops());
 }
 
 TEST(CompileTest, LivenessPeakOfASmallProgram) {
