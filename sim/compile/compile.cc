@@ -284,6 +284,17 @@ class Fuser {
 
 int64_t BytesOf(const Op& op) { return op.type.byte_size(); }
 
+// Sums of byte and element counts saturate at INT64_MAX (hostile shapes), as
+// OpCost totals do.
+void Add(int64_t& total, int64_t v) {
+  total = runtime::OpCost::SaturatingAdd(total, v);
+}
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out)) return INT64_MAX;
+  return out;
+}
+
 }  // namespace
 
 const char* CompiledKernelKindName(CompiledKernelKind kind) {
@@ -312,6 +323,15 @@ Precision TimingPrecision(runtime::Precision p) {
       break;
   }
   return Precision::kDefault;
+}
+
+int64_t CoreMemory::total() const {
+  int64_t t = 0;
+  for (int64_t v : {variables, optimizer_state, parameters, infeed, constants,
+                    live_peak}) {
+    Add(t, v);
+  }
+  return t;
 }
 
 int64_t CompiledProgram::total_flops() const {
@@ -441,14 +461,14 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
       const Op& mo = ops[m];
       const runtime::OpCost cost = program.CostOf(runtime::Value{m});
       k.flops = runtime::OpCost::SaturatingAdd(k.flops, cost.flops);
-      k.work.transcendental_elements += cost.transcendentals;
+      Add(k.work.transcendental_elements, cost.transcendentals);
       if (graph.cls[m] == Cls::kMxu) {
         k.kind = CompiledKernelKind::kMxu;
         k.work.matmuls.push_back(MatmulOf(ops, mo));
       } else {
         // Element operations on the vector unit: the cost rule's FLOPs; pure
         // data movement has none and is HBM-bound.
-        k.work.vector_elements += cost.flops;
+        Add(k.work.vector_elements, cost.flops);
       }
       for (int o : mo.operands) {
         const int b = graph.base[o];
@@ -458,23 +478,24 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
         }
       }
       if (mo.code == OpCode::kVariableAssignAdd) {
-        k.hbm_read_bytes += BytesOf(mo);  // the variable's old value
+        Add(k.hbm_read_bytes, BytesOf(mo));  // the variable's old value
       }
       if (IsAssign(mo.code)) {
-        k.hbm_write_bytes += BytesOf(mo);  // the variable, in place
+        Add(k.hbm_write_bytes, BytesOf(mo));  // the variable, in place
         continue;
       }
       bool leaves = graph.is_output[m];
       for (int kc : graph.consumers[m]) {
         if (groups.gid[kc] != gi || !IsKernelOp(graph.cls[kc])) leaves = true;
       }
-      if (leaves) k.hbm_write_bytes += BytesOf(mo);
+      if (leaves) Add(k.hbm_write_bytes, BytesOf(mo));
     }
     for (int b : inputs) {
-      k.hbm_read_bytes += BytesOf(ops[b]);
+      Add(k.hbm_read_bytes, BytesOf(ops[b]));
       add_dep(k, producer_for(b, k.core));
     }
-    k.work.hbm_bytes = k.hbm_read_bytes + k.hbm_write_bytes;
+    k.work.hbm_bytes =
+        runtime::OpCost::SaturatingAdd(k.hbm_read_bytes, k.hbm_write_bytes);
     ks.push_back(std::move(k));
     key.push_back(0);
     const int id = static_cast<int>(ks.size()) - 1;
@@ -612,14 +633,14 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
                                           std::vector<int64_t>(nk + 2, 0));
   for (const Buffer& b : buffers) {
     const int64_t bytes = BytesOf(ops[b.value]);
-    delta[b.core][b.alloc] += bytes;
-    delta[b.core][std::min(b.last, nk) + 1] -= bytes;
+    Add(delta[b.core][b.alloc], bytes);
+    Add(delta[b.core][std::min(b.last, nk) + 1], -bytes);
   }
   for (int c = 0; c < cores; ++c) {
     CoreMemory& mem = out.memory[c];
     int64_t live = 0;
     for (int t = 0; t <= nk; ++t) {
-      live += delta[c][t];
+      Add(live, delta[c][t]);
       if (live > mem.live_peak) {
         mem.live_peak = live;
         mem.peak_kernel = std::min(t, nk - 1);
@@ -647,11 +668,11 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   }
   for (int i = 0; i < n; ++i) {
     CoreMemory& mem = out.memory[ops[i].logical_core];
-    if (ops[i].code == OpCode::kParameter) mem.parameters += BytesOf(ops[i]);
-    if (ops[i].code == OpCode::kConstant) mem.constants += BytesOf(ops[i]);
+    if (ops[i].code == OpCode::kParameter) Add(mem.parameters, BytesOf(ops[i]));
+    if (ops[i].code == OpCode::kConstant) Add(mem.constants, BytesOf(ops[i]));
   }
   for (CoreMemory& mem : out.memory) {
-    mem.infeed = mem.parameters * options.infeed_depth;
+    mem.infeed = SaturatingMul(mem.parameters, options.infeed_depth);
   }
   for (const runtime::VariableDecl& var : program.variables()) {
     // Stored on every core with a variable op for the slot (core 0 if none).
@@ -675,8 +696,8 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
                   var.slot) != options.optimizer_state_slots.end();
     for (int c = 0; c < cores; ++c) {
       if (!on[c]) continue;
-      (optimizer ? out.memory[c].optimizer_state : out.memory[c].variables) +=
-          bytes;
+      Add(optimizer ? out.memory[c].optimizer_state : out.memory[c].variables,
+          bytes);
     }
   }
   return out;

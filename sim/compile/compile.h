@@ -37,6 +37,7 @@
 //   output) written once; a variable assignment writes the variable once.
 //   Fused intermediates never touch HBM. FLOPs and transcendentals are the sum
 //   of the members' cost rules (runtime/ops.h), so fusion never changes them.
+//   Byte and element sums saturate at INT64_MAX (as OpCost totals do).
 //
 // Async collectives: every collective op becomes a kCollectiveStart and a
 // kCollectiveDone kernel. Values used on another logical core get a kCopy
@@ -125,10 +126,8 @@ struct CoreMemory {
   // Up to five largest buffers live at the peak, largest first:
   // "%7 f32[8,3] (96 bytes)".
   std::vector<std::string> largest_at_peak;
-  int64_t total() const {
-    return variables + optimizer_state + parameters + infeed + constants +
-           live_peak;
-  }
+  // Saturates at INT64_MAX, as every count here does.
+  int64_t total() const;
 };
 
 struct CompileOptions {
