@@ -414,7 +414,7 @@ absl::Status SimBackend::Simulate(
   const double hbm_rate = rates_.hbm_bytes_per_second;
   for (size_t iteration = 0; iteration < iterations.size(); ++iteration) {
     const auto& args = iterations[iteration];
-    for (size_t i = 0; i < ops.size(); ++i) {
+    for (const int i : lowered.schedule) {
       const runtime::Op& op = ops[i];
       const LoweredOp& l = lowered.ops[i];
       const int c = op.logical_core;
@@ -478,6 +478,7 @@ absl::Status SimBackend::Simulate(
           for (int o : op.operands) at = Max(at, ready[o * replicas + r]);
           last_issue[k] = at;
           pod_->Schedule(id, r, at);
+          ++stats_.collectives;
         }
         continue;
       }
@@ -541,6 +542,7 @@ absl::Status SimBackend::Simulate(
         }
         const Picoseconds start = Max(clock[k], data_ready);
         const KernelTime t = KernelDuration(rates_, l.work, hbm_rate);
+        ++stats_.kernels;
         const Picoseconds end = start + t.total;
         clock[k] = end;
         ready[i * replicas + r] = end;
@@ -628,6 +630,15 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     p.links.push_back(std::move(lp));
   }
   return p;
+}
+
+SimBackend::SimStats SimBackend::Stats() const {
+  SimStats s = stats_;
+  s.network_events = pod_->network().events();
+  for (int d = 0; d < layout_.num_devices(); ++d) {
+    s.network_messages += pod_->network().endpoint(d).stats().messages_sent;
+  }
+  return s;
 }
 
 void SimBackend::ResetProfile() {

@@ -122,6 +122,15 @@ class SimBackend final : public runtime::Backend {
   // Simulated time now (the end of the last call).
   common::Picoseconds Now() const { return now_; }
 
+  // Work simulated since construction (speed figures for benchmarks).
+  struct SimStats {
+    int64_t kernels = 0;          // device kernels timed
+    int64_t collectives = 0;      // collective member starts
+    int64_t network_events = 0;   // sim/net chip event-queue events
+    int64_t network_messages = 0;
+  };
+  SimStats Stats() const;
+
  private:
   SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
              SimBackendOptions options);
@@ -153,6 +162,7 @@ class SimBackend final : public runtime::Backend {
   std::vector<runtime::DeviceProfile> timing_;
   std::vector<runtime::TimelineSpan> spans_;
   std::vector<runtime::StepProfile> steps_;
+  SimStats stats_;
   // Link counters at the last ResetProfile (the network's run on).
   std::vector<std::pair<int64_t, int64_t>> link_base_;
 };
