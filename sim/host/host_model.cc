@@ -1,0 +1,221 @@
+// sim/host/host_model.cc
+
+#include "sim/host/host_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/int_math.h"
+#include "common/status_macros.h"
+#include "sim/chip/kernel_timing.h"
+
+namespace tpusim::sim {
+
+using common::Picoseconds;
+
+namespace {
+
+Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
+Picoseconds Min(Picoseconds a, Picoseconds b) { return a < b ? a : b; }
+
+}  // namespace
+
+absl::StatusOr<HostModel> HostModel::Create(HostOptions options,
+                                            std::vector<int> device_links) {
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HostOptions.threads is ", options.threads,
+                     "; a host needs at least 1 thread"));
+  }
+  if (options.prefetch_depth < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HostOptions.prefetch_depth is ", options.prefetch_depth,
+                     "; allowed: 1 or more batches in flight per device"));
+  }
+  if (!(options.pcie_bytes_per_second > 0) ||
+      !std::isfinite(options.pcie_bytes_per_second)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HostOptions.pcie_bytes_per_second is ", options.pcie_bytes_per_second,
+        "; allowed: a finite rate > 0"));
+  }
+  if (device_links.empty()) {
+    return absl::InvalidArgumentError(
+        "device_links is empty; a host feeds at least 1 device");
+  }
+  int num_links = 0;
+  for (size_t d = 0; d < device_links.size(); ++d) {
+    if (device_links[d] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_links[", d, "] is ", device_links[d],
+                       "; allowed: a link number >= 0"));
+    }
+    num_links = std::max(num_links, device_links[d] + 1);
+  }
+  return HostModel(std::move(options), std::move(device_links), num_links);
+}
+
+HostModel::HostModel(HostOptions options, std::vector<int> links, int num_links)
+    : options_(std::move(options)),
+      links_(std::move(links)),
+      devices_(links_.size()),
+      link_free_(num_links, Picoseconds(0)),
+      pipeline_free_(0) {}
+
+absl::StatusOr<int64_t> HostModel::AddBatch(int device,
+                                            absl::Span<const StageCost> stages,
+                                            int64_t bytes,
+                                            Picoseconds not_before) {
+  int64_t work = 0;
+  for (const StageCost& s : stages) {
+    if (s.per_element.count() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host cost of stage '", s.stage, "' is ", s.per_element.count(),
+          " ps per element; allowed: >= 0"));
+    }
+    if (s.elements < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("element count of stage '", s.stage, "' is ", s.elements,
+                       "; allowed: >= 0"));
+    }
+    std::optional<int64_t> stage_work =
+        common::CheckedMul(s.per_element.count(), s.elements);
+    std::optional<int64_t> total =
+        stage_work ? common::CheckedAdd(work, *stage_work) : std::nullopt;
+    if (!total) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host work of the batch overflows int64 picoseconds at stage '",
+          s.stage, "' (", s.per_element.count(), " ps x ", s.elements,
+          " elements)"));
+    }
+    work = *total;
+  }
+  return AddBatch(device, Picoseconds(work), bytes, not_before);
+}
+
+absl::StatusOr<int64_t> HostModel::AddBatch(int device, Picoseconds work,
+                                            int64_t bytes,
+                                            Picoseconds not_before) {
+  if (device < 0 || device >= num_devices()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device ", device, " is not on this host; allowed: 0..",
+                     num_devices() - 1));
+  }
+  if (work.count() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "host cost of batch ", devices_[device].added, " of device ", device,
+        " is ", work.count(), " ps; allowed: >= 0"));
+  }
+  if (bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", devices_[device].added, " of device ", device,
+                     " has ", bytes, " bytes; allowed: >= 0"));
+  }
+  if (not_before.count() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not_before of batch ", devices_[device].added, " of device ", device,
+        " is ", not_before.count(), " ps; allowed: >= 0"));
+  }
+  const int64_t index = devices_[device].added++;
+  pending_.push_back({device, index, bytes, work, not_before});
+  return index;
+}
+
+absl::Status HostModel::TimeNext() {
+  const Pending& p = pending_.front();
+  DeviceState& dev = devices_[p.device];
+  const int depth = options_.prefetch_depth;
+  // Batch i may start once the device has taken batch i - depth.
+  Picoseconds slot_free(0);
+  const int64_t blocker = p.index - depth;
+  if (blocker >= 0) {
+    if (blocker >= dev.taken) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("batch ", p.index, " of device ", p.device,
+                       " cannot be timed before the device takes batch ",
+                       blocker, " (prefetch depth ", depth, ")"));
+    }
+    // taken_times holds batches taken - size .. taken - 1.
+    const int64_t first =
+        dev.taken - static_cast<int64_t>(dev.taken_times.size());
+    slot_free = dev.taken_times[blocker - first];
+  }
+  BatchTiming t;
+  t.device = p.device;
+  t.index = p.index;
+  t.link = links_[p.device];
+  t.bytes = p.bytes;
+  t.work = p.work;
+  t.produce_start = Max(Max(pipeline_free_, p.not_before), slot_free);
+  // The threads share the batch's elements: ceil(work / threads).
+  const int64_t threads = options_.threads;
+  t.produce_end =
+      t.produce_start + Picoseconds(p.work.count() / threads +
+                                    (p.work.count() % threads != 0 ? 1 : 0));
+  pipeline_free_ = t.produce_end;
+  t.dma_start = Max(t.produce_end, link_free_[t.link]);
+  t.arrival = t.dma_start + TimeAtRate(static_cast<double>(p.bytes),
+                                       options_.pcie_bytes_per_second);
+  link_free_[t.link] = t.arrival;
+  dev.timed.push_back(t);
+  pending_.pop_front();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchTiming> HostModel::Timing(int device, int64_t index) {
+  if (device < 0 || device >= num_devices()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device ", device, " is not on this host; allowed: 0..",
+                     num_devices() - 1));
+  }
+  DeviceState& dev = devices_[device];
+  if (index < dev.taken || index >= dev.added) {
+    return absl::NotFoundError(absl::StrCat(
+        "batch ", index, " of device ", device, " is not queued (added ",
+        dev.added, ", taken ", dev.taken, ")"));
+  }
+  while (dev.taken + static_cast<int64_t>(dev.timed.size()) <= index) {
+    TPUSIM_RETURN_IF_ERROR(TimeNext());
+  }
+  return dev.timed[index - dev.taken];
+}
+
+absl::StatusOr<Taken> HostModel::Take(int device, int64_t index,
+                                      Picoseconds ready) {
+  if (device >= 0 && device < num_devices()) {
+    const DeviceState& d = devices_[device];
+    if (index >= 0 && index < d.taken) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "batch ", index, " of device ", device, " was taken already"));
+    }
+    if (index > d.taken && index < d.added) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device ", device, " takes its batches in order: next is ", d.taken,
+          ", asked for ", index));
+    }
+  }
+  TPUSIM_ASSIGN_OR_RETURN(BatchTiming t, Timing(device, index));
+  DeviceState& dev = devices_[device];
+  Taken out;
+  out.start = Max(ready, t.arrival);
+  // Of the wait [ready, start]: until the pipeline finished the batch it is
+  // input wait, after that infeed (PCIe queue and copy).
+  out.input_wait = Max(Picoseconds(0), Min(out.start, t.produce_end) - ready);
+  out.infeed_wait = (out.start - ready) - out.input_wait;
+  if (out.infeed_wait.count() < 0) out.infeed_wait = Picoseconds(0);
+  t.taken = true;
+  t.taken_at = out.start;
+  out.batch = t;
+  dev.timed.pop_front();
+  ++dev.taken;
+  dev.taken_times.push_back(out.start);
+  while (static_cast<int>(dev.taken_times.size()) > options_.prefetch_depth) {
+    dev.taken_times.pop_front();
+  }
+  if (options_.keep_history) history_.push_back(t);
+  return out;
+}
+
+}  // namespace tpusim::sim
