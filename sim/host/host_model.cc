@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -24,7 +25,8 @@ Picoseconds Min(Picoseconds a, Picoseconds b) { return a < b ? a : b; }
 }  // namespace
 
 absl::StatusOr<HostModel> HostModel::Create(HostOptions options,
-                                            std::vector<int> device_links) {
+                                            std::vector<int> device_links,
+                                            std::vector<int> device_ids) {
   if (options.threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("HostOptions.threads is ", options.threads,
@@ -54,12 +56,25 @@ absl::StatusOr<HostModel> HostModel::Create(HostOptions options,
     }
     num_links = std::max(num_links, device_links[d] + 1);
   }
-  return HostModel(std::move(options), std::move(device_links), num_links);
+  if (device_ids.empty()) {
+    for (size_t d = 0; d < device_links.size(); ++d) {
+      device_ids.push_back(static_cast<int>(d));
+    }
+  } else if (device_ids.size() != device_links.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device_ids has ", device_ids.size(),
+                     " entries; allowed: none or one per device (",
+                     device_links.size(), ")"));
+  }
+  return HostModel(std::move(options), std::move(device_links),
+                   std::move(device_ids), num_links);
 }
 
-HostModel::HostModel(HostOptions options, std::vector<int> links, int num_links)
+HostModel::HostModel(HostOptions options, std::vector<int> links,
+                     std::vector<int> ids, int num_links)
     : options_(std::move(options)),
       links_(std::move(links)),
+      ids_(std::move(ids)),
       devices_(links_.size()),
       link_free_(num_links, Picoseconds(0)),
       pipeline_free_(0) {}
@@ -105,18 +120,18 @@ absl::StatusOr<int64_t> HostModel::AddBatch(int device, Picoseconds work,
   }
   if (work.count() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "host cost of batch ", devices_[device].added, " of device ", device,
-        " is ", work.count(), " ps; allowed: >= 0"));
+        "host cost of batch ", devices_[device].added, " of device ",
+        ids_[device], " is ", work.count(), " ps; allowed: >= 0"));
   }
   if (bytes < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("batch ", devices_[device].added, " of device ", device,
-                     " has ", bytes, " bytes; allowed: >= 0"));
+        absl::StrCat("batch ", devices_[device].added, " of device ",
+                     ids_[device], " has ", bytes, " bytes; allowed: >= 0"));
   }
   if (not_before.count() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "not_before of batch ", devices_[device].added, " of device ", device,
-        " is ", not_before.count(), " ps; allowed: >= 0"));
+        "not_before of batch ", devices_[device].added, " of device ",
+        ids_[device], " is ", not_before.count(), " ps; allowed: >= 0"));
   }
   const int64_t index = devices_[device].added++;
   pending_.push_back({device, index, bytes, work, not_before});
@@ -133,7 +148,7 @@ absl::Status HostModel::TimeNext() {
   if (blocker >= 0) {
     if (blocker >= dev.taken) {
       return absl::FailedPreconditionError(
-          absl::StrCat("batch ", p.index, " of device ", p.device,
+          absl::StrCat("batch ", p.index, " of device ", ids_[p.device],
                        " cannot be timed before the device takes batch ",
                        blocker, " (prefetch depth ", depth, ")"));
     }
@@ -143,7 +158,7 @@ absl::Status HostModel::TimeNext() {
     slot_free = dev.taken_times[blocker - first];
   }
   BatchTiming t;
-  t.device = p.device;
+  t.device = ids_[p.device];
   t.index = p.index;
   t.link = links_[p.device];
   t.bytes = p.bytes;
@@ -173,7 +188,7 @@ absl::StatusOr<BatchTiming> HostModel::Timing(int device, int64_t index) {
   DeviceState& dev = devices_[device];
   if (index < dev.taken || index >= dev.added) {
     return absl::NotFoundError(absl::StrCat(
-        "batch ", index, " of device ", device, " is not queued (added ",
+        "batch ", index, " of device ", ids_[device], " is not queued (added ",
         dev.added, ", taken ", dev.taken, ")"));
   }
   while (dev.taken + static_cast<int64_t>(dev.timed.size()) <= index) {
@@ -188,12 +203,12 @@ absl::StatusOr<Taken> HostModel::Take(int device, int64_t index,
     const DeviceState& d = devices_[device];
     if (index >= 0 && index < d.taken) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "batch ", index, " of device ", device, " was taken already"));
+          "batch ", index, " of device ", ids_[device], " was taken already"));
     }
     if (index > d.taken && index < d.added) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "device ", device, " takes its batches in order: next is ", d.taken,
-          ", asked for ", index));
+          "device ", ids_[device], " takes its batches in order: next is ",
+          d.taken, ", asked for ", index));
     }
   }
   TPUSIM_ASSIGN_OR_RETURN(BatchTiming t, Timing(device, index));
@@ -216,6 +231,104 @@ absl::StatusOr<Taken> HostModel::Take(int device, int64_t index,
   }
   if (options_.keep_history) history_.push_back(t);
   return out;
+}
+
+absl::StatusOr<SliceHosts> SliceHosts::Create(
+    const runtime::SliceLayout& layout, HostOptions options) {
+  if (layout.devices.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slice '", layout.name, "' has no devices to feed"));
+  }
+  int num_hosts = 0;
+  for (const runtime::DeviceDescription& d : layout.devices) {
+    if (d.task < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device ", d.id, " of slice '", layout.name,
+                       "' has task ", d.task, "; allowed: >= 0"));
+    }
+    num_hosts = std::max(num_hosts, d.task + 1);
+  }
+  // Per host: its devices in id order, and a link per chip in order of first
+  // appearance.
+  std::vector<std::vector<int>> global_ids(num_hosts);  // [host][local]
+  std::vector<std::vector<int>> links(num_hosts);
+  std::vector<std::map<int, int>> chip_link(num_hosts);
+  std::vector<Place> place(layout.devices.size());
+  for (size_t id = 0; id < layout.devices.size(); ++id) {
+    const runtime::DeviceDescription& d = layout.devices[id];
+    const int h = d.task;
+    auto [it, inserted] =
+        chip_link[h].emplace(d.chip, static_cast<int>(chip_link[h].size()));
+    place[id] = {h, static_cast<int>(global_ids[h].size())};
+    global_ids[h].push_back(static_cast<int>(id));
+    links[h].push_back(it->second);
+  }
+  std::vector<HostModel> hosts;
+  hosts.reserve(num_hosts);
+  for (int h = 0; h < num_hosts; ++h) {
+    if (links[h].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host ", h, " of slice '", layout.name, "' has no devices"));
+    }
+    TPUSIM_ASSIGN_OR_RETURN(HostModel host,
+                            HostModel::Create(options, std::move(links[h]),
+                                              std::move(global_ids[h])));
+    hosts.push_back(std::move(host));
+  }
+  return SliceHosts(layout.name, std::move(hosts), std::move(place));
+}
+
+absl::Status SliceHosts::CheckDevice(int device_id) const {
+  if (device_id < 0 || device_id >= num_devices()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device ", device_id, " is not in slice '", name_,
+                     "'; allowed: 0..", num_devices() - 1));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<int, BatchTiming>> SliceHosts::History() const {
+  std::vector<std::pair<int, BatchTiming>> out;
+  for (int h = 0; h < num_hosts(); ++h) {
+    for (const BatchTiming& t : hosts_[h].history()) {
+      out.emplace_back(h, t);
+    }
+  }
+  return out;
+}
+
+void SliceHosts::ClearHistory() {
+  for (HostModel& h : hosts_) h.ClearHistory();
+}
+
+absl::StatusOr<int64_t> SliceHosts::AddBatch(int device_id,
+                                             absl::Span<const StageCost> stages,
+                                             int64_t bytes,
+                                             Picoseconds not_before) {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id));
+  const Place p = place_[device_id];
+  return hosts_[p.host].AddBatch(p.local, stages, bytes, not_before);
+}
+
+absl::StatusOr<int64_t> SliceHosts::AddBatch(int device_id, Picoseconds work,
+                                             int64_t bytes,
+                                             Picoseconds not_before) {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id));
+  const Place p = place_[device_id];
+  return hosts_[p.host].AddBatch(p.local, work, bytes, not_before);
+}
+
+absl::StatusOr<BatchTiming> SliceHosts::Timing(int device_id, int64_t index) {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id));
+  const Place p = place_[device_id];
+  return hosts_[p.host].Timing(p.local, index);
+}
+
+absl::StatusOr<Taken> SliceHosts::Take(int device_id, int64_t index,
+                                       Picoseconds ready) {
+  TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id));
+  const Place p = place_[device_id];
+  return hosts_[p.host].Take(p.local, index, ready);
 }
 
 }  // namespace tpusim::sim

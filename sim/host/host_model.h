@@ -50,12 +50,14 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/units.h"
+#include "strategy/runtime/slice.h"
 
 namespace tpusim::sim {
 
@@ -105,11 +107,13 @@ struct Taken {
 class HostModel {
  public:
   // `device_links[d]`: the PCIe link of local device d (links are 0, 1, ...,
-  // max). Errors: InvalidArgument naming the field, its value and what is
-  // allowed (threads < 1, prefetch_depth < 1, rate <= 0 or not finite, no
-  // devices, a negative link).
+  // max). `device_ids[d]`: the id messages and BatchTiming::device give local
+  // device d (empty: d itself). Errors: InvalidArgument naming the field, its
+  // value and what is allowed (threads < 1, prefetch_depth < 1, rate <= 0 or
+  // not finite, no devices, a negative link).
   static absl::StatusOr<HostModel> Create(HostOptions options,
-                                          std::vector<int> device_links);
+                                          std::vector<int> device_links,
+                                          std::vector<int> device_ids = {});
 
   // Queues the next batch of `device` (the device's batch number is
   // returned). The pipeline cannot start it before `not_before` (e.g. when
@@ -162,18 +166,76 @@ class HostModel {
     std::deque<common::Picoseconds> taken_times;
   };
 
-  HostModel(HostOptions options, std::vector<int> links, int num_links);
+  HostModel(HostOptions options, std::vector<int> links, std::vector<int> ids,
+            int num_links);
   // Times the oldest pending batch; FailedPrecondition if it must wait for a
   // take that has not happened.
   absl::Status TimeNext();
 
   HostOptions options_;
   std::vector<int> links_;
+  std::vector<int> ids_;
   std::vector<DeviceState> devices_;
   std::deque<Pending> pending_;  // added, not yet timed, pipeline order
   std::vector<common::Picoseconds> link_free_;
   common::Picoseconds pipeline_free_;  // the pipeline finished its last batch
   std::vector<BatchTiming> history_;
+};
+
+// The hosts of a slice: one HostModel per host (TF task), fed by global device
+// ids. Every chip has its own PCIe link (the preset's rate is per chip, sheet
+// A.8), so the two cores of a v2/v3 chip share one DMA queue and the chips of
+// a host copy in parallel; the host's one pipeline produces for all of them.
+//
+//   TPUSIM_ASSIGN_OR_RETURN(SliceHosts hosts, SliceHosts::Create(layout, o));
+//   TPUSIM_ASSIGN_OR_RETURN(int64_t i, hosts.AddBatch(device_id, work, bytes));
+//   TPUSIM_ASSIGN_OR_RETURN(Taken t, hosts.Take(device_id, i, ready));
+//
+// Device ids in the answers and messages are global.
+class SliceHosts {
+ public:
+  // InvalidArgument for a layout without devices and HostModel::Create's.
+  static absl::StatusOr<SliceHosts> Create(const runtime::SliceLayout& layout,
+                                           HostOptions options);
+
+  absl::StatusOr<int64_t> AddBatch(
+      int device_id, absl::Span<const StageCost> stages, int64_t bytes,
+      common::Picoseconds not_before = common::Picoseconds(0));
+  absl::StatusOr<int64_t> AddBatch(
+      int device_id, common::Picoseconds work, int64_t bytes,
+      common::Picoseconds not_before = common::Picoseconds(0));
+  absl::StatusOr<BatchTiming> Timing(int device_id, int64_t index);
+  absl::StatusOr<Taken> Take(int device_id, int64_t index,
+                             common::Picoseconds ready);
+
+  int num_hosts() const { return static_cast<int>(hosts_.size()); }
+  int num_devices() const { return static_cast<int>(place_.size()); }
+  // The host (task) of a device, and its index on that host. Requires a valid
+  // id.
+  int host_of(int device_id) const { return place_[device_id].host; }
+  int local_of(int device_id) const { return place_[device_id].local; }
+  HostModel& host(int h) { return hosts_[h]; }
+  const HostModel& host(int h) const { return hosts_[h]; }
+  // Every host's taken batches (global device ids), host by host, each in the
+  // order taken; and its clearing.
+  std::vector<std::pair<int, BatchTiming>> History() const;
+  void ClearHistory();
+
+ private:
+  struct Place {
+    int host;
+    int local;
+  };
+  SliceHosts(std::string name, std::vector<HostModel> hosts,
+             std::vector<Place> place)
+      : name_(std::move(name)),
+        hosts_(std::move(hosts)),
+        place_(std::move(place)) {}
+  absl::Status CheckDevice(int device_id) const;
+
+  std::string name_;
+  std::vector<HostModel> hosts_;
+  std::vector<Place> place_;  // by global device id
 };
 
 }  // namespace tpusim::sim

@@ -234,6 +234,10 @@ TEST(HostModelTest, BadOptionsNameTheField) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "device_links is empty; a host feeds at least 1 "
                        "device"));
+  EXPECT_THAT(HostModel::Create(Options(1, 1), {0, 0}, {7}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "device_ids has 1 entries; allowed: none or one per "
+                       "device (2)"));
   EXPECT_THAT(HostModel::Create(Options(1, 1), {0, -2}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "device_links[1] is -2; allowed: a link number >= 0"));
@@ -288,6 +292,82 @@ TEST(HostModelTest, TakesAreInOrderAndOfQueuedBatches) {
   EXPECT_THAT(host.Timing(0, 0),
               StatusIs(absl::StatusCode::kNotFound,
                        "batch 0 of device 0 is not queued (added 2, taken 1)"));
+}
+
+TEST(SliceHostsTest, OneHostPerTaskAndOneLinkPerChip) {
+  // v4-16: 8 chips, 4 per host, one device per chip.
+  runtime::SliceLayout v4 = runtime::ParseSlice("v4-16").value();
+  SliceHosts hosts = SliceHosts::Create(v4, Options(1, 2)).value();
+  ASSERT_EQ(hosts.num_hosts(), 2);
+  ASSERT_EQ(hosts.num_devices(), 8);
+  EXPECT_EQ(hosts.host_of(5), 1);
+  EXPECT_EQ(hosts.local_of(5), 1);
+  // Devices 4 and 5 are on host 1, different chips: their copies overlap,
+  // after one pipeline made both batches (2 us each).
+  ASSERT_TRUE(hosts.AddBatch(4, Us(2), 3000).ok());
+  ASSERT_TRUE(hosts.AddBatch(5, Us(2), 3000).ok());
+  // Device 0's host is idle: its batch is made at once.
+  ASSERT_TRUE(hosts.AddBatch(0, Us(2), 3000).ok());
+  EXPECT_EQ(hosts.Timing(4, 0).value().arrival, Us(5));
+  BatchTiming t5 = hosts.Timing(5, 0).value();
+  EXPECT_EQ(t5.device, 5);
+  EXPECT_EQ(t5.link, 1);
+  EXPECT_EQ(t5.produce_start, Us(2));
+  EXPECT_EQ(t5.arrival, Us(7));
+  EXPECT_EQ(hosts.Timing(0, 0).value().arrival, Us(5));
+  Taken taken = hosts.Take(5, 0, Us(0)).value();
+  EXPECT_EQ(taken.batch.device, 5);
+  EXPECT_EQ(taken.input_wait, Us(4));
+  EXPECT_EQ(taken.infeed_wait, Us(3));
+  std::vector<std::pair<int, BatchTiming>> history = hosts.History();
+  ASSERT_EQ(history.size(), 1u);
+  EXPECT_EQ(history[0].first, 1);
+  EXPECT_EQ(history[0].second.device, 5);
+  hosts.ClearHistory();
+  EXPECT_TRUE(hosts.History().empty());
+}
+
+TEST(SliceHostsTest, TheCoresOfAChipShareItsLink) {
+  // v3-8: 4 chips of 2 cores on one host; devices 0 and 1 are one chip.
+  runtime::SliceLayout v3 = runtime::ParseSlice("v3-8").value();
+  ASSERT_EQ(v3.devices[0].chip, v3.devices[1].chip);
+  SliceHosts hosts = SliceHosts::Create(v3, Options(1, 2)).value();
+  ASSERT_EQ(hosts.num_hosts(), 1);
+  ASSERT_TRUE(hosts.AddBatch(0, Us(0), 2000).ok());
+  ASSERT_TRUE(hosts.AddBatch(1, Us(0), 2000).ok());
+  ASSERT_TRUE(hosts.AddBatch(2, Us(0), 2000).ok());
+  EXPECT_EQ(hosts.Timing(0, 0).value().arrival, Us(2));
+  EXPECT_EQ(hosts.Timing(1, 0).value().arrival, Us(4));
+  const int other_chip = v3.devices[2].chip != v3.devices[0].chip ? 2 : 3;
+  ASSERT_EQ(other_chip, 2);
+  EXPECT_EQ(hosts.Timing(2, 0).value().arrival, Us(2));
+}
+
+TEST(SliceHostsTest, BadDeviceIdsAndOptions) {
+  runtime::SliceLayout v4 = runtime::ParseSlice("v4-8").value();
+  SliceHosts hosts = SliceHosts::Create(v4, Options(1, 2)).value();
+  EXPECT_THAT(hosts.AddBatch(4, Us(1), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "device 4 is not in slice 'v4-8'; allowed: 0..3"));
+  EXPECT_THAT(hosts.Take(-1, 0, Us(0)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "device -1 is not in slice 'v4-8'; allowed: 0..3"));
+  // Messages name the global id: device 5 is local device 1 of host 1.
+  SliceHosts two =
+      SliceHosts::Create(runtime::ParseSlice("v4-16").value(), Options(1, 2))
+          .value();
+  EXPECT_THAT(two.AddBatch(5, Us(-1), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "host cost of batch 0 of device 5 is -1000000 ps; "
+                       "allowed: >= 0"));
+  EXPECT_THAT(SliceHosts::Create(v4, Options(0, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("HostOptions.threads is 0")));
+  runtime::SliceLayout empty;
+  empty.name = "none";
+  EXPECT_THAT(SliceHosts::Create(empty, Options(1, 2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "slice 'none' has no devices to feed"));
 }
 
 }  // namespace
