@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <random>
 #include <vector>
 
 #include "common/testing/status_matchers.h"
@@ -292,6 +294,83 @@ TEST(HostModelTest, TakesAreInOrderAndOfQueuedBatches) {
   EXPECT_THAT(host.Timing(0, 0),
               StatusIs(absl::StatusCode::kNotFound,
                        "batch 0 of device 0 is not queued (added 2, taken 1)"));
+}
+
+// Random pipelines on a v3-8 (8 devices, 4 chips sharing links in pairs, one
+// host): steps of random length on every device, taken in step order. The
+// answers never beat a physical bound and are deterministic.
+std::vector<Taken> RandomRun(uint32_t seed, int threads, int depth) {
+  std::mt19937 rng(seed);
+  runtime::SliceLayout v3 = runtime::ParseSlice("v3-8").value();
+  SliceHosts hosts = SliceHosts::Create(v3, Options(threads, depth)).value();
+  const int steps = 12;
+  std::uniform_int_distribution<int64_t> work_ps(0, 40'000'000);
+  std::uniform_int_distribution<int64_t> bytes(0, 20'000);
+  std::uniform_int_distribution<int64_t> step_ps(1, 20'000'000);
+  for (int s = 0; s < steps; ++s) {
+    for (int d = 0; d < 8; ++d) {
+      EXPECT_TRUE(
+          hosts.AddBatch(d, Picoseconds(work_ps(rng)), bytes(rng)).ok());
+    }
+  }
+  std::vector<Taken> out;
+  std::vector<Picoseconds> ready(8, Picoseconds(0));
+  for (int s = 0; s < steps; ++s) {
+    for (int d = 0; d < 8; ++d) {
+      absl::StatusOr<Taken> t = hosts.Take(d, s, ready[d]);
+      EXPECT_TRUE(t.ok()) << t.status();
+      ready[d] = t->start + Picoseconds(step_ps(rng));
+      out.push_back(*t);
+    }
+  }
+  return out;
+}
+
+TEST(HostModelTest, RandomRunsNeverBeatABoundAndRepeatExactly) {
+  const runtime::SliceLayout v3 = runtime::ParseSlice("v3-8").value();
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    const int threads = 1 + static_cast<int>(seed % 4);
+    const int depth = 1 + static_cast<int>(seed % 3);
+    std::vector<Taken> run = RandomRun(seed, threads, depth);
+    std::vector<Taken> again = RandomRun(seed, threads, depth);
+    ASSERT_EQ(run.size(), again.size());
+    Picoseconds pipeline_end(0);
+    std::map<int, Picoseconds> link_end;  // by chip link
+    // Pipeline order is step by step, device by device: the order of `run`.
+    for (size_t i = 0; i < run.size(); ++i) {
+      const Taken& t = run[i];
+      const BatchTiming& b = t.batch;
+      EXPECT_EQ(t.start, again[i].start) << seed;
+      EXPECT_EQ(t.input_wait, again[i].input_wait) << seed;
+      // The step waits for the batch, and the wait splits exactly.
+      EXPECT_LE(b.arrival, t.start);
+      EXPECT_GE(t.input_wait.count(), 0);
+      EXPECT_GE(t.infeed_wait.count(), 0);
+      EXPECT_EQ(b.taken_at, t.start);
+      // The pipeline does one batch at a time, in order, never faster than
+      // work / threads.
+      EXPECT_LE(pipeline_end, b.produce_start) << seed << " " << i;
+      EXPECT_GE((b.produce_end - b.produce_start).count() * threads,
+                b.work.count());
+      pipeline_end = b.produce_end;
+      // One copy at a time per link, never faster than the PCIe rate.
+      EXPECT_LE(b.produce_end, b.dma_start);
+      const int chip = v3.devices[b.device].chip;
+      EXPECT_LE(link_end[chip], b.dma_start) << seed << " " << i;
+      EXPECT_GE((b.arrival - b.dma_start).count(), b.bytes * 1000);
+      link_end[chip] = b.arrival;
+    }
+    // Prefetch depth: batch i of a device starts no earlier than the device
+    // took batch i - depth.
+    for (size_t i = 0; i < run.size(); ++i) {
+      const BatchTiming& b = run[i].batch;
+      if (b.index < depth) continue;
+      const BatchTiming& blocker = run[i - 8 * depth].batch;
+      ASSERT_EQ(blocker.device, b.device);
+      ASSERT_EQ(blocker.index, b.index - depth);
+      EXPECT_LE(blocker.taken_at, b.produce_start) << seed << " " << i;
+    }
+  }
 }
 
 TEST(SliceHostsTest, OneHostPerTaskAndOneLinkPerChip) {
