@@ -166,8 +166,6 @@ class SimPod {
   int64_t late_starts_ = 0;
 };
 
-namespace {
-
 class SimExecutable final : public runtime::Executable {
  public:
   SimExecutable(std::unique_ptr<runtime::Executable> host, LoweredProgram l)
@@ -184,6 +182,8 @@ class SimExecutable final : public runtime::Executable {
   std::unique_ptr<runtime::Executable> host_;
   LoweredProgram lowered_;
 };
+
+namespace {
 
 net::CollectiveOp NetOp(OpCode code) {
   switch (code) {
@@ -237,7 +237,6 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
   // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
   // the v2/v4 figure.
   pcie_bytes_per_second_ = preset_->pcie_gbps.value_or(16.0) * 1e9;
-  infeed_ready_.assign(layout_.num_devices(), Picoseconds(0));
   pcie_free_.assign(layout_.num_chips, Picoseconds(0));
   variable_bytes_.assign(layout_.num_devices(), {});
   ResetProfile();
@@ -258,7 +257,7 @@ absl::StatusOr<std::unique_ptr<runtime::Buffer>> SimBackend::TransferToDevice(
   const Picoseconds end =
       start + TimeAtRate(static_cast<double>(bytes), pcie_bytes_per_second_);
   pcie_free_[chip] = end;
-  infeed_ready_[device_id] = Max(infeed_ready_[device_id], end);
+  arrival_[buffer.get()] = end;
   if (options_.record_spans && bytes > 0) {
     spans_.push_back(runtime::TimelineSpan{
         -1, absl::StrCat("infeed to device ", device_id), start.count(),
@@ -297,11 +296,29 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::ExecuteSpmd(
     const runtime::Executable& executable,
     const runtime::SpmdAssignment& assignment,
     absl::Span<const std::vector<runtime::Buffer*>> per_replica_args) {
+  std::vector<std::vector<std::vector<runtime::Buffer*>>> iterations = {
+      std::vector<std::vector<runtime::Buffer*>>(per_replica_args.begin(),
+                                                 per_replica_args.end())};
+  return Execute(executable, assignment, iterations, /*loop=*/false);
+}
+
+absl::StatusOr<runtime::SpmdOutputs> SimBackend::ExecuteSpmdLoop(
+    const runtime::Executable& executable,
+    const runtime::SpmdAssignment& assignment,
+    absl::Span<const std::vector<std::vector<runtime::Buffer*>>>
+        per_iteration_args) {
+  return Execute(executable, assignment, per_iteration_args, /*loop=*/true);
+}
+
+absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
+    const runtime::Executable& executable,
+    const runtime::SpmdAssignment& assignment,
+    absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
+    bool loop) {
   const auto* exe = dynamic_cast<const SimExecutable*>(&executable);
   if (exe == nullptr) {
     return absl::InvalidArgumentError(
-        "SimBackend::ExecuteSpmd: the executable was not compiled by this "
-        "backend");
+        "SimBackend: the executable was not compiled by this backend");
   }
   const runtime::Program& program = exe->program();
   const LoweredProgram& lowered = exe->lowered();
@@ -333,44 +350,52 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::ExecuteSpmd(
       timing_[d].peak_hbm_bytes = std::max(timing_[d].peak_hbm_bytes, need);
     }
   }
-  TPUSIM_ASSIGN_OR_RETURN(
-      runtime::SpmdOutputs outputs,
-      host_->ExecuteSpmd(exe->host(), assignment, per_replica_args));
+  absl::StatusOr<runtime::SpmdOutputs> outputs =
+      loop ? host_->ExecuteSpmdLoop(exe->host(), assignment, iterations)
+           : host_->ExecuteSpmd(exe->host(), assignment, iterations[0]);
+  if (!outputs.ok()) return outputs.status();
+  TPUSIM_RETURN_IF_ERROR(Simulate(*exe, assignment, iterations));
+  for (const auto& iteration : iterations) {
+    for (const auto& args : iteration) {
+      for (const runtime::Buffer* b : args) arrival_.erase(b);
+    }
+  }
+  return outputs;
+}
 
-  // ---- The timing walk ----
+absl::Status SimBackend::Simulate(
+    const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
+    absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations) {
+  const runtime::Program& program = exe.program();
+  const LoweredProgram& lowered = exe.lowered();
+  const int num_devices = layout_.num_devices();
   const std::vector<runtime::Op>& ops = program.ops();
   const int replicas = assignment.num_replicas();
   const int cores = program.num_cores_per_replica();
   const Picoseconds call = now_;
   const Picoseconds begin = call + options_.host_loop_overhead;
   auto dev = [&](int r, int c) { return assignment.replica_devices[r][c]; };
-  // Per (replica, core): the device clock; per (op, replica): when the value
-  // is ready on its core's device (-1: a collective not yet resolved).
-  std::vector<Picoseconds> clock(static_cast<size_t>(replicas) * cores);
+  // Per (replica, core): the device clock and its collective accounting; per
+  // (op, replica): when the value is ready on its core's device.
+  std::vector<Picoseconds> clock(static_cast<size_t>(replicas) * cores, begin);
   std::vector<Picoseconds> last_issue(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> exposed(clock.size(), Picoseconds(0));
+  std::vector<Picoseconds> infeed(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
-  Picoseconds infeed_wait(0);
-  for (int r = 0; r < replicas; ++r) {
-    for (int c = 0; c < cores; ++c) {
-      const int d = dev(r, c);
-      const Picoseconds start = Max(begin, infeed_ready_[d]);
-      clock[r * cores + c] = start;
-      if (options_.record_spans) {
-        spans_.push_back({d, "host loop", call.count(), begin.count(), "host"});
-        if (begin < start) {
-          spans_.push_back(
-              {d, "infeed wait", begin.count(), start.count(), "infeed"});
-        }
+  if (options_.record_spans) {
+    for (int r = 0; r < replicas; ++r) {
+      for (int c = 0; c < cores; ++c) {
+        spans_.push_back(
+            {dev(r, c), "host loop", call.count(), begin.count(), "host"});
       }
-      infeed_wait = Max(infeed_wait, start - begin);
     }
   }
   std::vector<Picoseconds> ready(ops.size() * replicas, Picoseconds(0));
   std::vector<int> collective_of(ops.size(), -1);
-  // Values that are (views of) collective results: waiting for them is
-  // exposed collective time.
-  std::vector<bool> from_collective(ops.size(), false);
+  // Values that are (views of) collective results or infeed arguments:
+  // waiting for them is exposed collective / infeed time.
+  enum Source : uint8_t { kComputed, kCollective, kInfeed };
+  std::vector<Source> source(ops.size(), kComputed);
   pod_->ClearCollectives();
 
   // Resolves collective op `o` and fills in its ready times.
@@ -387,139 +412,162 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::ExecuteSpmd(
   };
 
   const double hbm_rate = rates_.hbm_bytes_per_second;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const runtime::Op& op = ops[i];
-    const LoweredOp& l = lowered.ops[i];
-    const int c = op.logical_core;
-    // Operands first: a pending collective is resolved when first used.
-    for (int o : op.operands) {
-      if (collective_of[o] >= 0) TPUSIM_RETURN_IF_ERROR(resolve(o));
-    }
-    if (l.kind == KernelKind::kCollective) {
-      // Build the request: replica groups on core c's devices, every other
-      // device of the slice in a group of its own.
-      SimPod::Collective col;
-      std::vector<std::vector<int>> groups;
-      std::vector<bool> member(num_devices, false);
-      col.request.op = NetOp(op.code);
-      col.request.algorithm = net::Algorithm::kAuto;
-      int group_size = 1;
-      if (op.code == OpCode::kCollectivePermute) {
-        std::vector<std::pair<int, int>> pairs;
-        for (const auto& [s, t] : op.attrs.source_target_pairs) {
-          pairs.push_back({dev(static_cast<int>(s), c), dev(static_cast<int>(t), c)});
-        }
-        TPUSIM_ASSIGN_OR_RETURN(col.request.pairs,
-                                net::PermutePairs::Create(pod_->topology(),
-                                                          std::move(pairs)));
-        col.trivial = col.request.pairs->pairs().empty();
-        group_size = 2;
-      } else {
-        TPUSIM_ASSIGN_OR_RETURN(
-            std::vector<std::vector<int64_t>> rgroups,
-            runtime::ResolveReplicaGroups(op.code, op.attrs.replica_groups,
-                                          replicas));
-        for (const auto& g : rgroups) {
-          std::vector<int> devs;
-          for (int64_t r : g) {
-            devs.push_back(dev(static_cast<int>(r), c));
-            member[devs.back()] = true;
-          }
-          groups.push_back(std::move(devs));
-        }
-        for (int d = 0; d < num_devices; ++d) {
-          if (!member[d]) groups.push_back({d});
-        }
-        group_size = static_cast<int>(rgroups[0].size());
-        col.trivial = group_size == 1;
-        TPUSIM_ASSIGN_OR_RETURN(
-            col.request.groups,
-            net::GroupPartition::Create(pod_->topology(), std::move(groups)));
-      }
-      // sim/net needs a size that divides by the group: XLA pads to it too.
-      const int64_t n = group_size;
-      col.request.bytes = std::max<int64_t>(n, (l.bytes + n - 1) / n * n);
-      for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
-      const int id = pod_->AddCollective(std::move(col));
-      collective_of[i] = id;
-      from_collective[i] = true;
-      for (int r = 0; r < replicas; ++r) {
-        const size_t k = r * cores + c;
-        Picoseconds at = Max(clock[k], last_issue[k]);
-        for (int o : op.operands) at = Max(at, ready[o * replicas + r]);
-        last_issue[k] = at;
-        pod_->Schedule(id, r, at);
-      }
-      continue;
-    }
-    for (int r = 0; r < replicas; ++r) {
-      const size_t k = r * cores + c;
-      const int d = dev(r, c);
-      Picoseconds start = clock[k];
-      Picoseconds data_ready = start;
-      bool waited_on_collective = false;
+  for (size_t iteration = 0; iteration < iterations.size(); ++iteration) {
+    const auto& args = iterations[iteration];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const runtime::Op& op = ops[i];
+      const LoweredOp& l = lowered.ops[i];
+      const int c = op.logical_core;
+      // Operands first: a pending collective is resolved when first used.
       for (int o : op.operands) {
-        Picoseconds at = ready[o * replicas + r];
-        const int oc = ops[o].logical_core;
-        if (oc != c) {
-          // Another logical core's value crosses to this device: one link
-          // (or the on-chip path) at B plus the hops' latency (tpusim's
-          // model of a cross-core copy; no contention).
-          const int from = dev(r, oc);
-          const int a = pod_->topology().chip_of_device(from);
-          const int b = pod_->topology().chip_of_device(d);
-          const int64_t bytes = ops[o].type.byte_size();
-          const bool on_chip = a == b;
-          const double rate =
-              on_chip ? pod_->config().on_chip_bytes_per_second
-                      : pod_->config().link_bytes_per_second;
-          const Picoseconds latency =
-              on_chip ? pod_->config().on_chip_latency
-                      : pod_->config().hop_latency *
-                            std::max(1, pod_->topology().Hops(a, b));
-          at = at + latency + TimeAtRate(static_cast<double>(bytes), rate);
-        }
-        if (data_ready < at) {
-          data_ready = at;
-          waited_on_collective = from_collective[o] && oc == c;
-        }
+        if (collective_of[o] >= 0) TPUSIM_RETURN_IF_ERROR(resolve(o));
       }
-      if (waited_on_collective && clock[k] < data_ready &&
-          l.kind == KernelKind::kCompute) {
-        exposed[k] += data_ready - clock[k];
-        if (options_.record_spans) {
-          spans_.push_back({d, absl::StrCat("wait ", l.name), clock[k].count(),
-                            data_ready.count(), "collective"});
+      if (l.kind == KernelKind::kCollective) {
+        // Replica groups on core c's devices; every other device of the slice
+        // in a group of its own.
+        SimPod::Collective col;
+        std::vector<std::vector<int>> groups;
+        std::vector<bool> member(num_devices, false);
+        col.request.op = NetOp(op.code);
+        col.request.algorithm = net::Algorithm::kAuto;
+        int group_size = 1;
+        if (op.code == OpCode::kCollectivePermute) {
+          std::vector<std::pair<int, int>> pairs;
+          for (const auto& [from, to] : op.attrs.source_target_pairs) {
+            pairs.push_back({dev(static_cast<int>(from), c),
+                             dev(static_cast<int>(to), c)});
+          }
+          TPUSIM_ASSIGN_OR_RETURN(
+              col.request.pairs,
+              net::PermutePairs::Create(pod_->topology(), std::move(pairs)));
+          col.trivial = col.request.pairs->pairs().empty();
+          group_size = 2;
+        } else {
+          TPUSIM_ASSIGN_OR_RETURN(
+              std::vector<std::vector<int64_t>> rgroups,
+              runtime::ResolveReplicaGroups(op.code, op.attrs.replica_groups,
+                                            replicas));
+          for (const auto& g : rgroups) {
+            std::vector<int> devs;
+            for (int64_t r : g) {
+              devs.push_back(dev(static_cast<int>(r), c));
+              member[devs.back()] = true;
+            }
+            groups.push_back(std::move(devs));
+          }
+          for (int d = 0; d < num_devices; ++d) {
+            if (!member[d]) groups.push_back({d});
+          }
+          group_size = static_cast<int>(rgroups[0].size());
+          col.trivial = group_size == 1;
+          TPUSIM_ASSIGN_OR_RETURN(
+              col.request.groups,
+              net::GroupPartition::Create(pod_->topology(), std::move(groups)));
         }
-      }
-      if (l.kind == KernelKind::kNone) {
-        ready[i * replicas + r] = data_ready;
-        if (op.code == OpCode::kReshape) {
-          from_collective[i] = from_collective[op.operands[0]];
+        // sim/net needs a size that divides by the group: XLA pads to it too.
+        const int64_t n = group_size;
+        col.request.bytes = std::max<int64_t>(n, (l.bytes + n - 1) / n * n);
+        for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
+        const int id = pod_->AddCollective(std::move(col));
+        collective_of[i] = id;
+        source[i] = kCollective;
+        for (int r = 0; r < replicas; ++r) {
+          const size_t k = r * cores + c;
+          // The sequencer issues collectives in program order.
+          Picoseconds at = Max(clock[k], last_issue[k]);
+          for (int o : op.operands) at = Max(at, ready[o * replicas + r]);
+          last_issue[k] = at;
+          pod_->Schedule(id, r, at);
         }
         continue;
       }
-      start = Max(clock[k], data_ready);
-      const KernelTime t = KernelDuration(rates_, l.work, hbm_rate);
-      const Picoseconds end = start + t.total;
-      clock[k] = end;
-      ready[i * replicas + r] = end;
-      runtime::DeviceProfile& tp = timing_[d];
-      tp.mxu_busy_ps += t.mxu.count();
-      tp.busy_ps += t.total.count();
-      tp.hbm_bytes += l.work.hbm_bytes;
-      if (options_.record_spans) {
-        spans_.push_back(
-            {d, l.name, start.count(), end.count(), t.category});
+      for (int r = 0; r < replicas; ++r) {
+        const size_t k = r * cores + c;
+        const int d = dev(r, c);
+        if (op.code == OpCode::kParameter) {
+          // The argument is usable once its infeed has arrived.
+          Picoseconds at = clock[k];
+          const int64_t p = op.attrs.parameter_index;
+          if (r < static_cast<int>(args.size()) && p >= 0 &&
+              p < static_cast<int64_t>(args[r].size())) {
+            auto it = arrival_.find(args[r][p]);
+            if (it != arrival_.end()) at = Max(at, it->second);
+          }
+          ready[i * replicas + r] = at;
+          source[i] = kInfeed;
+          continue;
+        }
+        Picoseconds data_ready = clock[k];
+        Source waited = kComputed;
+        for (int o : op.operands) {
+          Picoseconds at = ready[o * replicas + r];
+          const int oc = ops[o].logical_core;
+          if (oc != c) {
+            // Another logical core's value crosses to this device: one link
+            // (or the on-chip path) at B plus the hops' latency (tpusim's
+            // model of a cross-core copy; no contention).
+            const int from = dev(r, oc);
+            const int a = pod_->topology().chip_of_device(from);
+            const int b = pod_->topology().chip_of_device(d);
+            const int64_t bytes = ops[o].type.byte_size();
+            const bool on_chip = a == b;
+            const double rate = on_chip
+                                    ? pod_->config().on_chip_bytes_per_second
+                                    : pod_->config().link_bytes_per_second;
+            const Picoseconds latency =
+                on_chip ? pod_->config().on_chip_latency
+                        : pod_->config().hop_latency *
+                              std::max(1, pod_->topology().Hops(a, b));
+            at = at + latency + TimeAtRate(static_cast<double>(bytes), rate);
+          }
+          if (data_ready < at) {
+            data_ready = at;
+            waited = oc == c ? source[o] : kComputed;
+          }
+        }
+        if (l.kind == KernelKind::kNone) {
+          ready[i * replicas + r] = data_ready;
+          if (op.code == OpCode::kReshape) source[i] = source[op.operands[0]];
+          continue;
+        }
+        if (clock[k] < data_ready && waited != kComputed) {
+          const Picoseconds wait = data_ready - clock[k];
+          (waited == kCollective ? exposed : infeed)[k] += wait;
+          if (options_.record_spans) {
+            spans_.push_back({d, absl::StrCat("wait ", l.name),
+                              clock[k].count(), data_ready.count(),
+                              waited == kCollective ? "collective" : "infeed"});
+          }
+        }
+        const Picoseconds start = Max(clock[k], data_ready);
+        const KernelTime t = KernelDuration(rates_, l.work, hbm_rate);
+        const Picoseconds end = start + t.total;
+        clock[k] = end;
+        ready[i * replicas + r] = end;
+        runtime::DeviceProfile& tp = timing_[d];
+        tp.mxu_busy_ps += t.mxu.count();
+        tp.busy_ps += t.total.count();
+        tp.hbm_bytes += l.work.hbm_bytes;
+        if (options_.record_spans) {
+          spans_.push_back({d, l.name, start.count(), end.count(), t.category});
+        }
+      }
+    }
+    // The loop body ends when its collectives have: a TPU while loop carries
+    // its state into the next iteration.
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (collective_of[i] >= 0) {
+        TPUSIM_RETURN_IF_ERROR(resolve(static_cast<int>(i)));
+      }
+    }
+    for (runtime::Value v : program.outputs()) {
+      for (int r = 0; r < replicas; ++r) {
+        const size_t k = r * cores + ops[v.id].logical_core;
+        clock[k] = Max(clock[k], ready[v.id * replicas + r]);
       }
     }
   }
-  // Collectives nobody consumed still finish within the call.
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (collective_of[i] >= 0) TPUSIM_RETURN_IF_ERROR(resolve(static_cast<int>(i)));
-  }
-  // The call ends when every device has finished its kernels and every value
-  // the program returns is ready.
+  // The call ends when every device has finished.
   Picoseconds end = begin;
   size_t last = 0;
   for (size_t k = 0; k < clock.size(); ++k) {
@@ -528,27 +576,18 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::ExecuteSpmd(
       last = k;
     }
   }
-  for (runtime::Value v : program.outputs()) {
-    for (int r = 0; r < replicas; ++r) {
-      const Picoseconds at = ready[v.id * replicas + r];
-      if (end < at) {
-        end = at;
-        last = r * cores + ops[v.id].logical_core;
-      }
-    }
-  }
   runtime::StepProfile step;
   step.start_ps = call.count();
   step.end_ps = end.count();
+  step.steps = static_cast<int64_t>(iterations.size());
   step.exposed_collective_ps = exposed[last].count();
   step.hidden_collective_ps =
       std::max<int64_t>(0, (collective_time[last] - exposed[last]).count());
-  step.infeed_wait_ps = infeed_wait.count();
+  step.infeed_wait_ps = infeed[last].count();
   step.host_overhead_ps = options_.host_loop_overhead.count();
   steps_.push_back(step);
   now_ = end;
-  // The next call's infeed cannot have arrived before this one started.
-  return outputs;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {

@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/units.h"
@@ -56,6 +57,7 @@
 
 namespace tpusim::sim {
 
+class SimExecutable;
 class SimPod;
 
 struct SimBackendOptions {
@@ -100,6 +102,13 @@ class SimBackend final : public runtime::Backend {
       const runtime::SpmdAssignment& assignment,
       absl::Span<const std::vector<runtime::Buffer*>> per_replica_args)
       override;
+  // K iterations of the body in one call: the host-loop overhead once, each
+  // iteration's arguments usable when their infeed has arrived.
+  absl::StatusOr<runtime::SpmdOutputs> ExecuteSpmdLoop(
+      const runtime::Executable& executable,
+      const runtime::SpmdAssignment& assignment,
+      absl::Span<const std::vector<std::vector<runtime::Buffer*>>>
+          per_iteration_args) override;
   absl::Status WriteVariable(int device_id, int slot,
                              const runtime::Tensor& value) override;
   absl::StatusOr<runtime::Tensor> ReadVariable(int device_id,
@@ -116,6 +125,15 @@ class SimBackend final : public runtime::Backend {
  private:
   SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
              SimBackendOptions options);
+  absl::StatusOr<runtime::SpmdOutputs> Execute(
+      const runtime::Executable& executable,
+      const runtime::SpmdAssignment& assignment,
+      absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
+      bool loop);
+  // The timing walk of one call (K iterations).
+  absl::Status Simulate(
+      const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
+      absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations);
 
   runtime::SliceLayout layout_;
   const ChipPreset* preset_;
@@ -125,9 +143,9 @@ class SimBackend final : public runtime::Backend {
   std::unique_ptr<SimPod> pod_;
   common::Picoseconds now_;
   double pcie_bytes_per_second_ = 0;
-  // Per device: when its queued infeed has arrived; per host: when its PCIe
-  // DMA queue is free.
-  std::vector<common::Picoseconds> infeed_ready_;
+  // When each transferred argument has arrived on its device (until the call
+  // that uses it); per chip, when its PCIe link is free.
+  absl::flat_hash_map<const runtime::Buffer*, common::Picoseconds> arrival_;
   std::vector<common::Picoseconds> pcie_free_;
   // Variable bytes per (device, slot).
   std::vector<std::map<int, int64_t>> variable_bytes_;

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "strategy/config_proto.h"
 
@@ -364,14 +365,17 @@ absl::StatusOr<TracedNest> TraceArgs(runtime::ProgramBuilder& builder,
 
 }  // namespace
 
-absl::StatusOr<std::vector<runtime::SpmdOutputs>> TPUStrategy::Execute(
-    const Compiled& compiled, const std::vector<ArgPlan>& plans) {
+absl::StatusOr<runtime::SpmdOutputs> TPUStrategy::Execute(
+    const Compiled& compiled, const std::vector<ArgPlan>& plans, bool loop) {
   const runtime::Program& program = compiled.executable->program();
   const int n = num_replicas_in_sync();
   std::vector<std::unique_ptr<runtime::Buffer>> keep;
-  std::vector<std::vector<runtime::Buffer*>> args(n);
-  size_t param = 0;
+  // [iteration][replica][parameter]
+  std::vector<std::vector<std::vector<runtime::Buffer*>>> args;
   for (const ArgPlan& plan : plans) {
+    std::vector<std::vector<runtime::Buffer*>>& iteration =
+        args.emplace_back(n);
+    size_t param = 0;
     for (const LeafPlan& leaf : plan.leaves) {
       if (leaf.kind != LeafPlan::Kind::kParameter) continue;
       if (param >= program.parameters().size()) {
@@ -385,18 +389,16 @@ absl::StatusOr<std::vector<runtime::SpmdOutputs>> TPUStrategy::Execute(
         TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> b,
                                 backend_->TransferToDevice(
                                     assignment_.replica_devices[r][core], t));
-        args[r].push_back(b.get());
+        iteration[r].push_back(b.get());
         keep.push_back(std::move(b));
       }
       ++param;
     }
   }
-  TPUSIM_ASSIGN_OR_RETURN(
-      runtime::SpmdOutputs outputs,
-      backend_->ExecuteSpmd(*compiled.executable, assignment_, args));
-  std::vector<runtime::SpmdOutputs> result;
-  result.push_back(std::move(outputs));
-  return result;
+  if (!loop) {
+    return backend_->ExecuteSpmd(*compiled.executable, assignment_, args[0]);
+  }
+  return backend_->ExecuteSpmdLoop(*compiled.executable, assignment_, args);
 }
 
 absl::StatusOr<std::vector<Tensor>> TPUStrategy::FetchOutput(
@@ -480,12 +482,12 @@ absl::StatusOr<ValueNest> TPUStrategy::RunInternal(const StepFunction& fn,
   last_compiled_ = &compiled;
   std::vector<ArgPlan> plans;
   plans.push_back(std::move(plan));
-  TPUSIM_ASSIGN_OR_RETURN(std::vector<runtime::SpmdOutputs> outs,
-                          Execute(compiled, plans));
+  TPUSIM_ASSIGN_OR_RETURN(runtime::SpmdOutputs outs,
+                          Execute(compiled, plans, /*loop=*/false));
   std::vector<Value> leaves;
   for (size_t k = 0; k < compiled.independent.size(); ++k) {
     TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> parts,
-                            FetchOutput(outs[0], static_cast<int>(k)));
+                            FetchOutput(outs, static_cast<int>(k)));
     // regroup: the same object on every replica (always the case with one
     // replica) is returned unwrapped.
     if ((compiled.independent[k] &&
@@ -544,17 +546,47 @@ absl::StatusOr<MultiStepResult> TPUStrategy::ExperimentalRunStepsOnIterator(
     TPUSIM_ASSIGN_OR_RETURN(ArgPlan plan, PlanArgs(inputs));
     plans.push_back(std::move(plan));
   }
-  // One program: the loop body unrolled `steps` times, so the whole loop is one
-  // device call.
-  runtime::ProgramBuilder builder("multi_step", n, num_cores_per_replica_);
-  ReplicaContext ctx(this, &builder, n);
-  MultiStepContext step_ctx(&ctx);
-  std::vector<bool> parameter_distributed;
-  {
-    internal::ContextFrameGuard replica(this, &ctx);
-    for (int s = 0; s < steps; ++s) {
+  // Every step shares step 0's signature: a TPU loop has static shapes.
+  auto describe = [](const ArgPlan& plan) {
+    std::vector<std::string> leaves;
+    for (const LeafPlan& leaf : plan.leaves) {
+      switch (leaf.kind) {
+        case LeafPlan::Kind::kParameter:
+          leaves.push_back(leaf.type.ToString());
+          break;
+        case LeafPlan::Kind::kConstant:
+          leaves.push_back(leaf.constant.DebugString());
+          break;
+        case LeafPlan::Kind::kVariable:
+          leaves.push_back(absl::StrCat("variable ", leaf.variable->name()));
+          break;
+      }
+    }
+    return absl::StrCat(plan.structure.StructureString(), " (",
+                        absl::StrJoin(leaves, ", "), ")");
+  };
+  for (int st = 1; st < steps; ++st) {
+    if (plans[st].signature != plans[0].signature) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "experimental_run_steps_on_iterator: step ", st,
+          " has the input signature ", describe(plans[st]), " but step 0 has ",
+          describe(plans[0]),
+          "; the steps of one device loop must have the same static shapes"));
+    }
+  }
+  // The body, traced once per (fn, signature) and cached like run()'s.
+  const std::string key =
+      absl::StrCat("loop#", fn.id(), "#", plans[0].signature);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    runtime::ProgramBuilder builder("multi_step", n, num_cores_per_replica_);
+    ReplicaContext ctx(this, &builder, n);
+    MultiStepContext step_ctx(&ctx);
+    std::vector<bool> parameter_distributed;
+    {
+      internal::ContextFrameGuard replica(this, &ctx);
       absl::StatusOr<TracedNest> inputs =
-          TraceArgs(builder, ctx, plans[s].structure, plans[s].leaves,
+          TraceArgs(builder, ctx, plans[0].structure, plans[0].leaves,
                     parameter_distributed);
       if (!inputs.ok()) {
         ctx.EndTracing();
@@ -566,27 +598,30 @@ absl::StatusOr<MultiStepResult> TPUStrategy::ExperimentalRunStepsOnIterator(
         return status;
       }
     }
+    ctx.EndTracing();
+    auto compiled = std::make_unique<Compiled>();
+    std::vector<TracedValue> outputs;
+    for (const auto& [name, out] : step_ctx.outputs_) {
+      outputs.push_back(out.value);
+      compiled->named_outputs.emplace_back(name, out.reduced);
+    }
+    TPUSIM_ASSIGN_OR_RETURN(runtime::Program program,
+                            std::move(builder).Build(outputs));
+    TPUSIM_ASSIGN_OR_RETURN(
+        compiled->executable,
+        backend_->Compile(program, {n, num_cores_per_replica_}));
+    ++num_traces_;
+    it = cache_.emplace(key, std::move(compiled)).first;
   }
-  ctx.EndTracing();
-  auto compiled = std::make_unique<Compiled>();
-  std::vector<TracedValue> outputs;
-  for (const auto& [name, out] : step_ctx.outputs_) {
-    outputs.push_back(out.value);
-    compiled->named_outputs.emplace_back(name, out.reduced);
-  }
-  TPUSIM_ASSIGN_OR_RETURN(runtime::Program program,
-                          std::move(builder).Build(outputs));
-  TPUSIM_ASSIGN_OR_RETURN(
-      compiled->executable,
-      backend_->Compile(program, {n, num_cores_per_replica_}));
-  ++num_traces_;
-  TPUSIM_ASSIGN_OR_RETURN(std::vector<runtime::SpmdOutputs> outs,
-                          Execute(*compiled, plans));
+  const Compiled* compiled = it->second.get();
+  last_compiled_ = compiled;
+  TPUSIM_ASSIGN_OR_RETURN(runtime::SpmdOutputs outs,
+                          Execute(*compiled, plans, /*loop=*/true));
   MultiStepResult result;
   result.steps_run = steps;
   for (size_t k = 0; k < compiled->named_outputs.size(); ++k) {
     TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> parts,
-                            FetchOutput(outs[0], static_cast<int>(k)));
+                            FetchOutput(outs, static_cast<int>(k)));
     const auto& [name, reduced] = compiled->named_outputs[k];
     if (reduced) {
       result.last_step_outputs[name] = Value(std::move(parts[0]));

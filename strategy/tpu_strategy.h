@@ -82,6 +82,8 @@ class StepFunction {
   const StepFn& fn() const { return fn_; }
   const std::string& name() const { return name_; }
   uint64_t id() const { return id_; }
+  // A fresh identity (shared by StepFunction and MultiStepFn).
+  static uint64_t NewId() { return NextId(); }
 
  private:
   static uint64_t NextId();
@@ -154,9 +156,29 @@ class MultiStepContext {
 };
 
 // The body of a multi-step loop: one step's inputs (replica element structure),
-// registering outputs through the MultiStepContext.
-using MultiStepFn = std::function<absl::Status(
-    ReplicaContext&, MultiStepContext&, const TracedNest& inputs)>;
+// registering outputs through the MultiStepContext. Like StepFunction it has
+// an identity: the body is traced once per (MultiStepFn, input signature) and
+// the trace is reused by later calls with the same function object.
+class MultiStepFn {
+ public:
+  using Body = std::function<absl::Status(ReplicaContext&, MultiStepContext&,
+                                          const TracedNest& inputs)>;
+  template <typename F,
+            typename = std::enable_if_t<
+                std::is_invocable_r_v<absl::Status, F&, ReplicaContext&,
+                                      MultiStepContext&, const TracedNest&>>>
+  MultiStepFn(F&& fn)  // NOLINT: implicit from a callable
+      : fn_(std::forward<F>(fn)), id_(StepFunction::NewId()) {}
+  absl::Status operator()(ReplicaContext& ctx, MultiStepContext& steps,
+                          const TracedNest& inputs) const {
+    return fn_(ctx, steps, inputs);
+  }
+  uint64_t id() const { return id_; }
+
+ private:
+  Body fn_;
+  uint64_t id_;
+};
 
 class TPUStrategy final : public Strategy {
  public:
@@ -240,6 +262,11 @@ class TPUStrategy final : public Strategy {
   // `iterations` is ignored; otherwise `iterations` steps run. kInvalidArgument
   // for iterations < 1 (when used); kOutOfRange if the iterator ends before the
   // loop's inputs are complete (nothing is executed then).
+  // The body is traced once per (fn, input signature) and run K times in one
+  // Backend::ExecuteSpmdLoop call, as TF's TPU training loop
+  // (tpu.repeat/while_loop over infeed) runs it. Every step must have step 0's
+  // input signature (static shapes, as TPU loops need): a step that differs is
+  // kInvalidArgument naming the step and both signatures.
   absl::StatusOr<MultiStepResult> ExperimentalRunStepsOnIterator(
       const MultiStepFn& fn, InputIterator& iterator, int iterations);
 
@@ -302,8 +329,11 @@ class TPUStrategy final : public Strategy {
   absl::StatusOr<ValueNest> RunInternal(const StepFunction& fn,
                                         const ValueNest& args);
   absl::StatusOr<ArgPlan> PlanArgs(const ValueNest& args) const;
-  absl::StatusOr<std::vector<runtime::SpmdOutputs>> Execute(
-      const Compiled& compiled, const std::vector<ArgPlan>& plans);
+  // Transfers every plan's parameters and runs the program: one ExecuteSpmd
+  // for one plan, else one ExecuteSpmdLoop over the plans (one iteration
+  // each). Returns the outputs (of the last iteration).
+  absl::StatusOr<runtime::SpmdOutputs> Execute(
+      const Compiled& compiled, const std::vector<ArgPlan>& plans, bool loop);
   absl::StatusOr<std::vector<runtime::Tensor>> FetchOutput(
       const runtime::SpmdOutputs& outputs, int index);
 

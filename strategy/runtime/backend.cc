@@ -11,4 +11,26 @@ std::string Device::DebugString() const {
                       ")");
 }
 
+absl::StatusOr<SpmdOutputs> Backend::ExecuteSpmdLoop(
+    const Executable& executable, const SpmdAssignment& assignment,
+    absl::Span<const std::vector<std::vector<Buffer*>>> per_iteration_args) {
+  if (per_iteration_args.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name(), ": ExecuteSpmdLoop of program ", executable.program().name(),
+        " needs at least one iteration"));
+  }
+  SpmdOutputs last;
+  for (size_t k = 0; k < per_iteration_args.size(); ++k) {
+    absl::StatusOr<SpmdOutputs> out =
+        ExecuteSpmd(executable, assignment, per_iteration_args[k]);
+    if (!out.ok()) {
+      return absl::Status(out.status().code(),
+                          absl::StrCat("iteration ", k, ": ",
+                                       out.status().message()));
+    }
+    last = std::move(*out);
+  }
+  return last;
+}
+
 }  // namespace tpusim::runtime

@@ -178,6 +178,24 @@ class Backend {
       const Executable& executable, const SpmdAssignment& assignment,
       absl::Span<const std::vector<Buffer*>> per_replica_args) = 0;
 
+  // Runs `executable` once per entry of `per_iteration_args` in ONE device
+  // call, as TF's TPU training loop runs steps_per_run iterations of the
+  // traced body, each reading its inputs from per-device infeed queues.
+  // per_iteration_args[k] is iteration k's per_replica_args (as ExecuteSpmd);
+  // every iteration has the same signature (static shapes). Returns the
+  // outputs of the last iteration.
+  // Contract:
+  //  * InvalidArgument when there is no iteration; otherwise ExecuteSpmd's
+  //    contract holds for every iteration (the first failing one's error,
+  //    with "iteration k: " in front; earlier iterations' variable updates
+  //    stay).
+  //  * Values are exactly those of K ExecuteSpmd calls; the profile counts
+  //    one execution per device.
+  // The default runs ExecuteSpmd K times (and so counts K executions).
+  virtual absl::StatusOr<SpmdOutputs> ExecuteSpmdLoop(
+      const Executable& executable, const SpmdAssignment& assignment,
+      absl::Span<const std::vector<std::vector<Buffer*>>> per_iteration_args);
+
   // Variable storage: one buffer per (device, slot). Programs read and write it
   // through variable_read / variable_assign / variable_assign_add; the strategy
   // initializes it here. InvalidArgument for an unknown device. Writing

@@ -578,6 +578,22 @@ absl::StatusOr<Tensor> HostBackend::ReadVariable(int device_id,
   return it->second;
 }
 
+absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmdLoop(
+    const Executable& executable, const SpmdAssignment& assignment,
+    absl::Span<const std::vector<std::vector<Buffer*>>> per_iteration_args) {
+  std::vector<int64_t> before;
+  for (const DeviceProfile& dp : profile_) before.push_back(dp.executions);
+  absl::StatusOr<SpmdOutputs> out =
+      Backend::ExecuteSpmdLoop(executable, assignment, per_iteration_args);
+  // One device call: one execution per device that ran.
+  for (size_t d = 0; d < profile_.size(); ++d) {
+    if (profile_[d].executions > before[d]) {
+      profile_[d].executions = before[d] + 1;
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<Profile> HostBackend::CollectProfile() const {
   Profile p;
   p.backend = "host";

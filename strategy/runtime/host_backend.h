@@ -67,6 +67,11 @@ class HostBackend final : public Backend {
   absl::StatusOr<SpmdOutputs> ExecuteSpmd(
       const Executable& executable, const SpmdAssignment& assignment,
       absl::Span<const std::vector<Buffer*>> per_replica_args) override;
+  // K iterations (Backend's default), one execution counted per device.
+  absl::StatusOr<SpmdOutputs> ExecuteSpmdLoop(
+      const Executable& executable, const SpmdAssignment& assignment,
+      absl::Span<const std::vector<std::vector<Buffer*>>> per_iteration_args)
+      override;
   absl::Status WriteVariable(int device_id, int slot,
                              const Tensor& value) override;
   absl::StatusOr<Tensor> ReadVariable(int device_id, int slot) const override;

@@ -11,7 +11,9 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "strategy/cluster_resolver.h"
 #include "strategy/runtime/host_backend.h"
+#include "strategy/tpu_strategy.h"
 
 namespace tpusim::sim {
 namespace {
@@ -232,6 +234,72 @@ TEST(SimBackendTest, BadSliceAndSecondBackendAreClearErrors) {
   ASSERT_THAT(first, IsOk());
   EXPECT_THAT(SimBackend::Create("v4-8"),
               StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::_));
+}
+
+// With zero-cost input, 100 calls with K = 1 take exactly 99 H longer than one
+// call with K = 100 (H = the host-loop overhead, paid once per device call).
+TEST(SimBackendTest, StepsPerRunPaysTheHostLoopOncePerCall) {
+  using namespace ::tpusim::strategy;  // NOLINT: test brevity
+  auto sim = SimBackend::Create("v5litepod-2");
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  auto resolver = TPUClusterResolver::Create(s, "v5litepod-2");
+  ASSERT_THAT(resolver, IsOk());
+  auto make = [&](int steps_per_run) {
+    TPUStrategyOptions options;
+    options.steps_per_run = steps_per_run;
+    auto st = TPUStrategy::Create(s, *resolver, options);
+    EXPECT_THAT(st, IsOk());
+    return std::move(*st);
+  };
+  auto body_for = [](MirroredVariable* total) -> MultiStepFn {
+    return [total](ReplicaContext& ctx, MultiStepContext& ms,
+                   const TracedNest& in) -> absl::Status {
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue x, ctx.Mul(in.leaf(), in.leaf()));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue sum, ctx.AllReduce(ReduceOp::kSum, x));
+      TPUSIM_RETURN_IF_ERROR(ctx.AssignAddVariable(*total, sum).status());
+      return ms.SetLastStepOutput("sum", sum, ReduceOp::kSum);
+    };
+  };
+  auto input = [](int steps) {
+    std::vector<PerReplica<ReplicaElement>> v;
+    for (int i = 0; i < steps; ++i) {
+      v.push_back(PerReplica<ReplicaElement>::FromFn(2, [&](int r) {
+        return ReplicaElement(Tensor::Scalar<float>(1.f * i + r));
+      }));
+    }
+    return VectorInputIterator(std::move(v));
+  };
+  std::unique_ptr<TPUStrategy> one = make(1);
+  std::unique_ptr<TPUStrategy> hundred = make(100);
+  MirroredVariable *a = nullptr, *b = nullptr;
+  {
+    auto scope = one->Scope();
+    a = *CreateVariable(Tensor::Scalar<float>(0), {"a"});
+  }
+  {
+    auto scope = hundred->Scope();
+    b = *CreateVariable(Tensor::Scalar<float>(0), {"b"});
+  }
+  const MultiStepFn body_a = body_for(a), body_b = body_for(b);
+  VectorInputIterator it_a = input(100), it_b = input(100);
+  const common::Picoseconds t0 = s.Now();
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_THAT(one->ExperimentalRunStepsOnIterator(body_a, it_a, 1), IsOk());
+  }
+  const common::Picoseconds t1 = s.Now();
+  auto r = hundred->ExperimentalRunStepsOnIterator(body_b, it_b, 100);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->steps_run, 100);
+  const common::Picoseconds t2 = s.Now();
+  // Same values both ways.
+  EXPECT_EQ(a->Read()->scalar<float>(), b->Read()->scalar<float>());
+  const int64_t h = SimBackendOptions().host_loop_overhead.count();
+  EXPECT_EQ((t1 - t0).count() - (t2 - t1).count(), 99 * h);
+  auto profile = s.CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  ASSERT_EQ(profile->steps.size(), 101u);
+  EXPECT_EQ(profile->steps.back().steps, 100);
 }
 
 }  // namespace

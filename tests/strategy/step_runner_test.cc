@@ -12,6 +12,7 @@ namespace tpusim::strategy {
 namespace {
 
 using runtime::Tensor;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using testing::F32;
 using ::testing::HasSubstr;
@@ -129,6 +130,51 @@ TEST(StepsPerRunTest, BadIterationsAndBadBodiesReturnStatus) {
   EXPECT_THAT(x.f.strategy->ExperimentalRunStepsOnIterator(int_mean, it, 2),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("all_reduce MEAN")));
+}
+
+// The loop body is traced once per (function, signature), not once per step
+// or per call: the same MultiStepFn reuses its trace.
+TEST(StepsPerRunTest, BodyIsTracedOncePerFunctionAndSignature) {
+  Fixture x = Make(3);
+  VectorInputIterator it = Steps(9, 2);
+  const MultiStepFn body = Body(x.total);
+  const int before = x.f.strategy->num_traces();
+  for (int call = 0; call < 3; ++call) {
+    ASSERT_THAT(x.f.strategy->ExperimentalRunStepsOnIterator(body, it, 3),
+                IsOk());
+  }
+  EXPECT_EQ(x.f.strategy->num_traces() - before, 1);
+  // The program is the body once (one all_reduce), not three copies.
+  int all_reduces = 0;
+  for (const runtime::Op& op : x.f.strategy->last_traced_program()->ops()) {
+    all_reduces += op.code == runtime::OpCode::kAllReduce;
+  }
+  EXPECT_EQ(all_reduces, 3);  // the body's, x_sum's and x_mean's
+  // total = sum over steps s = 0..8 of (10 s + 0) + (10 s + 1) = 729.
+  EXPECT_EQ(x.total->Read()->scalar<float>(), 729.0f);
+}
+
+// A TPU loop has static shapes: a step whose input signature differs from
+// step 0's is InvalidArgument naming the step, and nothing runs.
+TEST(StepsPerRunTest, StepWithAnotherSignatureIsInvalidArgumentNamingIt) {
+  Fixture x = Make(3);
+  std::vector<PerReplica<ReplicaElement>> steps;
+  for (int s = 0; s < 3; ++s) {
+    steps.push_back(PerReplica<ReplicaElement>::FromFn(2, [&](int r) {
+      return s == 2 ? ReplicaElement(testing::F32s({1, 2}))
+                    : ReplicaElement(F32(10.f * s + r));
+    }));
+  }
+  VectorInputIterator it(std::move(steps));
+  EXPECT_THAT(
+      x.f.strategy->ExperimentalRunStepsOnIterator(Body(x.total), it, 3),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("experimental_run_steps_on_iterator: step 2 "
+                               "has the input signature"),
+                     HasSubstr("(f32[2]) but step 0 has * (f32[])"),
+                     HasSubstr("the steps of one device loop must have the "
+                               "same static shapes"))));
+  EXPECT_EQ(x.total->Read()->scalar<float>(), 0.0f);
 }
 
 }  // namespace
