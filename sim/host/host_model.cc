@@ -166,13 +166,30 @@ absl::Status HostModel::TimeNext() {
   t.produce_start = Max(Max(pipeline_free_, p.not_before), slot_free);
   // The threads share the batch's elements: ceil(work / threads).
   const int64_t threads = options_.threads;
-  t.produce_end =
-      t.produce_start + Picoseconds(p.work.count() / threads +
-                                    (p.work.count() % threads != 0 ? 1 : 0));
+  const int64_t produce_ps =
+      p.work.count() / threads + (p.work.count() % threads != 0 ? 1 : 0);
+  const double copy_ps =
+      static_cast<double>(p.bytes) / options_.pcie_bytes_per_second * 1e12;
+  std::optional<int64_t> produce_end =
+      common::CheckedAdd(t.produce_start.count(), produce_ps);
+  std::optional<int64_t> arrival;
+  if (produce_end && copy_ps < 9e18) {
+    t.produce_end = Picoseconds(*produce_end);
+    t.dma_start = Max(t.produce_end, link_free_[t.link]);
+    arrival = common::CheckedAdd(
+        t.dma_start.count(),
+        TimeAtRate(static_cast<double>(p.bytes), options_.pcie_bytes_per_second)
+            .count());
+  }
+  if (!arrival) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "batch ", p.index, " of device ", ids_[p.device],
+        " would end past the simulated clock's range (int64 picoseconds, "
+        "about 106 days): ",
+        p.work.count(), " ps of host work, ", p.bytes, " bytes"));
+  }
+  t.arrival = Picoseconds(*arrival);
   pipeline_free_ = t.produce_end;
-  t.dma_start = Max(t.produce_end, link_free_[t.link]);
-  t.arrival = t.dma_start + TimeAtRate(static_cast<double>(p.bytes),
-                                       options_.pcie_bytes_per_second);
   link_free_[t.link] = t.arrival;
   dev.timed.push_back(t);
   pending_.pop_front();
@@ -210,6 +227,11 @@ absl::StatusOr<Taken> HostModel::Take(int device, int64_t index,
           "device ", ids_[device], " takes its batches in order: next is ",
           d.taken, ", asked for ", index));
     }
+  }
+  if (ready.count() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ready time ", ready.count(), " ps of batch ", index,
+                     " is negative; allowed: >= 0"));
   }
   TPUSIM_ASSIGN_OR_RETURN(BatchTiming t, Timing(device, index));
   DeviceState& dev = devices_[device];

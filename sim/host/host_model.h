@@ -130,7 +130,8 @@ class HostModel {
 
   // When batch `index` of `device` goes through the pipeline and PCIe.
   // NotFound for a batch not added (or already dropped from the history);
-  // FailedPrecondition when it depends on a take that has not happened.
+  // FailedPrecondition when it depends on a take that has not happened;
+  // OutOfRange when its times pass int64 picoseconds.
   absl::StatusOr<BatchTiming> Timing(int device, int64_t index);
 
   // The device, ready for its next step at `ready`, takes batch `index` (the

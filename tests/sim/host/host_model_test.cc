@@ -271,6 +271,25 @@ TEST(HostModelTest, BadBatchesAreInvalidArgument) {
   EXPECT_THAT(host.AddBatch(1, Us(1), -8),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "batch 0 of device 1 has -8 bytes; allowed: >= 0"));
+  // Huge but valid numbers: the clock's range is the limit, not a crash.
+  HostModel far = HostModel::Create(Options(1, 2), {0}).value();
+  ASSERT_TRUE(far.AddBatch(0, Picoseconds(int64_t{1} << 62), 0).ok());
+  ASSERT_TRUE(far.AddBatch(0, Picoseconds(int64_t{1} << 62), 0).ok());
+  ASSERT_TRUE(far.Timing(0, 0).ok());
+  EXPECT_THAT(far.Timing(0, 1),
+              StatusIs(absl::StatusCode::kOutOfRange,
+                       HasSubstr("batch 1 of device 0 would end past the "
+                                 "simulated clock's range")));
+  HostModel wide = HostModel::Create(Options(1, 2), {0}).value();
+  ASSERT_TRUE(
+      wide.AddBatch(0, Us(0), std::numeric_limits<int64_t>::max()).ok());
+  EXPECT_THAT(wide.Timing(0, 0),
+              StatusIs(absl::StatusCode::kOutOfRange,
+                       HasSubstr("batch 0 of device 0 would end past")));
+  EXPECT_THAT(far.Take(0, 0, Picoseconds(-1)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "ready time -1 ps of batch 0 is negative; allowed: "
+                       ">= 0"));
   // None of the bad batches was queued.
   EXPECT_EQ(host.added(0), 0);
   EXPECT_EQ(host.added(1), 0);
