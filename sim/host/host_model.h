@@ -41,8 +41,11 @@
 //
 // Timing is evaluated lazily in pipeline order, because a batch's start can
 // depend on when an earlier one was taken: asking for batch i of a device
-// whose batch i - P has not been taken yet is FailedPrecondition. A caller
-// that takes batches in step order (what a device does) never hits it.
+// whose batch i - P has not been taken yet is FailedPrecondition (so is any
+// batch queued behind it). A caller that adds one batch per device per step
+// (a step's argument tensors summed: bytes and host work) and takes step s on
+// every device before step s + 1 never hits it. AddBatch itself carries no
+// time, so it may be called when the step executes.
 
 #ifndef TPUSIM_SIM_HOST_HOST_MODEL_H_
 #define TPUSIM_SIM_HOST_HOST_MODEL_H_
