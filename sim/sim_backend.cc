@@ -259,9 +259,8 @@ absl::StatusOr<std::unique_ptr<runtime::Buffer>> SimBackend::TransferToDevice(
   pcie_free_[chip] = end;
   arrival_[buffer.get()] = end;
   if (options_.record_spans && bytes > 0) {
-    spans_.push_back(runtime::TimelineSpan{
-        -1, absl::StrCat("infeed to device ", device_id), start.count(),
-        end.count(), "pcie", host});
+    spans_.push_back(Span{-1, absl::StrCat("infeed to device ", device_id),
+                          start.count(), end.count(), "pcie", host});
   }
   return buffer;
 }
@@ -546,7 +545,7 @@ absl::Status SimBackend::Simulate(
         const Picoseconds end = start + t.total;
         clock[k] = end;
         ready[i * replicas + r] = end;
-        runtime::DeviceProfile& tp = timing_[d];
+        DeviceTiming& tp = timing_[d];
         tp.mxu_busy_ps += t.mxu.count();
         tp.busy_ps += t.total.count();
         tp.hbm_bytes += l.work.hbm_bytes;
@@ -578,7 +577,7 @@ absl::Status SimBackend::Simulate(
       last = k;
     }
   }
-  runtime::StepProfile step;
+  Step step;
   step.start_ps = call.count();
   step.end_ps = end.count();
   step.steps = static_cast<int64_t>(iterations.size());
@@ -594,40 +593,58 @@ absl::Status SimBackend::Simulate(
 
 absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
   TPUSIM_ASSIGN_OR_RETURN(runtime::Profile p, host_->CollectProfile());
-  p.backend = "sim";
-  for (size_t d = 0; d < p.devices.size() && d < timing_.size(); ++d) {
-    runtime::DeviceProfile& dp = p.devices[d];
-    const runtime::DeviceProfile& t = timing_[d];
-    dp.mxu_busy_ps = t.mxu_busy_ps;
-    dp.busy_ps = t.busy_ps;
-    dp.hbm_bytes = t.hbm_bytes;
-    dp.peak_hbm_bytes = t.peak_hbm_bytes;
-    dp.hbm_capacity_bytes = rates_.hbm_capacity.count();
+  p.set_backend("sim");
+  for (int d = 0; d < p.devices_size() && d < static_cast<int>(timing_.size());
+       ++d) {
+    runtime::DeviceProfile& dp = *p.mutable_devices(d);
+    const DeviceTiming& t = timing_[d];
+    dp.set_mxu_busy_ps(t.mxu_busy_ps);
+    dp.set_busy_ps(t.busy_ps);
+    dp.set_hbm_bytes(t.hbm_bytes);
+    dp.set_peak_hbm_bytes(t.peak_hbm_bytes);
+    dp.set_hbm_capacity_bytes(rates_.hbm_capacity.count());
   }
-  p.spans = spans_;
-  p.steps = steps_;
-  p.end_ps = now_.count();
+  for (const Span& s : spans_) {
+    runtime::TimelineSpan* span = p.add_spans();
+    span->set_device_id(s.device_id);
+    span->set_name(s.name);
+    span->set_start_ps(s.start_ps);
+    span->set_end_ps(s.end_ps);
+    span->set_category(s.category);
+    span->set_host(s.host);
+  }
+  for (const Step& s : steps_) {
+    runtime::StepProfile* step = p.add_steps();
+    step->set_start_ps(s.start_ps);
+    step->set_end_ps(s.end_ps);
+    step->set_steps(s.steps);
+    step->set_exposed_collective_ps(s.exposed_collective_ps);
+    step->set_hidden_collective_ps(s.hidden_collective_ps);
+    step->set_infeed_wait_ps(s.infeed_wait_ps);
+    step->set_host_overhead_ps(s.host_overhead_ps);
+  }
+  p.set_end_ps(now_.count());
   const net::Topology& topo = pod_->topology();
-  for (const net::LinkStats& l : pod_->network().Links()) {
-    runtime::LinkProfile lp;
-    lp.chip = l.chip;
-    const std::array<int, 3> xyz = topo.coords(l.chip);
-    lp.coords = {xyz[0], xyz[1], xyz[2]};
+  const std::vector<net::LinkStats> links = pod_->network().Links();
+  for (size_t index = 0; index < links.size(); ++index) {
+    const net::LinkStats& l = links[index];
+    runtime::LinkProfile* lp = p.add_links();
+    lp->set_chip(l.chip);
+    for (int c : topo.coords(l.chip)) lp->add_coords(c);
     if (l.dir < net::kNumDirections) {
-      lp.dim = net::DirectionDim(l.dir);
-      lp.direction = net::DirectionIsPositive(l.dir) ? 1 : -1;
+      lp->set_dim(net::DirectionDim(l.dir));
+      lp->set_direction(net::DirectionIsPositive(l.dir) ? 1 : -1);
     } else {
-      lp.dim = 3;
-      lp.direction = l.dir == net::kNumDirections ? 1 : -1;
+      lp->set_dim(3);
+      lp->set_direction(l.dir == net::kNumDirections ? 1 : -1);
     }
-    const size_t index = p.links.size();
-    lp.bytes = l.bytes;
-    lp.busy_ps = l.busy.count();
+    int64_t bytes = l.bytes, busy = l.busy.count();
     if (index < link_base_.size()) {
-      lp.bytes -= link_base_[index].first;
-      lp.busy_ps -= link_base_[index].second;
+      bytes -= link_base_[index].first;
+      busy -= link_base_[index].second;
     }
-    p.links.push_back(std::move(lp));
+    lp->set_bytes(bytes);
+    lp->set_busy_ps(busy);
   }
   return p;
 }
@@ -643,8 +660,7 @@ SimBackend::SimStats SimBackend::Stats() const {
 
 void SimBackend::ResetProfile() {
   host_->ResetProfile();
-  timing_.assign(layout_.num_devices(), runtime::DeviceProfile{});
-  for (int d = 0; d < layout_.num_devices(); ++d) timing_[d].device_id = d;
+  timing_.assign(layout_.num_devices(), DeviceTiming{});
   spans_.clear();
   steps_.clear();
   link_base_.clear();

@@ -158,10 +158,34 @@ class SimBackend final : public runtime::Backend {
   std::vector<common::Picoseconds> pcie_free_;
   // Variable bytes per (device, slot).
   std::vector<std::map<int, int64_t>> variable_bytes_;
-  // Timing counters and spans since the last ResetProfile.
-  std::vector<runtime::DeviceProfile> timing_;
-  std::vector<runtime::TimelineSpan> spans_;
-  std::vector<runtime::StepProfile> steps_;
+  // Timing counters, spans and steps since the last ResetProfile (the
+  // Profile proto is built from them by CollectProfile).
+  struct DeviceTiming {
+    int64_t mxu_busy_ps = 0;
+    int64_t busy_ps = 0;
+    int64_t hbm_bytes = 0;
+    int64_t peak_hbm_bytes = 0;
+  };
+  struct Span {
+    int device_id;  // -1 for a host span
+    std::string name;
+    int64_t start_ps;
+    int64_t end_ps;
+    const char* category;
+    int host = -1;
+  };
+  struct Step {
+    int64_t start_ps = 0;
+    int64_t end_ps = 0;
+    int64_t steps = 1;
+    int64_t exposed_collective_ps = 0;
+    int64_t hidden_collective_ps = 0;
+    int64_t infeed_wait_ps = 0;
+    int64_t host_overhead_ps = 0;
+  };
+  std::vector<DeviceTiming> timing_;
+  std::vector<Span> spans_;
+  std::vector<Step> steps_;
   SimStats stats_;
   // Link counters at the last ResetProfile (the network's run on).
   std::vector<std::pair<int64_t, int64_t>> link_base_;

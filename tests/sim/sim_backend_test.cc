@@ -96,18 +96,18 @@ TEST(SimBackendTest, ValuesAreBitIdenticalToHostBackend) {
   // The step took simulated time and the profile says where it went.
   auto profile = (*sim)->CollectProfile();
   ASSERT_THAT(profile, IsOk());
-  EXPECT_EQ(profile->backend, "sim");
-  ASSERT_EQ(profile->steps.size(), 1u);
-  EXPECT_GT(profile->steps[0].end_ps, profile->steps[0].start_ps);
-  EXPECT_EQ(profile->end_ps, profile->steps[0].end_ps);
+  EXPECT_EQ(profile->backend(), "sim");
+  ASSERT_EQ(profile->steps_size(), 1);
+  EXPECT_GT(profile->steps(0).end_ps(), profile->steps(0).start_ps());
+  EXPECT_EQ(profile->end_ps(), profile->steps(0).end_ps());
   bool saw_host = false, saw_kernel = false;
-  for (const auto& span : profile->spans) {
-    saw_host |= span.category == "host";
-    saw_kernel |= span.name.rfind("dot.", 0) == 0;
+  for (const auto& span : profile->spans()) {
+    saw_host |= span.category() == "host";
+    saw_kernel |= span.name().rfind("dot.", 0) == 0;
   }
   EXPECT_TRUE(saw_host);
   EXPECT_TRUE(saw_kernel);
-  EXPECT_FALSE(profile->links.empty());
+  EXPECT_GT(profile->links_size(), 0);
 }
 
 // One bf16 matmul on one v4 device takes exactly the tile formula plus the
@@ -143,9 +143,9 @@ TEST(SimBackendTest, MatmulStepIsTheTileFormula) {
   const int64_t cycles = 32 * (2048 + 254);
   const int64_t mxu_ps = (cycles * 1000000 + 1049) / 1050;  // ceil
   const int64_t kernel = mxu_ps + 1000000;                   // + 1 us issue
-  EXPECT_EQ(profile->steps[0].end_ps, infeed + kernel);
-  EXPECT_EQ(profile->steps[0].infeed_wait_ps, infeed - 100000000);
-  EXPECT_EQ(profile->devices[0].mxu_busy_ps, mxu_ps);
+  EXPECT_EQ(profile->steps(0).end_ps(), infeed + kernel);
+  EXPECT_EQ(profile->steps(0).infeed_wait_ps(), infeed - 100000000);
+  EXPECT_EQ(profile->devices(0).mxu_busy_ps(), mxu_ps);
 }
 
 // An all-reduce issued before independent compute is hidden by it: the step
@@ -181,20 +181,20 @@ TEST(SimBackendTest, CollectiveOverlapsIndependentCompute) {
   ASSERT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
   auto profile = s.CollectProfile();
   ASSERT_THAT(profile, IsOk());
-  const auto& step = profile->steps[0];
-  int64_t compute = 0, collective = step.hidden_collective_ps +
-                                   step.exposed_collective_ps;
-  for (const auto& span : profile->spans) {
-    if (span.device_id == 0 && (span.category == "mxu" ||
-                                span.category == "vector" ||
-                                span.category == "memory")) {
-      compute += span.end_ps - span.start_ps;
+  const auto& step = profile->steps(0);
+  int64_t compute = 0, collective = step.hidden_collective_ps() +
+                                   step.exposed_collective_ps();
+  for (const auto& span : profile->spans()) {
+    if (span.device_id() == 0 && (span.category() == "mxu" ||
+                                  span.category() == "vector" ||
+                                  span.category() == "memory")) {
+      compute += span.end_ps() - span.start_ps();
     }
   }
-  const int64_t device_time = step.end_ps - step.start_ps -
-                              step.host_overhead_ps - step.infeed_wait_ps;
+  const int64_t device_time = step.end_ps() - step.start_ps() -
+                              step.host_overhead_ps() - step.infeed_wait_ps();
   EXPECT_GT(collective, 0);
-  EXPECT_GT(step.hidden_collective_ps, 0);
+  EXPECT_GT(step.hidden_collective_ps(), 0);
   EXPECT_LT(device_time, compute + collective);
   EXPECT_GE(device_time, compute);
 }
@@ -298,8 +298,8 @@ TEST(SimBackendTest, StepsPerRunPaysTheHostLoopOncePerCall) {
   EXPECT_EQ((t1 - t0).count() - (t2 - t1).count(), 99 * h);
   auto profile = s.CollectProfile();
   ASSERT_THAT(profile, IsOk());
-  ASSERT_EQ(profile->steps.size(), 101u);
-  EXPECT_EQ(profile->steps.back().steps, 100);
+  ASSERT_EQ(profile->steps_size(), 101);
+  EXPECT_EQ(profile->steps(100).steps(), 100);
 }
 
 }  // namespace

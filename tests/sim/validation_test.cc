@@ -86,15 +86,15 @@ TEST(ValidationTest, B6V2FfwMatmulIsWithinTenPercentOf96Ms) {
   RunResult run = RunAbstract(**sim, p, {*ids});
   int dots = 0;
   const double peak = (*sim)->rates().peak_flops_per_second;
-  for (const auto& span : run.profile.spans) {
-    if (span.name.rfind("dot.", 0) != 0) continue;
+  for (const auto& span : run.profile.spans()) {
+    if (span.name().rfind("dot.", 0) != 0) continue;
     ++dots;
-    const double seconds = (span.end_ps - span.start_ps) * 1e-12;
-    EXPECT_NEAR(seconds, 0.096, 0.0096) << "device " << span.device_id;
+    const double seconds = (span.end_ps() - span.start_ps()) * 1e-12;
+    EXPECT_NEAR(seconds, 0.096, 0.0096) << "device " << span.device_id();
     const double flops = 2.0 * 8192 * 8192 * 16384;
     EXPECT_GE(flops / seconds, 0.9 * peak);
     EXPECT_LE(flops / seconds, peak);
-    EXPECT_EQ(span.category, "mxu");
+    EXPECT_EQ(span.category(), "mxu");
   }
   EXPECT_EQ(dots, 8);  // every core of the slice
 }
@@ -131,8 +131,8 @@ void CheckC4(const char* slice) {
   std::vector<std::vector<int>> assignment;
   for (int r = 0; r < n; ++r) assignment.push_back({r});
   RunResult run = RunAbstract(s, p, {assignment});
-  ASSERT_EQ(run.profile.steps.size(), 1u);
-  const runtime::StepProfile& step = run.profile.steps[0];
+  ASSERT_EQ(run.profile.steps_size(), 1);
+  const runtime::StepProfile& step = run.profile.steps(0);
   // The C.4 prediction for device 0, kernel by kernel from the cost rules.
   const DeviceRates& rates = s.rates();
   double predicted = 0;
@@ -151,22 +151,22 @@ void CheckC4(const char* slice) {
         (c.bytes_read + c.bytes_written) / rates.hbm_bytes_per_second;
     predicted += std::max(compute, hbm);
   }
-  predicted += (step.exposed_collective_ps + step.infeed_wait_ps) * 1e-12;
+  predicted += (step.exposed_collective_ps() + step.infeed_wait_ps()) * 1e-12;
   const double simulated =
-      (step.end_ps - step.start_ps - step.host_overhead_ps) * 1e-12;
+      (step.end_ps() - step.start_ps() - step.host_overhead_ps()) * 1e-12;
   EXPECT_NEAR(simulated / predicted, 1.0, 0.10)
       << slice << ": simulated " << simulated * 1e3 << " ms, C.4 "
       << predicted * 1e3 << " ms (exposed collective "
-      << step.exposed_collective_ps * 1e-9 << " ms, hidden "
-      << step.hidden_collective_ps * 1e-9 << " ms)";
+      << step.exposed_collective_ps() * 1e-9 << " ms, hidden "
+      << step.hidden_collective_ps() * 1e-9 << " ms)";
   // The gradient all-reduces overlap the backward pass: most is hidden.
-  EXPECT_GT(step.hidden_collective_ps, 0);
+  EXPECT_GT(step.hidden_collective_ps(), 0);
   std::printf("C.4 %s: simulated %.3f ms, model %.3f ms (%+.1f%%), exposed "
               "%.3f ms, hidden %.3f ms\n",
               slice, simulated * 1e3, predicted * 1e3,
               100 * (simulated / predicted - 1),
-              step.exposed_collective_ps * 1e-9,
-              step.hidden_collective_ps * 1e-9);
+              step.exposed_collective_ps() * 1e-9,
+              step.hidden_collective_ps() * 1e-9);
 }
 
 TEST(ValidationTest, C4DataParallelStepOnV3_32) { CheckC4("v3-32"); }
