@@ -1,6 +1,8 @@
 #include "sim/sim_backend.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <queue>
 #include <tuple>
 #include <utility>
@@ -8,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "sim/kernel.h"
@@ -15,6 +18,7 @@
 #include "sim/net/collective.h"
 #include "sim/net/network.h"
 #include "sim/net_preset.h"
+#include "sim/pod.pb.h"
 
 namespace tpusim::sim {
 
@@ -218,25 +222,128 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
   }
   TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* preset,
                           FindChipPreset(layout.generation->name));
+  return CreateWithPreset(std::move(layout), *preset, options);
+}
+
+absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
+    const proto::PodSpec& spec) {
+  auto bad = [](absl::string_view field, auto value, absl::string_view want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PodSpec: ", field, "=", value, ": ", want));
+  };
+  const bool by_shape = spec.has_generation() || spec.shape_size() > 0;
+  if (spec.has_slice() == by_shape) {
+    return absl::InvalidArgumentError(
+        "PodSpec: set either `slice` or `generation` and `shape`");
+  }
+  runtime::SliceLayout layout;
+  if (spec.has_slice()) {
+    TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(spec.slice()));
+  } else {
+    absl::StatusOr<const runtime::TpuGeneration*> found =
+        runtime::FindTpuGeneration(spec.generation());
+    if (!found.ok()) {
+      return bad("generation", spec.generation(), found.status().message());
+    }
+    const runtime::TpuGeneration* g = *found;
+    if (spec.shape_size() < 1 || spec.shape_size() > 3) {
+      return bad("shape", absl::StrJoin(spec.shape(), "x"),
+                 "must have 1 to 3 entries (x, y[, z])");
+    }
+    std::array<int, 3> mesh = {1, 1, 1};
+    for (int i = 0; i < spec.shape_size(); ++i) mesh[i] = spec.shape(i);
+    const std::string name =
+        absl::StrCat(g->name, ":", absl::StrJoin(spec.shape(), "x"));
+    if (spec.custom_shape()) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          layout, runtime::LayoutCustomChipMesh(*g, mesh, runtime::kDefaultRank,
+                                                name));
+    } else {
+      // Only the shapes of the generation's slices (strategy/runtime/slice.h).
+      const std::string allowed = runtime::AllowedSliceNames(*g);
+      bool ok = false;
+      for (absl::string_view slice : absl::StrSplit(allowed, ", ")) {
+        absl::StatusOr<std::array<int, 3>> m = runtime::SliceChipMesh(slice);
+        ok = ok || (m.ok() && *m == mesh);
+      }
+      if (!ok) {
+        return bad("shape", absl::StrJoin(spec.shape(), "x"),
+                   absl::StrCat("not a ", g->name,
+                                " slice shape (slices: ", allowed,
+                                "; custom_shape allows any mesh)"));
+      }
+      TPUSIM_ASSIGN_OR_RETURN(
+          layout,
+          runtime::LayoutChipMesh(*g, mesh, runtime::kDefaultRank, name));
+    }
+  }
+  TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* base,
+                          FindChipPreset(layout.generation->name));
+  ChipPreset preset = *base;
+  const proto::CustomNumbers& c = spec.custom();
+  auto positive = [&](bool has, double v, absl::string_view field) {
+    return !has || (v > 0 && std::isfinite(v))
+               ? absl::OkStatus()
+               : bad(absl::StrCat("custom.", field), v, "must be > 0");
+  };
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_clock_ghz(), c.clock_ghz(), "clock_ghz"));
+  TPUSIM_RETURN_IF_ERROR(
+      positive(c.has_mxus_per_core(), c.mxus_per_core(), "mxus_per_core"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_hbm_gbps(), c.hbm_gbps(), "hbm_gbps"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_hbm_capacity_gib(),
+                                  c.hbm_capacity_gib(), "hbm_capacity_gib"));
+  TPUSIM_RETURN_IF_ERROR(
+      positive(c.has_ici_link_gbps(), c.ici_link_gbps(), "ici_link_gbps"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_pcie_gbps(), c.pcie_gbps(), "pcie_gbps"));
+  if (c.has_clock_ghz()) preset.clock_ghz = c.clock_ghz();
+  if (c.has_mxus_per_core()) preset.mxus_per_core = c.mxus_per_core();
+  if (c.has_hbm_gbps()) preset.hbm_gbps = c.hbm_gbps();
+  if (c.has_hbm_capacity_gib()) {
+    preset.hbm_capacity = common::Bytes(
+        static_cast<int64_t>(c.hbm_capacity_gib() * (int64_t{1} << 30)));
+  }
+  if (c.has_ici_link_gbps()) preset.ici_link_achieved_gbps = c.ici_link_gbps();
+  if (c.has_pcie_gbps()) preset.pcie_gbps = c.pcie_gbps();
+  SimBackendOptions options;
+  const proto::PodOptions& o = spec.options();
+  if (o.has_wrap()) {
+    TPUSIM_ASSIGN_OR_RETURN(options.wrap, net::ParseWrapMode(o.wrap()));
+  }
+  if (o.has_host_loop_overhead_us()) {
+    if (!(o.host_loop_overhead_us() >= 0) ||
+        !std::isfinite(o.host_loop_overhead_us())) {
+      return bad("options.host_loop_overhead_us", o.host_loop_overhead_us(),
+                 "must be >= 0");
+    }
+    options.host_loop_overhead = common::Picoseconds(
+        static_cast<int64_t>(std::llround(o.host_loop_overhead_us() * 1e6)));
+  }
+  if (o.has_record_spans()) options.record_spans = o.record_spans();
+  return CreateWithPreset(std::move(layout), preset, options);
+}
+
+absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
+    runtime::SliceLayout layout, const ChipPreset& preset,
+    SimBackendOptions options) {
   std::unique_ptr<SimBackend> b(
       new SimBackend(std::move(layout), preset, options));
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
-                          SimPod::Create(b->layout_, *preset, options.wrap));
+                          SimPod::Create(b->layout_, b->preset_, options.wrap));
   return b;
 }
 
-SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
+SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
                        SimBackendOptions options)
     : layout_(std::move(layout)),
       preset_(preset),
-      rates_(DeviceRates::FromPreset(*preset)),
+      rates_(DeviceRates::FromPreset(preset)),
       options_(options) {
   runtime::HostBackendOptions host_options;
   host_options.num_threads = options_.host_threads;
   host_ = std::make_unique<runtime::HostBackend>(layout_.devices, host_options);
   // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
   // the v2/v4 figure.
-  pcie_bytes_per_second_ = preset_->pcie_gbps.value_or(16.0) * 1e9;
+  pcie_bytes_per_second_ = preset_.pcie_gbps.value_or(16.0) * 1e9;
   pcie_free_.assign(layout_.num_chips, Picoseconds(0));
   variable_bytes_.assign(layout_.num_devices(), {});
   ResetProfile();

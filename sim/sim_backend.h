@@ -55,6 +55,10 @@
 #include "strategy/runtime/host_backend.h"
 #include "strategy/runtime/slice.h"
 
+namespace tpusim::proto {
+class PodSpec;
+}  // namespace tpusim::proto
+
 namespace tpusim::sim {
 
 class SimExecutable;
@@ -84,6 +88,13 @@ class SimBackend final : public runtime::Backend {
   // From a laid-out slice (e.g. runtime::LayoutChipMesh for a custom shape).
   static absl::StatusOr<std::unique_ptr<SimBackend>> Create(
       runtime::SliceLayout layout, SimBackendOptions options = {});
+  // From a PodSpec (sim/pod.proto): a slice name, or a generation and shape,
+  // custom numbers replacing the preset's, and the model options.
+  // InvalidArgument naming the field and value: both or neither of slice and
+  // generation + shape, a shape the generation does not allow, a custom
+  // number <= 0, a bad wrap mode, a negative host-loop overhead.
+  static absl::StatusOr<std::unique_ptr<SimBackend>> Create(
+      const proto::PodSpec& spec);
   ~SimBackend() override;
 
   absl::string_view name() const override { return "sim"; }
@@ -117,7 +128,7 @@ class SimBackend final : public runtime::Backend {
   void ResetProfile() override;
 
   const runtime::SliceLayout& layout() const { return layout_; }
-  const ChipPreset& preset() const { return *preset_; }
+  const ChipPreset& preset() const { return preset_; }
   const DeviceRates& rates() const { return rates_; }
   // Simulated time now (the end of the last call).
   common::Picoseconds Now() const { return now_; }
@@ -132,8 +143,11 @@ class SimBackend final : public runtime::Backend {
   SimStats Stats() const;
 
  private:
-  SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
+  SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
              SimBackendOptions options);
+  static absl::StatusOr<std::unique_ptr<SimBackend>> CreateWithPreset(
+      runtime::SliceLayout layout, const ChipPreset& preset,
+      SimBackendOptions options);
   absl::StatusOr<runtime::SpmdOutputs> Execute(
       const runtime::Executable& executable,
       const runtime::SpmdAssignment& assignment,
@@ -145,7 +159,7 @@ class SimBackend final : public runtime::Backend {
       absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations);
 
   runtime::SliceLayout layout_;
-  const ChipPreset* preset_;
+  ChipPreset preset_;  // the generation's, with any custom numbers
   DeviceRates rates_;
   SimBackendOptions options_;
   std::unique_ptr<runtime::HostBackend> host_;

@@ -11,6 +11,8 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "google/protobuf/text_format.h"
+#include "sim/pod.pb.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/runtime/host_backend.h"
 #include "strategy/tpu_strategy.h"
@@ -300,6 +302,61 @@ TEST(SimBackendTest, StepsPerRunPaysTheHostLoopOncePerCall) {
   ASSERT_THAT(profile, IsOk());
   ASSERT_EQ(profile->steps_size(), 101);
   EXPECT_EQ(profile->steps(100).steps(), 100);
+}
+
+proto::PodSpec Spec(const std::string& text) {
+  proto::PodSpec spec;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &spec));
+  return spec;
+}
+
+// A PodSpec: a generation and shape, custom numbers replacing the preset's,
+// and model options.
+TEST(SimBackendTest, PodSpecBuildsTheSliceWithCustomNumbers) {
+  auto sim = SimBackend::Create(Spec(R"pb(
+    generation: "v4" shape: [2, 2, 1]
+    custom { clock_ghz: 0.525 hbm_capacity_gib: 8 }
+    options { host_loop_overhead_us: 50 record_spans: false }
+  )pb"));
+  ASSERT_THAT(sim, IsOk());
+  EXPECT_EQ((*sim)->layout().num_chips, 4);
+  EXPECT_DOUBLE_EQ((*sim)->rates().clock_hz, 0.525e9);
+  EXPECT_EQ((*sim)->rates().hbm_capacity.count(), int64_t{8} << 30);
+  // Half the clock: half the preset's peak.
+  EXPECT_DOUBLE_EQ((*sim)->rates().peak_flops_per_second,
+                   8 * 2.0 * 128 * 128 * 0.525e9);
+}
+
+TEST(SimBackendTest, BadPodSpecsNameTheFieldAndValue) {
+  struct Case {
+    std::string spec;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"", "PodSpec: set either `slice` or `generation` and `shape`"},
+      {R"pb(slice: "v4-8" generation: "v4" shape: [2, 2, 1])pb",
+       "PodSpec: set either `slice` or `generation` and `shape`"},
+      {R"pb(slice: "v4-12")pb", "v4-12"},
+      {R"pb(generation: "v4" shape: [3, 3, 3])pb",
+       "PodSpec: shape=3x3x3: not a v4 slice shape (slices: v4-8, v4-16"},
+      {R"pb(generation: "v9" shape: [2, 2])pb",
+       "PodSpec: generation=v9: TPU generation \"v9\" is not known"},
+      {R"pb(generation: "v5e" shape: [2, 2, 2, 2])pb",
+       "PodSpec: shape=2x2x2x2: must have 1 to 3 entries (x, y[, z])"},
+      {R"pb(slice: "v4-8" custom { hbm_gbps: -1 })pb",
+       "PodSpec: custom.hbm_gbps=-1: must be > 0"},
+      {R"pb(slice: "v4-8" custom { mxus_per_core: 0 })pb",
+       "PodSpec: custom.mxus_per_core=0: must be > 0"},
+      {R"pb(slice: "v4-8" options { host_loop_overhead_us: -3 })pb",
+       "PodSpec: options.host_loop_overhead_us=-3: must be >= 0"},
+      {R"pb(slice: "v4-8" options { wrap: "sideways" })pb", "sideways"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(SimBackend::Create(Spec(c.spec)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(c.message)))
+        << c.spec;
+  }
 }
 
 }  // namespace
