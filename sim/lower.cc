@@ -1,6 +1,7 @@
 #include "sim/lower.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -102,6 +103,34 @@ LoweredProgram Lower(const runtime::Program& program) {
       // none for pure data movement, which is HBM-bound.
       l.work.vector_elements = cost.flops;
       l.work.transcendental_elements = cost.transcendentals;
+    }
+  }
+
+  // The schedule: ops that (through data or a variable slot) depend on a
+  // collective's result go after all the others.
+  {
+    std::vector<bool> after(ops.size(), false);
+    std::map<int64_t, bool> slot_after;  // the last op on the slot was "after"
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      bool dep = false;
+      for (int o : op.operands) {
+        dep = dep || after[o] || runtime::IsCollective(ops[o].code);
+      }
+      const bool variable_op = op.code == OpCode::kVariableRead ||
+                               op.code == OpCode::kVariableAssign ||
+                               op.code == OpCode::kVariableAssignAdd;
+      if (variable_op) {
+        bool& last = slot_after[op.attrs.variable_slot];
+        dep = dep || last;
+        last = dep;
+      }
+      after[i] = dep;
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (after[i] == (pass == 1)) out.schedule.push_back(static_cast<int>(i));
+      }
     }
   }
 

@@ -39,6 +39,13 @@ struct LoweredOp {
 
 struct LoweredProgram {
   std::vector<LoweredOp> ops;  // one per program op
+  // The order the device issues the ops in (a topological order of the
+  // program): every op that does not depend on a collective's result first,
+  // in program order, then the ops that do, in program order. A collective's
+  // done therefore waits until the independent work has been issued, as XLA's
+  // latency-hiding scheduler places it; ops on one variable slot keep their
+  // program order.
+  std::vector<int> schedule;
   // Per logical core: the HBM bytes the schedule needs at its peak (values
   // live at once, bound shapes) and the variables it declares on that core.
   std::vector<int64_t> peak_live_bytes;

@@ -289,9 +289,9 @@ TEST(HostBackendTest, DynamicBatchRunsOnTrueRowsAndCostsTheBound) {
   // true rows.
   absl::StatusOr<Profile> prof = backend.CollectProfile();
   ASSERT_THAT(prof, IsOk());
-  EXPECT_EQ(prof->devices[0].per_op.at("mul").flops, 16);
-  EXPECT_EQ(prof->devices[3].per_op.at("mul").flops, 16);
-  EXPECT_EQ(prof->devices[0].per_op.at("mul").bytes_read, 8 * 2 * 4 + 4);
+  EXPECT_EQ(prof->devices(0).per_op().at("mul").flops(), 16);
+  EXPECT_EQ(prof->devices(3).per_op().at("mul").flops(), 16);
+  EXPECT_EQ(prof->devices(0).per_op().at("mul").bytes_read(), 8 * 2 * 4 + 4);
 }
 
 // Replica r gets r + 1 rows; row i of replica r is (10 r + i) * [1, 2].
@@ -435,12 +435,12 @@ TEST(HostBackendTest, LogicalCoresRunOnTheirDevicesAndCountTransfers) {
             18.0f);
   absl::StatusOr<Profile> prof = backend.CollectProfile();
   ASSERT_THAT(prof, IsOk());
-  EXPECT_EQ(prof->devices[2].cross_core_bytes,
+  EXPECT_EQ(prof->devices(2).cross_core_bytes(),
             8);  // x (f32[1,2]) moved core 0 -> core 1
-  EXPECT_EQ(prof->devices[0].cross_core_bytes, 0);
-  EXPECT_EQ(prof->devices[2].per_op.at("dot").flops, 4);
-  EXPECT_EQ(prof->devices[0].per_op.count("dot"), 0u);
-  EXPECT_EQ(prof->devices[3].collective_bytes, 4);
+  EXPECT_EQ(prof->devices(0).cross_core_bytes(), 0);
+  EXPECT_EQ(prof->devices(2).per_op().at("dot").flops(), 4);
+  EXPECT_EQ(prof->devices(0).per_op().count("dot"), 0u);
+  EXPECT_EQ(prof->devices(3).collective_bytes(), 4);
   // An argument on the wrong core's device is rejected.
   std::vector<std::vector<Buffer*>> wrong = {{b1->get()}, {b0->get()}};
   EXPECT_THAT(
@@ -491,8 +491,8 @@ TEST(HostBackendTest, AbstractTensorsFlowThroughWithCosts) {
   EXPECT_EQ((*out)[1][0].shape(), Shape({4, 16}));
   EXPECT_EQ((*out)[1][1].shape(), Shape({16}));
   absl::StatusOr<Profile> prof = backend.CollectProfile();
-  EXPECT_EQ(prof->devices[1].per_op.at("dot").flops, 2 * 4 * 16 * 8);
-  EXPECT_EQ(prof->devices[1].executions, 1);
+  EXPECT_EQ(prof->devices(1).per_op().at("dot").flops(), 2 * 4 * 16 * 8);
+  EXPECT_EQ(prof->devices(1).executions(), 1);
 }
 
 TEST(HostBackendTest, VariablesLivePerDeviceAndUpdateInPlace) {
@@ -640,26 +640,27 @@ TEST(HostBackendTest, ProfileCountsOpsTransfersAndResets) {
   ASSERT_THAT(RunSpmd(backend, p, OneCorePerReplica(2), args), IsOk());
   absl::StatusOr<Profile> prof = backend.CollectProfile();
   ASSERT_THAT(prof, IsOk());
-  EXPECT_EQ(prof->backend, "host");
-  EXPECT_TRUE(prof->spans.empty());
-  const DeviceProfile& d1 = prof->devices[1];
-  EXPECT_EQ(d1.device_id, 1);
-  EXPECT_EQ(d1.executions, 2);
-  EXPECT_EQ(d1.per_op.at("exp").count, 2);
-  EXPECT_EQ(d1.per_op.at("exp").flops, 8);
-  EXPECT_EQ(d1.per_op.at("exp").transcendentals, 8);
-  EXPECT_EQ(d1.per_op.at("all_reduce").flops, 8);  // (2-1) * 4 per step
-  EXPECT_EQ(d1.per_op.at("parameter").count, 2);
-  EXPECT_EQ(d1.total.flops, 16);
-  EXPECT_EQ(d1.host_to_device_bytes, 32);
-  EXPECT_EQ(d1.device_to_host_bytes, 32);
-  EXPECT_EQ(d1.collective_bytes, 32);
+  EXPECT_EQ(prof->backend(), "host");
+  EXPECT_EQ(prof->spans_size(), 0);
+  const DeviceProfile& d1 = prof->devices(1);
+  EXPECT_EQ(d1.device_id(), 1);
+  EXPECT_EQ(d1.executions(), 2);
+  EXPECT_EQ(d1.per_op().at("exp").count(), 2);
+  EXPECT_EQ(d1.per_op().at("exp").flops(), 8);
+  EXPECT_EQ(d1.per_op().at("exp").transcendentals(), 8);
+  EXPECT_EQ(d1.per_op().at("all_reduce").flops(), 8);  // (2-1) * 4 per step
+  EXPECT_EQ(d1.per_op().at("parameter").count(), 2);
+  EXPECT_EQ(d1.total().flops(), 16);
+  EXPECT_EQ(d1.host_to_device_bytes(), 32);
+  EXPECT_EQ(d1.device_to_host_bytes(), 32);
+  EXPECT_EQ(d1.collective_bytes(), 32);
   backend.ResetProfile();
-  EXPECT_EQ(backend.CollectProfile()->devices[1].executions, 0);
-  EXPECT_TRUE(backend.CollectProfile()->devices[1].per_op.empty());
+  EXPECT_EQ(backend.CollectProfile()->devices(1).executions(), 0);
+  EXPECT_TRUE(backend.CollectProfile()->devices(1).per_op().empty());
 }
 
-TEST(HostBackendTest, ProfileConvertsToProto) {
+// The Profile is its proto: it prints as textproto directly.
+TEST(HostBackendTest, ProfileIsItsProto) {
   ProgramBuilder b("prof", 1);
   Value x = *b.Parameter(DType::kF32, Shape({2}));
   Program p = *std::move(b).Build({*b.Relu(x)});
@@ -667,8 +668,7 @@ TEST(HostBackendTest, ProfileConvertsToProto) {
   ASSERT_THAT(RunSpmd(backend, p, OneCorePerReplica(1),
                       {{Tensor::Vector<float>({1, -1})}}),
               IsOk());
-  proto::ProfileProto pb;
-  ProfileToProto(*backend.CollectProfile(), &pb);
+  const proto::ProfileProto pb = *backend.CollectProfile();
   std::string text;
   google::protobuf::TextFormat::PrintToString(pb.devices(0).per_op().at("relu"),
                                               &text);
