@@ -506,6 +506,9 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   // ---- issue order. Compute kernels sit at 4*root+2; a done just before the
   // first kernel that needs it (need = min over dependents - 1, the end when
   // nothing does); starts and copies are issued as soon as they are ready.
+  // Work that waits on a collective (a done and everything after one) goes
+  // after the work that does not, so independent compute fills the time the
+  // collective is in flight.
   const int nk = static_cast<int>(ks.size());
   std::vector<std::vector<int>> dependents(nk);
   for (int k = 0; k < nk; ++k) {
@@ -526,17 +529,22 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     for (int d : dependents[k]) m = std::min(m, need[d] - 1);
     need[k] = m;
   }
+  std::vector<bool> waits(nk, false);
+  for (int k = 0; k < nk; ++k) {
+    waits[k] = ks[k].kind == CompiledKernelKind::kCollectiveDone;
+    for (int d : ks[k].deps) waits[k] = waits[k] || waits[d];
+  }
   std::vector<int> missing(nk, 0);
   for (int k = 0; k < nk; ++k) {
     missing[k] = static_cast<int>(ks[k].deps.size());
   }
-  // (eager ? 0 : 1, need, creation index)
-  using Entry = std::tuple<int, int64_t, int>;
+  // (eager ? 0 : 1, waits on a collective, need, creation index)
+  using Entry = std::tuple<int, int, int64_t, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
   auto push = [&](int k) {
     const bool eager = ks[k].kind == CompiledKernelKind::kCollectiveStart ||
                        ks[k].kind == CompiledKernelKind::kCopy;
-    ready.push({eager ? 0 : 1, need[k], k});
+    ready.push({eager ? 0 : 1, eager || !waits[k] ? 0 : 1, need[k], k});
   };
   for (int k = 0; k < nk; ++k) {
     if (missing[k] == 0) push(k);
@@ -544,7 +552,7 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   std::vector<int> order;
   std::vector<int> position(nk, -1);
   while (!ready.empty()) {
-    const int k = std::get<2>(ready.top());
+    const int k = std::get<3>(ready.top());
     ready.pop();
     position[k] = static_cast<int>(order.size());
     order.push_back(k);

@@ -42,12 +42,14 @@
 // Async collectives: every collective op becomes a kCollectiveStart and a
 // kCollectiveDone kernel. Values used on another logical core get a kCopy
 // kernel on the consuming core. The issue order (the order of `kernels`) is a
-// deterministic topological order of the dependencies in which every kernel
-// sits at the program position of its last member, a start or copy right after
-// the kernel that produces its operand, and a done right before its first
-// consumer (at the end when only program outputs use it). So a gradient
-// all-reduce of layer L is started when layer L's gradient is ready and runs
-// while the backward pass of the earlier layers computes.
+// deterministic topological order of the dependencies: a start or copy right
+// after the kernel that produces its operand; compute kernels that do not wait
+// on any collective at the program position of their last member; then the
+// work that does (a done and everything depending on one), again by program
+// position, with each done right before its first consumer (at the end when
+// only program outputs use it). So a gradient all-reduce of layer L is
+// started when layer L's gradient is ready and runs while the backward pass
+// of the earlier layers, and any other independent work, computes.
 //
 // Liveness (per logical core, over the issue order): a buffer a kernel writes
 // is live from that kernel to its last use (program outputs to the end); a

@@ -85,6 +85,45 @@ TEST(CompileCommandTest, PrintsTheProgramAndItsKernels) {
   EXPECT_THAT(out, HasSubstr("+ infeed 0 +"));
 }
 
+// The example program of the README: independent work (the loss's reduce)
+// runs while the gradient's all-reduce is in flight; exact HBM bytes:
+// x 128*256*2, w 256*512*2, b 512*2, relu 128*512*2; the peak (#3) holds
+// relu, the gradient (kept until its done), the all-reduce result and the
+// 2-byte loss.
+TEST(CompileCommandTest, TheExampleProgram) {
+  std::string out, err;
+  ASSERT_EQ(RunCli({"compile", std::string(TPUSIM_SOURCE_DIR) +
+                                   "/tests/tools/testdata/dense_step.textproto"},
+                   &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out,
+            "program dense_step (replicas=8, cores_per_replica=1) {\n"
+            "  var slot=0 bf16[256,512] \"dense/kernel\"\n"
+            "  %0 = bf16[128,256] parameter(), index=0\n"
+            "  %1 = bf16[512] parameter(), index=1\n"
+            "  %2 = bf16[256,512] variable_read(), slot=0\n"
+            "  %3 = bf16[128,512] dot(%0, %2), lhs_contracting={1}, rhs_contracting={0}\n"
+            "  %4 = bf16[128,512] add(%3, %1)\n"
+            "  %5 = bf16[128,512] relu(%4)\n"
+            "  %6 = bf16[256,512] dot(%0, %5), lhs_contracting={0}, rhs_contracting={0}\n"
+            "  %7 = bf16[256,512] all_reduce(%6), reduce=sum\n"
+            "  %8 = bf16[256,512] sub(%2, %7)\n"
+            "  %9 = bf16[256,512] variable_assign(%8), slot=0\n"
+            "  %10 = bf16[] reduce_sum(%5), axes={0,1}\n"
+            "  ROOT (%9, %10)\n"
+            "}\n"
+            "kernels (issue order) {\n"
+            "  #0 core 0 mxu fusion.5 = {%3 dot, %4 add, %5 relu} reads 328704 writes 131072\n"
+            "  #1 core 0 mxu dot.6 = {%6 dot} reads 196608 writes 262144 after #0\n"
+            "  #2 core 0 collective-start all_reduce.7.start bytes 262144 after #1\n"
+            "  #3 core 0 vector reduce_sum.10 = {%10 reduce_sum} reads 131072 writes 2 after #0\n"
+            "  #4 core 0 collective-done all_reduce.7.done start #2 after #2\n"
+            "  #5 core 0 vector fusion.9 = {%8 sub, %9 variable_assign} reads 524288 writes 262144 after #4\n"
+            "}\n"
+            "hbm core 0: total 1050626 = variables 262144 + optimizer_state 0 + parameters 66560 + infeed 66560 + constants 0 + live_peak 655362\n");
+}
+
 TEST(CompileCommandTest, BadInputIsAnErrorNamingIt) {
   std::string out, err;
   const std::string junk = Write("junk.textproto", "ops { op: \"dot\" ");

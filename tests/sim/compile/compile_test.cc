@@ -334,6 +334,19 @@ TEST(CompileTest, DeepMlpOverlapsEveryLayersAllReduceWithEarlierBackward) {
   EXPECT_EQ(c.total_flops(), Compile(p, Unfused()).total_flops());
 }
 
+TEST(CompileTest, IndependentWorkTracedLaterRunsWhileTheCollectiveIsInFlight) {
+  ProgramBuilder b("hoist", /*num_replicas=*/2);
+  Value x = *b.Parameter(DType::kF32, Shape({8, 8}));
+  Value g = *b.MatMul(x, x);                                        // %1
+  Value ar = *b.AllReduce(g, runtime::CollectiveReduce::kSum);      // %2
+  Value use = *b.Neg(ar);                                           // %3
+  Value other = *b.MatMul(x, *b.Transpose(x, {1, 0}));              // %4 %5
+  const CompiledProgram c = Compile(*std::move(b).Build({use, other}));
+  EXPECT_THAT(Names(c), ElementsAre("dot.1", "all_reduce.2.start",
+                                    "transpose.4", "dot.5", "all_reduce.2.done",
+                                    "neg.3"));
+}
+
 TEST(CompileTest, LivenessPeakOfASmallProgram) {
   ProgramBuilder b("live");
   ASSERT_TRUE(b.DeclareVariable(0, DType::kF32, Shape({8}), "w").ok());
