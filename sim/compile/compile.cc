@@ -372,8 +372,6 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
 
   // ---- kernels, in creation order (indices remapped to issue order below).
   std::vector<Kernel> ks;
-  // Natural position: kernels run at the program position of their root.
-  std::vector<int64_t> key;
   std::vector<int> value_kernel(n, -1);  // base value -> producing kernel
   std::map<std::pair<int, int>, int> copy_of;  // (base value, core) -> copy
 
@@ -393,7 +391,6 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     k.copy_bytes = BytesOf(ops[b]);
     if (value_kernel[b] >= 0) k.deps.push_back(value_kernel[b]);
     ks.push_back(std::move(k));
-    key.push_back(0);
     const int id = static_cast<int>(ks.size()) - 1;
     copy_of[{b, core}] = id;
     return id;
@@ -435,10 +432,8 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
       done.pair = s;
       done.deps = {s};
       ks.push_back(std::move(start));
-      key.push_back(0);
-      ks.push_back(std::move(done));
-      key.push_back(0);
-      value_kernel[i] = s + 1;
+        ks.push_back(std::move(done));
+        value_kernel[i] = s + 1;
       return;
     }
     if (!IsKernelOp(c)) return;
@@ -497,7 +492,6 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     k.work.hbm_bytes =
         runtime::OpCost::SaturatingAdd(k.hbm_read_bytes, k.hbm_write_bytes);
     ks.push_back(std::move(k));
-    key.push_back(0);
     const int id = static_cast<int>(ks.size()) - 1;
     for (int m : members) value_kernel[m] = id;
   };
