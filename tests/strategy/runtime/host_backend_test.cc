@@ -101,6 +101,46 @@ TEST(HostBackendTest, AllReduceSumAndMeanOverEightReplicas) {
   }
 }
 
+// Precision only changes simulated MXU time: the host computes exact f32 at
+// every precision, bit for bit the same.
+TEST(HostBackendTest, DotAndConvValuesDoNotDependOnPrecision) {
+  ProgramBuilder b("prec");
+  Value x = *b.Parameter(DType::kF32, Shape({2, 3}));
+  Value w = *b.Parameter(DType::kF32, Shape({3, 2}));
+  Value img = *b.Parameter(DType::kF32, Shape({1, 3, 3, 1}));
+  Value f = *b.Parameter(DType::kF32, Shape({2, 2, 1, 1}));
+  std::vector<Value> outs;
+  for (Precision pr :
+       {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
+    outs.push_back(*b.MatMul(x, w, false, false, pr));
+    outs.push_back(*b.Conv2D(img, f, {1, 1}, Padding::kValid, pr));
+  }
+  Program p = *std::move(b).Build(outs);
+  HostBackend backend(1);
+  // 1/3 and friends: not representable in bf16, so a bf16 pass would differ.
+  const float third = 1.0f / 3.0f;
+  auto out = RunSpmd(
+      backend, p, OneCorePerReplica(1),
+      {{Tensor::FromVector<float>(Shape({2, 3}),
+                                  {third, 1.1f, -2.7f, 0.3f, 5.5f, 1e-3f}),
+        Tensor::FromVector<float>(Shape({3, 2}),
+                                  {1.7f, third, -0.9f, 2.2f, 0.77f, 3.1f}),
+        Tensor::FromVector<float>(Shape({1, 3, 3, 1}),
+                                  {0.1f, 0.2f, third, 0.4f, 0.5f, 0.6f, 0.7f,
+                                   0.8f, 0.9f}),
+        Tensor::FromVector<float>(Shape({2, 2, 1, 1}),
+                                  {1.3f, -0.7f, third, 2.9f})}});
+  ASSERT_THAT(out, IsOk());
+  const std::vector<Tensor>& o = (*out)[0];
+  // Exact f32: x[0]·w[:,0] = third*1.7 + 1.1*-0.9 + -2.7*0.77 in f32.
+  const float dot00 = third * 1.7f + 1.1f * -0.9f + -2.7f * 0.77f;
+  EXPECT_EQ(F(o[0])[0], dot00);
+  for (int k = 1; k < 3; ++k) {
+    EXPECT_EQ(F(o[2 * k]), F(o[0])) << k;
+    EXPECT_EQ(F(o[2 * k + 1]), F(o[1])) << k;
+  }
+}
+
 TEST(HostBackendTest, SpecAllReduceExampleFourReplicas) {
   // Spec (a) all_reduce: N=4, value = replica_id+1 -> SUM 10, MEAN 2.5 on every
   // replica.
