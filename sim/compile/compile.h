@@ -51,6 +51,15 @@
 // started when layer L's gradient is ready and runs while the backward pass
 // of the earlier layers, and any other independent work, computes.
 //
+// Timing it (what a backend does with the result): each logical core issues
+// its kernels in `kernels` order. A kernel starts when the core is free and
+// all `deps` have finished. kMxu / kVector take
+// KernelDuration(rates, work, hbm share) (sim/chip/kernel_timing.h). A
+// kCollectiveStart hands `collective_bytes` to the network and finishes at
+// once; its kCollectiveDone finishes when the collective has (the exposed
+// part is the core's wait). A kCopy moves `copy_bytes` from `copy_from_core`'s
+// device. `memory[c].total()` is what the capacity check compares with HBM.
+//
 // Liveness (per logical core, over the issue order): a buffer a kernel writes
 // is live from that kernel to its last use (program outputs to the end); a
 // collective's result from its start, and its operand is kept until its done.
