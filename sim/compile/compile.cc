@@ -676,15 +676,20 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   for (CoreMemory& mem : out.memory) {
     mem.infeed = SaturatingMul(mem.parameters, options.infeed_depth);
   }
-  for (const runtime::VariableDecl& var : program.variables()) {
-    // Stored on every core with a variable op for the slot (core 0 if none).
-    std::vector<bool> on(cores, false);
-    for (const Op& op : ops) {
-      if ((op.code == OpCode::kVariableRead || IsAssign(op.code)) &&
-          op.attrs.variable_slot == var.slot) {
-        on[op.logical_core] = true;
-      }
+  // Variables are stored on every core with a variable op for their slot
+  // (core 0 when none).
+  std::map<int64_t, std::vector<bool>> var_cores;
+  for (const Op& op : ops) {
+    if (op.code == OpCode::kVariableRead || IsAssign(op.code)) {
+      std::vector<bool>& on = var_cores[op.attrs.variable_slot];
+      on.resize(cores, false);
+      on[op.logical_core] = true;
     }
+  }
+  for (const runtime::VariableDecl& var : program.variables()) {
+    std::vector<bool> on(cores, false);
+    auto it = var_cores.find(var.slot);
+    if (it != var_cores.end()) on = it->second;
     if (std::none_of(on.begin(), on.end(), [](bool b) { return b; })) {
       on[0] = true;
     }
