@@ -12,13 +12,14 @@
 #include "tools/collective_command.h"
 #include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
+#include "tools/run_command.h"
 #include "tools/topo_command.h"
 
 namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
   return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
-          TopoCommand()};
+          TopoCommand(), RunCommand()};
 }
 
 }  // namespace tpusim::tools
