@@ -13,13 +13,14 @@
 #include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
 #include "tools/run_command.h"
+#include "tools/sweep_command.h"
 #include "tools/topo_command.h"
 
 namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
   return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
-          TopoCommand(), RunCommand()};
+          TopoCommand(), RunCommand(), SweepCommand()};
 }
 
 }  // namespace tpusim::tools
