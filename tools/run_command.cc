@@ -35,6 +35,10 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
     return UsageError(
         absl::StrCat("--backend=", backend, " must be sim or host"));
   }
+  const std::string format = args.Get("format", "text");
+  if (format != "text" && format != "json") {
+    return UsageError(absl::StrCat("--format=", format, " must be text or json"));
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& path = args.positional()[0];
   TPUSIM_ASSIGN_OR_RETURN(
@@ -47,7 +51,11 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   const std::string name = scenario.proto.has_name() ? scenario.proto.name()
                                                      : path;
   const RunStats stats = ComputeRunStats(name, result);
-  out << TextReport(stats);
+  if (format == "json") {
+    out << StatsJson(stats).Dump() << "\n";
+  } else {
+    out << TextReport(stats);
+  }
   if (args.Has("out")) {
     const std::string dir = args.Get("out");
     if (dir.empty()) return absl::InvalidArgumentError("--out= needs a directory");
@@ -80,12 +88,13 @@ Subcommand RunCommand() {
   s.summary = "train a scenario's workload and report where the step time goes";
   s.usage =
       "tpusim run SCENARIO [--backend=host|sim] [--out DIR] [--set "
-      "PATH=VALUE]...";
+      "PATH=VALUE]... [--format=text|json]";
   s.flags = {
       {"backend", true, "sim (default: the simulated pod) or host (values only)"},
       {"out", true,
        "write stats.json, stats.textproto, trace.json and report.html there"},
       {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
+      {"format", true, "text (default: the report) or json (stats.json)"},
   };
   s.min_positional = 1;
   s.max_positional = 1;

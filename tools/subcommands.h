@@ -15,12 +15,14 @@
 #include "tools/run_command.h"
 #include "tools/sweep_command.h"
 #include "tools/topo_command.h"
+#include "tools/validate_command.h"
 
 namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
   return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
-          TopoCommand(), RunCommand(), SweepCommand()};
+          TopoCommand(), RunCommand(), SweepCommand(),
+          ValidateCommand()};
 }
 
 }  // namespace tpusim::tools

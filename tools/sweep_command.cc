@@ -1,16 +1,7 @@
 #include "tools/sweep_command.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "tools/child_process.h"
 #include "tools/json_writer.h"
 
 namespace tpusim::tools {
@@ -30,21 +22,12 @@ namespace {
 
 struct Point {
   std::vector<std::string> sets;
-  std::string dir;
-  pid_t pid = -1;
   int exit_code = -1;
   std::string error;
-  std::string stats;  // stats.json text
+  std::string stats;  // the point's stats.json
 };
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The number after "key": in a flat JSON text (our own stats.json).
+// The value after "key": in our own flat stats.json text.
 std::string JsonField(const std::string& json, const std::string& key) {
   const std::string needle = absl::StrCat("\"", key, "\": ");
   const size_t at = json.find(needle);
@@ -56,20 +39,6 @@ std::string JsonField(const std::string& json, const std::string& key) {
   }
   while (end < json.size() && json[end] != ',' && json[end] != '}') ++end;
   return json.substr(at + needle.size(), end - at - needle.size());
-}
-
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& err_path) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
-  const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int null = open("/dev/null", O_WRONLY);
-  if (fd >= 0) dup2(fd, STDERR_FILENO);
-  if (null >= 0) dup2(null, STDOUT_FILENO);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv("/proc/self/exe", args.data());
-  _exit(127);
 }
 
 absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
@@ -105,52 +74,28 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     }
     points = std::move(next);
   }
-  char tmpl[] = "/tmp/tpusim-sweep.XXXXXX";
-  const char* base = mkdtemp(tmpl);
-  if (base == nullptr) {
-    return absl::InternalError(absl::StrCat("sweep: mkdtemp: ", strerror(errno)));
+  std::vector<std::vector<std::string>> commands;
+  for (const Point& p : points) {
+    std::vector<std::string> argv = {"run", args.positional()[0],
+                                     "--format=json"};
+    if (args.Has("backend")) argv.push_back("--backend=" + args.Get("backend"));
+    for (const std::string& s : p.sets) argv.push_back("--set=" + s);
+    commands.push_back(std::move(argv));
   }
-  // Launch up to `jobs` points at a time.
-  size_t next = 0, running = 0, done = 0;
-  std::map<pid_t, size_t> by_pid;
-  while (done < points.size()) {
-    while (running < static_cast<size_t>(jobs) && next < points.size()) {
-      Point& p = points[next];
-      p.dir = absl::StrCat(base, "/point", next);
-      std::vector<std::string> argv = {"tpusim", "run", args.positional()[0],
-                                       "--out", p.dir};
-      if (args.Has("backend")) argv.push_back("--backend=" + args.Get("backend"));
-      for (const std::string& s : p.sets) argv.push_back("--set=" + s);
-      p.pid = Spawn(argv, p.dir + ".err");
-      if (p.pid < 0) {
-        p.error = absl::StrCat("fork: ", strerror(errno));
-        ++done;
-      } else {
-        by_pid[p.pid] = next;
-        ++running;
-      }
-      ++next;
-    }
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) break;
-    auto it = by_pid.find(pid);
-    if (it == by_pid.end()) continue;
-    Point& p = points[it->second];
-    p.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const std::vector<ChildResult> results =
+      RunSelf(commands, static_cast<int>(jobs));
+  for (size_t i = 0; i < points.size(); ++i) {
+    Point& p = points[i];
+    p.exit_code = results[i].exit_code;
     if (p.exit_code == 0) {
-      p.stats = ReadAll(p.dir + "/stats.json");
+      p.stats = results[i].out;
     } else {
-      std::string err = ReadAll(p.dir + ".err");
-      err = std::string(absl::StripTrailingAsciiWhitespace(err));
+      std::string err(absl::StripTrailingAsciiWhitespace(results[i].err));
       const size_t nl = err.find('\n');
       p.error = nl == std::string::npos ? err : err.substr(0, nl);
       if (p.error.empty()) p.error = absl::StrCat("exit ", p.exit_code);
     }
-    --running;
-    ++done;
   }
-  std::system(absl::StrCat("rm -rf '", base, "'").c_str());
   // The table, in point order.
   bool all_ok = true;
   std::vector<Json> rows;
