@@ -13,13 +13,17 @@
 #include "tools/compile_command.h"
 #include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
+#include "tools/run_command.h"
+#include "tools/sweep_command.h"
 #include "tools/topo_command.h"
+#include "tools/validate_command.h"
 
 namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
   return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
-          TopoCommand(), CompileCommand()};
+          TopoCommand(), RunCommand(), SweepCommand(),
+          ValidateCommand(), CompileCommand()};
 }
 
 }  // namespace tpusim::tools

@@ -229,6 +229,23 @@ TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
                      HasSubstr("f32[1048576,1024] (4294967296 bytes)"))));
 }
 
+TEST(SimBackendTest, AssignmentNamingADeviceThePodLacksIsInvalidArgument) {
+  auto sim = SimBackend::Create("v4-8");  // devices 0..3
+  ASSERT_THAT(sim, IsOk());
+  ProgramBuilder b("p", 1);
+  Value x = *b.Parameter(DType::kF32, Shape({2}));
+  Program p = *std::move(b).Build({*b.Exp(x)});
+  auto exe = (*sim)->Compile(p, {1, 1});
+  ASSERT_THAT(exe, IsOk());
+  auto arg = (*sim)->TransferToDevice(0, Tensor::Abstract(DType::kF32, Shape({2})));
+  ASSERT_THAT(arg, IsOk());
+  std::vector<std::vector<Buffer*>> args = {{arg->get()}};
+  EXPECT_THAT((*sim)->ExecuteSpmd(**exe, {{{9}}}, args),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("9")));
+  EXPECT_THAT((*sim)->TransferToDevice(4, Tensor::Abstract(DType::kF32, Shape({2}))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4")));
+}
+
 TEST(SimBackendTest, BadSliceAndSecondBackendAreClearErrors) {
   EXPECT_THAT(SimBackend::Create("v4-12"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("v4-12")));
