@@ -8,6 +8,9 @@
 //   for (const Kernel& k : c->kernels) { ... KernelDuration(rates, k.work, bw) }
 //   std::cout << c->FusionText(program);
 //
+// Every count uses the bound (padded) shapes of dynamic dimensions, which is
+// what a TPU computes on.
+//
 // Fusion (tpusim's rules, after XLA's TPU fusion passes):
 // * Fusible ops: elementwise unary/binary ops (cast included), broadcast, and
 //   variable_assign / variable_assign_add (the in-place update ends a fusion).
