@@ -523,8 +523,35 @@ TEST(CompileTest, FusionKeepsFlopsAndNeverAddsHbmBytesOnRandomPrograms) {
     ASSERT_LE(f.kernels.size(), u.kernels.size());
     if (f.kernels.size() < u.kernels.size()) ++fused_something;
     for (const CompiledProgram* c : {&f, &u}) {
-      for (size_t k = 0; k < c->kernels.size(); ++k) {
-        for (int d : c->kernels[k].deps) ASSERT_LT(d, static_cast<int>(k));
+      const std::vector<Kernel>& ks = c->kernels;
+      auto eager = [&](int k) {
+        return ks[k].kind == CompiledKernelKind::kCollectiveStart ||
+               ks[k].kind == CompiledKernelKind::kCopy;
+      };
+      for (size_t k = 0; k < ks.size(); ++k) {
+        for (int d : ks[k].deps) ASSERT_LT(d, static_cast<int>(k));
+        if (eager(k) && !ks[k].deps.empty()) {
+          // Issued as soon as ready: only other eager kernels sit between
+          // it and the kernel it waits for.
+          for (int j = ks[k].deps.back() + 1; j < static_cast<int>(k); ++j) {
+            ASSERT_TRUE(eager(j)) << k << "\n" << c->FusionText(p);
+          }
+        }
+        if (ks[k].kind == CompiledKernelKind::kCollectiveDone) {
+          // Right before its first consumer: only dones and eager kernels
+          // in between.
+          int first = -1;
+          for (size_t j = k + 1; j < ks.size() && first < 0; ++j) {
+            for (int d : ks[j].deps) {
+              if (d == static_cast<int>(k)) first = static_cast<int>(j);
+            }
+          }
+          for (int j = k + 1; first >= 0 && j < first; ++j) {
+            ASSERT_TRUE(eager(j) ||
+                        ks[j].kind == CompiledKernelKind::kCollectiveDone)
+                << k << "\n" << c->FusionText(p);
+          }
+        }
       }
       for (size_t i = 0; i < p.ops().size(); ++i) {
         const OpCode code = p.ops()[i].code;
