@@ -54,6 +54,7 @@
 namespace tpusim::sim::net {
 
 class ChipNode;
+class NetScheduler;
 
 struct NetworkOptions {
   // Prefix of the chip modules' names ("<name>_chip_<id>"), so that several
@@ -97,8 +98,12 @@ class Network {
   // Sum over chips of the chips' event-queue events handled (a speed
   // figure).
   int64_t events() const;
-  // Sum over chips of the SystemC activations of their processes.
+  // SystemC activations of the network's process (one per distinct time
+  // with work, plus delta wake-ups).
   int64_t activations() const;
+  // Sum over chips of the times a chip ran its queue (at most one per chip
+  // and time).
+  int64_t chip_runs() const;
   // The default data path (nullptr when the options gave one).
   const VectorRateDataPath* default_data_path() const {
     return default_data_path_.get();
@@ -109,7 +114,8 @@ class Network {
   Topology topology_;
   NetConfig config_;
   std::unique_ptr<VectorRateDataPath> default_data_path_;
-  std::vector<std::unique_ptr<ChipNode>> chips_;  // by chip id
+  std::unique_ptr<NetScheduler> scheduler_;
+  std::vector<ChipNode> chips_;                   // by chip id
   std::vector<CollectiveEndpoint*> endpoints_;    // by device id
 };
 
