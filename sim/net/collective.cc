@@ -48,6 +48,14 @@ int DeviceWithAxis(const Topology& t, int device, int axis, int value) {
   return t.device_at(t.chip_at(c), t.core_of_device(device));
 }
 
+// Prefetches the lines of `count` objects at `p` (at most 16 lines).
+template <typename T>
+void PrefetchRange(const T* p, size_t count) {
+  const char* begin = reinterpret_cast<const char*>(p);
+  const size_t bytes = std::min<size_t>(count * sizeof(T), 16 * 64);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(begin + off);
+}
+
 }  // namespace
 
 const char* CollectiveOpName(CollectiveOp op) {
@@ -686,6 +694,42 @@ void CollectiveEndpoint::StartStream(Active& a, int s, Picoseconds at) {
   SendChunk(spec.next, ChunkBytes(spec.bytes, spec.n, spec.ring_pos),
             MessageTag{a.seq, static_cast<uint32_t>(s), 0}, ready);
   Drain(a, s);
+}
+
+void CollectiveEndpoint::Prefetch(int stage) const {
+  switch (stage) {
+    case 0:
+      __builtin_prefetch(this);
+      return;
+    case 1:
+      __builtin_prefetch(active_.data());
+      return;
+    case 2:
+      if (!active_.empty()) {
+        const char* p = reinterpret_cast<const char*>(active_.front().get());
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + 64);
+        __builtin_prefetch(p + 128);
+      }
+      return;
+    case 3:
+      if (!active_.empty()) {
+        // The specs and states of every stream (a few lines each).
+        const Active& a = *active_.front();
+        PrefetchRange(a.plan.streams.data(), a.plan.streams.size());
+        PrefetchRange(a.streams.data(), a.streams.size());
+      }
+      return;
+    case 4:
+      if (!active_.empty()) {
+        for (const StreamState& st : active_.front()->streams) {
+          if (!st.arrivals.empty()) {
+            __builtin_prefetch(st.arrivals.data() + st.next_step);
+          }
+        }
+      }
+      return;
+  }
 }
 
 void CollectiveEndpoint::OnMessage(const MessageTag& tag, int64_t bytes,
