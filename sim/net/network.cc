@@ -202,7 +202,19 @@ class ChipNode {
     if (stage == 1) {
       __builtin_prefetch(heap_.data());
       for (const auto& ep : endpoints_) ep->Prefetch(0);
+      // The neighbours this chip sends to: their queue headers.
+      for (const Link& l : links_) {
+        if (l.dst != nullptr) __builtin_prefetch(&l.dst->wake_time_);
+      }
       return;
+    }
+    if (stage == 2) {
+      // Where a packet sent to each neighbour lands in its queue.
+      for (const Link& l : links_) {
+        if (l.dst != nullptr) {
+          __builtin_prefetch(l.dst->heap_.data() + l.dst->heap_.size());
+        }
+      }
     }
     for (const auto& ep : endpoints_) ep->Prefetch(stage - 1);
   }
