@@ -158,6 +158,7 @@ class ChipNode {
       endpoints_.push_back(std::make_unique<CollectiveEndpoint>(
           topology_->device_at(chip_, core), topology_,
           transports_[core].get(), data_path));
+      ep_[core] = endpoints_.back().get();
     }
   }
 
@@ -194,14 +195,18 @@ class ChipNode {
   static constexpr int kPrefetchStages = 2 + CollectiveEndpoint::kPrefetchStages;
   void Prefetch(int stage) const {
     if (stage == 0) {
+      // The whole node (header and links; about 1 KiB).
       const char* p = reinterpret_cast<const char*>(this);
-      __builtin_prefetch(p);
-      __builtin_prefetch(p + 64);
+      for (size_t off = 0; off < sizeof(ChipNode); off += 64) {
+        __builtin_prefetch(p + off);
+      }
       return;
     }
     if (stage == 1) {
       __builtin_prefetch(heap_.data());
-      for (const auto& ep : endpoints_) ep->Prefetch(0);
+      for (const CollectiveEndpoint* ep : ep_) {
+        if (ep != nullptr) ep->Prefetch(0);
+      }
       // The neighbours this chip sends to: their queue headers.
       for (const Link& l : links_) {
         if (l.dst != nullptr) __builtin_prefetch(&l.dst->wake_time_);
@@ -216,7 +221,9 @@ class ChipNode {
         }
       }
     }
-    for (const auto& ep : endpoints_) ep->Prefetch(stage - 1);
+    for (const CollectiveEndpoint* ep : ep_) {
+      if (ep != nullptr) ep->Prefetch(stage - 1);
+    }
   }
 
   void AppendLinks(std::vector<LinkStats>& out) const {
@@ -319,7 +326,7 @@ class ChipNode {
         TryStart(static_cast<int>(e.sub), now);
         break;
       case EventType::kTimer:
-        endpoints_[e.sub]->OnTimer(e.id);
+        ep_[e.sub]->OnTimer(e.id);
         break;
     }
   }
@@ -438,7 +445,7 @@ class ChipNode {
   }
 
   void Deliver(const Event& p) {
-    CollectiveEndpoint& ep = *endpoints_[topology_->core_of_device(p.dst_dev)];
+    CollectiveEndpoint& ep = *ep_[topology_->core_of_device(p.dst_dev)];
     if (p.count == 1) {
       ep.OnMessage(p.tag, p.msg_bytes, Picoseconds(p.time),
                    Picoseconds(p.tail));
@@ -456,6 +463,7 @@ class ChipNode {
   int64_t wake_time_ = kNever;  // earliest event; now while running
   NetScheduler* scheduler_;
   std::vector<Event> heap_;  // a binary heap, earliest first (Later)
+  std::array<CollectiveEndpoint*, 2> ep_ = {nullptr, nullptr};  // by core
   int64_t events_ = 0;
   int64_t runs_ = 0;
   const Topology* topology_;
