@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <algorithm>
 #include <string>
 #include <systemc>
@@ -70,20 +71,6 @@ struct Waiting {
   Event packet;
 };
 
-// A chip's wake-up in the network's calendar.
-struct Wake {
-  int64_t time;
-  int32_t chip;
-  bool operator==(const Wake& o) const {
-    return time == o.time && chip == o.chip;
-  }
-};
-struct WakeLater {
-  bool operator()(const Wake& a, const Wake& b) const {
-    return a.time != b.time ? a.time > b.time : a.chip > b.chip;
-  }
-};
-
 }  // namespace
 
 // The one SystemC process of a network: it wakes at the earliest pending chip
@@ -110,8 +97,11 @@ class NetScheduler : public sc_core::sc_module {
 
   // Chip `chip` has an event at `time` (>= now) earlier than any it had.
   void Schedule(int64_t time, int chip) {
-    calendar_.push_back(Wake{time, chip});
-    std::push_heap(calendar_.begin(), calendar_.end(), WakeLater());
+    if (time != last_time_) {
+      last_time_ = time;
+      last_bucket_ = &calendar_[time];
+    }
+    last_bucket_->push_back(static_cast<int32_t>(chip));
     if (!running_ && time < wake_time_) {
       wake_time_ = time;
       wake_.notify(sc_core::sc_time::from_value(
@@ -127,8 +117,12 @@ class NetScheduler : public sc_core::sc_module {
   // Chips between two prefetch stages of a batch.
   static constexpr size_t kPrefetchSpacing = 2;
   std::vector<ChipNode>* chips_;
-  std::vector<Wake> calendar_;
-  std::vector<Wake> batch_;
+  // The chips to wake at each time (unsorted, possibly repeated or stale);
+  // the bucket of the last time scheduled is cached.
+  std::map<int64_t, std::vector<int32_t>> calendar_;
+  int64_t last_time_ = -1;
+  std::vector<int32_t>* last_bucket_ = nullptr;
+  std::vector<int32_t> batch_;
   bool running_ = false;
   int64_t wake_time_ = kNever;
   int64_t activations_ = 0;
@@ -481,39 +475,38 @@ void NetScheduler::Run() {
   const int64_t now = Now();
   running_ = true;
   std::vector<ChipNode>& chips = *chips_;
-  // The chips due now, in chip order (the calendar's order), taken as a
+  // The chips due now, in chip order (each time's bucket sorted), taken as a
   // batch so that the state of the chips ahead can be prefetched while one
   // runs: in a sweep every chip touches a few lines of its own state, and at
   // thousands of chips that state is no longer in cache. Chips can be added
   // for `now` while the batch runs (a timer at now); the loop takes them next.
-  while (!calendar_.empty() && calendar_.front().time <= now) {
-    batch_.clear();
-    while (!calendar_.empty() && calendar_.front().time <= now) {
-      std::pop_heap(calendar_.begin(), calendar_.end(), WakeLater());
-      const Wake w = calendar_.back();
-      calendar_.pop_back();
-      if (!batch_.empty() && batch_.back() == w) continue;  // a duplicate
-      batch_.push_back(w);
-    }
+  while (!calendar_.empty() && calendar_.begin()->first <= now) {
+    const int64_t time = calendar_.begin()->first;
+    batch_.swap(calendar_.begin()->second);
+    calendar_.erase(calendar_.begin());
+    if (last_time_ == time) last_time_ = -1;
+    std::sort(batch_.begin(), batch_.end());
+    batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
     const size_t n = batch_.size();
     for (size_t i = 0; i < n; ++i) {
       for (int stage = 0; stage < ChipNode::kPrefetchStages; ++stage) {
         const size_t ahead =
             i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
                     kPrefetchSpacing;
-        if (ahead < n) chips[batch_[ahead].chip].Prefetch(stage);
+        if (ahead < n) chips[batch_[ahead]].Prefetch(stage);
       }
-      ChipNode& chip = chips[batch_[i].chip];
+      ChipNode& chip = chips[batch_[i]];
       // An entry is stale when the chip has since been woken earlier.
-      if (chip.wake_time() != batch_[i].time) continue;
+      if (chip.wake_time() != time) continue;
       chip.Run(now);
     }
+    batch_.clear();
   }
   running_ = false;
   if (calendar_.empty()) {
     wake_time_ = kNever;
   } else {
-    wake_time_ = calendar_.front().time;
+    wake_time_ = calendar_.begin()->first;
     wake_.notify(sc_core::sc_time::from_value(
         static_cast<sc_dt::uint64>(wake_time_ - now)));
   }
