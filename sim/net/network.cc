@@ -46,12 +46,12 @@ struct Event {
   // kArrive: the packet.
   int64_t tail = 0;  // last byte available here
   int64_t bytes = 0;
-  int64_t msg_bytes = 0;
   int32_t dst_dev = 0;
   uint32_t count = 1;
   MessageTag tag;
   EventType type = EventType::kArrive;
 };
+static_assert(sizeof(Event) == 64, "an event is one cache line");
 
 inline bool Before(const Event& a, const Event& b) {
   if (a.time != b.time) return a.time < b.time;
@@ -334,7 +334,6 @@ class ChipNode {
     Event p;
     p.id = (static_cast<uint64_t>(src) << 40) | next_msg_[core]++;
     p.dst_dev = dst_device;
-    p.msg_bytes = bytes;
     p.tag = tag;
     const int64_t size = config_->packet_bytes;
     const int64_t count =
@@ -441,15 +440,18 @@ class ChipNode {
   void Deliver(const Event& p) {
     CollectiveEndpoint& ep = *ep_[topology_->core_of_device(p.dst_dev)];
     if (p.count == 1) {
-      ep.OnMessage(p.tag, p.msg_bytes, Picoseconds(p.time),
-                   Picoseconds(p.tail));
+      ep.OnMessage(p.tag, p.bytes, Picoseconds(p.time), Picoseconds(p.tail));
       return;
     }
-    auto [it, inserted] = partial_.try_emplace(p.id, p.time, 0);
-    if (++it->second.second < p.count) return;
-    const int64_t head = it->second.first;
+    // Packets of one message: its bytes are the sum of theirs.
+    auto [it, inserted] = partial_.try_emplace(p.id, Partial{p.time, 0, 0});
+    Partial& part = it->second;
+    part.bytes += p.bytes;
+    if (++part.count < p.count) return;
+    const Partial done = part;
     partial_.erase(it);
-    ep.OnMessage(p.tag, p.msg_bytes, Picoseconds(head), Picoseconds(p.tail));
+    ep.OnMessage(p.tag, done.bytes, Picoseconds(done.head),
+                 Picoseconds(p.tail));
   }
 
   // The fields a message from another chip touches come first, together.
@@ -466,8 +468,13 @@ class ChipNode {
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<std::unique_ptr<CollectiveEndpoint>> endpoints_;
   std::vector<uint64_t> next_msg_;
-  // Packet mode: messages with some packets delivered (first head, count).
-  std::unordered_map<uint64_t, std::pair<int64_t, uint32_t>> partial_;
+  // Packet mode: messages with some packets delivered.
+  struct Partial {
+    int64_t head;   // the first packet's head
+    int64_t bytes;  // delivered so far
+    uint32_t count;
+  };
+  std::unordered_map<uint64_t, Partial> partial_;
 };
 
 void NetScheduler::Run() {
