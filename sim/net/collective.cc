@@ -566,6 +566,12 @@ struct CollectiveEndpoint::StreamState {
 struct CollectiveEndpoint::Active {
   uint32_t seq = 0;
   bool started = false;
+  // The streams running now (a prefetch hint only; `live_overflow` when more
+  // than fit, and then every stream is prefetched).
+  static constexpr int kMaxLive = 8;
+  bool live_overflow = false;
+  int num_live = 0;
+  std::array<int, kMaxLive> live = {};
   Plan plan;
   CollectiveResult result;
   DoneCallback done;
@@ -648,6 +654,13 @@ void CollectiveEndpoint::StartPhase(Active& a, int p, Picoseconds at) {
   const std::vector<int> streams = a.plan.pipelines[p][a.phase[p]];
   a.pending[p] = static_cast<int>(streams.size());
   a.phase_end[p] = at;
+  for (int s : streams) {
+    if (a.num_live < Active::kMaxLive) {
+      a.live[a.num_live++] = s;
+    } else {
+      a.live_overflow = true;
+    }
+  }
   for (int s : streams) StartStream(a, s, at);
 }
 
@@ -714,15 +727,25 @@ void CollectiveEndpoint::Prefetch(int stage) const {
       return;
     case 3:
       if (!active_.empty()) {
-        // The specs and states of every stream (a few lines each).
+        // The specs and states of the running streams.
         const Active& a = *active_.front();
-        PrefetchRange(a.plan.streams.data(), a.plan.streams.size());
-        PrefetchRange(a.streams.data(), a.streams.size());
+        if (a.live_overflow) {
+          PrefetchRange(a.plan.streams.data(), a.plan.streams.size());
+          PrefetchRange(a.streams.data(), a.streams.size());
+          return;
+        }
+        for (int i = 0; i < a.num_live; ++i) {
+          PrefetchRange(&a.plan.streams[a.live[i]], 1);
+          PrefetchRange(&a.streams[a.live[i]], 1);
+        }
       }
       return;
     case 4:
       if (!active_.empty()) {
-        for (const StreamState& st : active_.front()->streams) {
+        const Active& a = *active_.front();
+        if (a.live_overflow) return;
+        for (int i = 0; i < a.num_live; ++i) {
+          const StreamState& st = a.streams[a.live[i]];
           if (!st.arrivals.empty()) {
             __builtin_prefetch(st.arrivals.data() + st.next_step);
           }
@@ -804,6 +827,12 @@ void CollectiveEndpoint::Drain(Active& a, int s) {
 void CollectiveEndpoint::StreamDone(Active& a, int s, Picoseconds at) {
   StreamState& st = a.streams[s];
   std::vector<Arrival>().swap(st.arrivals);
+  for (int i = 0; i < a.num_live; ++i) {
+    if (a.live[i] == s) {
+      a.live[i] = a.live[--a.num_live];
+      break;
+    }
+  }
   const int p = a.plan.streams[s].pipeline;
   a.phase_end[p] = Max(a.phase_end[p], at);
   if (--a.pending[p] > 0) return;
