@@ -747,7 +747,12 @@ void CollectiveEndpoint::Prefetch(int stage) const {
         for (int i = 0; i < a.num_live; ++i) {
           const StreamState& st = a.streams[a.live[i]];
           if (!st.arrivals.empty()) {
+            // The slot of the next step and the one after it (Drain looks
+            // at both).
             __builtin_prefetch(st.arrivals.data() + st.next_step);
+            if (st.next_step + 1 < static_cast<int>(st.arrivals.size())) {
+              __builtin_prefetch(st.arrivals.data() + st.next_step + 1);
+            }
           }
         }
       }

@@ -197,7 +197,10 @@ class ChipNode {
       return;
     }
     if (stage == 1) {
-      __builtin_prefetch(heap_.data());
+      // The queue (one line per event) and a slot for one more.
+      for (size_t i = 0; i <= heap_.size() && i < 16; ++i) {
+        __builtin_prefetch(heap_.data() + i);
+      }
       for (const CollectiveEndpoint* ep : ep_) {
         if (ep != nullptr) ep->Prefetch(0);
       }
