@@ -40,6 +40,19 @@ bool IsAlias(OpCode code) {
   return code == OpCode::kReshape || code == OpCode::kVariableRead;
 }
 
+// The op's precision attribute (XLA's PrecisionConfig) for the MXU passes.
+Precision TimingPrecisionOf(runtime::Precision p) {
+  switch (p) {
+    case runtime::Precision::kHigh:
+      return Precision::kHigh;
+    case runtime::Precision::kHighest:
+      return Precision::kHighest;
+    case runtime::Precision::kDefault:
+      break;
+  }
+  return Precision::kDefault;
+}
+
 }  // namespace
 
 LoweredProgram Lower(const runtime::Program& program) {
@@ -86,6 +99,7 @@ LoweredProgram Lower(const runtime::Program& program) {
       m.n = Product(rhs.shape.dims(),
                     FreeDims(rhs.rank(), d.rhs_batch, d.rhs_contracting));
       m.dtype = lhs.dtype;
+      m.precision = TimingPrecisionOf(op.attrs.precision);
       l.work.matmuls.push_back(m);
     } else if (op.code == OpCode::kConv2D) {
       // Implicit GEMM: rows = N*Ho*Wo, K = Kh*Kw*Cin, N = Cout.
@@ -96,6 +110,7 @@ LoweredProgram Lower(const runtime::Program& program) {
       m.k = f.shape.dim(0) * f.shape.dim(1) * f.shape.dim(2);
       m.n = f.shape.dim(3);
       m.dtype = f.dtype;
+      m.precision = TimingPrecisionOf(op.attrs.precision);
       l.work.matmuls.push_back(m);
     } else {
       // Element operations on the vector unit: the cost rule's FLOPs (one per

@@ -55,8 +55,8 @@ struct LoweredProgram {
   std::vector<std::vector<std::string>> largest_at_peak;
 };
 
-// Precision of an f32 dot/conv. Programs have no precision attribute yet:
-// DEFAULT (one bf16 pass), what TF on TPU does unless asked otherwise.
+// An f32 dot/conv takes the MXU passes of its precision attribute (DEFAULT,
+// one bf16 pass, unless the program asks for HIGH or HIGHEST).
 LoweredProgram Lower(const runtime::Program& program);
 
 }  // namespace tpusim::sim

@@ -1,6 +1,8 @@
 #include "sim/sim_backend.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <queue>
 #include <tuple>
 #include <utility>
@@ -8,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "sim/kernel.h"
@@ -15,6 +18,7 @@
 #include "sim/net/collective.h"
 #include "sim/net/network.h"
 #include "sim/net_preset.h"
+#include "sim/pod.pb.h"
 
 namespace tpusim::sim {
 
@@ -218,25 +222,128 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
   }
   TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* preset,
                           FindChipPreset(layout.generation->name));
+  return CreateWithPreset(std::move(layout), *preset, options);
+}
+
+absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
+    const proto::PodSpec& spec) {
+  auto bad = [](absl::string_view field, auto value, absl::string_view want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PodSpec: ", field, "=", value, ": ", want));
+  };
+  const bool by_shape = spec.has_generation() || spec.shape_size() > 0;
+  if (spec.has_slice() == by_shape) {
+    return absl::InvalidArgumentError(
+        "PodSpec: set either `slice` or `generation` and `shape`");
+  }
+  runtime::SliceLayout layout;
+  if (spec.has_slice()) {
+    TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(spec.slice()));
+  } else {
+    absl::StatusOr<const runtime::TpuGeneration*> found =
+        runtime::FindTpuGeneration(spec.generation());
+    if (!found.ok()) {
+      return bad("generation", spec.generation(), found.status().message());
+    }
+    const runtime::TpuGeneration* g = *found;
+    if (spec.shape_size() < 1 || spec.shape_size() > 3) {
+      return bad("shape", absl::StrJoin(spec.shape(), "x"),
+                 "must have 1 to 3 entries (x, y[, z])");
+    }
+    std::array<int, 3> mesh = {1, 1, 1};
+    for (int i = 0; i < spec.shape_size(); ++i) mesh[i] = spec.shape(i);
+    const std::string name =
+        absl::StrCat(g->name, ":", absl::StrJoin(spec.shape(), "x"));
+    if (spec.custom_shape()) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          layout, runtime::LayoutCustomChipMesh(*g, mesh, runtime::kDefaultRank,
+                                                name));
+    } else {
+      // Only the shapes of the generation's slices (strategy/runtime/slice.h).
+      const std::string allowed = runtime::AllowedSliceNames(*g);
+      bool ok = false;
+      for (absl::string_view slice : absl::StrSplit(allowed, ", ")) {
+        absl::StatusOr<std::array<int, 3>> m = runtime::SliceChipMesh(slice);
+        ok = ok || (m.ok() && *m == mesh);
+      }
+      if (!ok) {
+        return bad("shape", absl::StrJoin(spec.shape(), "x"),
+                   absl::StrCat("not a ", g->name,
+                                " slice shape (slices: ", allowed,
+                                "; custom_shape allows any mesh)"));
+      }
+      TPUSIM_ASSIGN_OR_RETURN(
+          layout,
+          runtime::LayoutChipMesh(*g, mesh, runtime::kDefaultRank, name));
+    }
+  }
+  TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* base,
+                          FindChipPreset(layout.generation->name));
+  ChipPreset preset = *base;
+  const proto::CustomNumbers& c = spec.custom();
+  auto positive = [&](bool has, double v, absl::string_view field) {
+    return !has || (v > 0 && std::isfinite(v))
+               ? absl::OkStatus()
+               : bad(absl::StrCat("custom.", field), v, "must be > 0");
+  };
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_clock_ghz(), c.clock_ghz(), "clock_ghz"));
+  TPUSIM_RETURN_IF_ERROR(
+      positive(c.has_mxus_per_core(), c.mxus_per_core(), "mxus_per_core"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_hbm_gbps(), c.hbm_gbps(), "hbm_gbps"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_hbm_capacity_gib(),
+                                  c.hbm_capacity_gib(), "hbm_capacity_gib"));
+  TPUSIM_RETURN_IF_ERROR(
+      positive(c.has_ici_link_gbps(), c.ici_link_gbps(), "ici_link_gbps"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_pcie_gbps(), c.pcie_gbps(), "pcie_gbps"));
+  if (c.has_clock_ghz()) preset.clock_ghz = c.clock_ghz();
+  if (c.has_mxus_per_core()) preset.mxus_per_core = c.mxus_per_core();
+  if (c.has_hbm_gbps()) preset.hbm_gbps = c.hbm_gbps();
+  if (c.has_hbm_capacity_gib()) {
+    preset.hbm_capacity = common::Bytes(
+        static_cast<int64_t>(c.hbm_capacity_gib() * (int64_t{1} << 30)));
+  }
+  if (c.has_ici_link_gbps()) preset.ici_link_achieved_gbps = c.ici_link_gbps();
+  if (c.has_pcie_gbps()) preset.pcie_gbps = c.pcie_gbps();
+  SimBackendOptions options;
+  const proto::PodOptions& o = spec.options();
+  if (o.has_wrap()) {
+    TPUSIM_ASSIGN_OR_RETURN(options.wrap, net::ParseWrapMode(o.wrap()));
+  }
+  if (o.has_host_loop_overhead_us()) {
+    if (!(o.host_loop_overhead_us() >= 0) ||
+        !std::isfinite(o.host_loop_overhead_us())) {
+      return bad("options.host_loop_overhead_us", o.host_loop_overhead_us(),
+                 "must be >= 0");
+    }
+    options.host_loop_overhead = common::Picoseconds(
+        static_cast<int64_t>(std::llround(o.host_loop_overhead_us() * 1e6)));
+  }
+  if (o.has_record_spans()) options.record_spans = o.record_spans();
+  return CreateWithPreset(std::move(layout), preset, options);
+}
+
+absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
+    runtime::SliceLayout layout, const ChipPreset& preset,
+    SimBackendOptions options) {
   std::unique_ptr<SimBackend> b(
       new SimBackend(std::move(layout), preset, options));
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
-                          SimPod::Create(b->layout_, *preset, options.wrap));
+                          SimPod::Create(b->layout_, b->preset_, options.wrap));
   return b;
 }
 
-SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
+SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
                        SimBackendOptions options)
     : layout_(std::move(layout)),
       preset_(preset),
-      rates_(DeviceRates::FromPreset(*preset)),
+      rates_(DeviceRates::FromPreset(preset)),
       options_(options) {
   runtime::HostBackendOptions host_options;
   host_options.num_threads = options_.host_threads;
   host_ = std::make_unique<runtime::HostBackend>(layout_.devices, host_options);
   // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
   // the v2/v4 figure.
-  pcie_bytes_per_second_ = preset_->pcie_gbps.value_or(16.0) * 1e9;
+  pcie_bytes_per_second_ = preset_.pcie_gbps.value_or(16.0) * 1e9;
   pcie_free_.assign(layout_.num_chips, Picoseconds(0));
   variable_bytes_.assign(layout_.num_devices(), {});
   ResetProfile();
@@ -259,9 +366,8 @@ absl::StatusOr<std::unique_ptr<runtime::Buffer>> SimBackend::TransferToDevice(
   pcie_free_[chip] = end;
   arrival_[buffer.get()] = end;
   if (options_.record_spans && bytes > 0) {
-    spans_.push_back(runtime::TimelineSpan{
-        -1, absl::StrCat("infeed to device ", device_id), start.count(),
-        end.count(), "pcie", host});
+    spans_.push_back(Span{-1, absl::StrCat("infeed to device ", device_id),
+                          start.count(), end.count(), "pcie", host});
   }
   return buffer;
 }
@@ -546,7 +652,7 @@ absl::Status SimBackend::Simulate(
         const Picoseconds end = start + t.total;
         clock[k] = end;
         ready[i * replicas + r] = end;
-        runtime::DeviceProfile& tp = timing_[d];
+        DeviceTiming& tp = timing_[d];
         tp.mxu_busy_ps += t.mxu.count();
         tp.busy_ps += t.total.count();
         tp.hbm_bytes += l.work.hbm_bytes;
@@ -578,7 +684,7 @@ absl::Status SimBackend::Simulate(
       last = k;
     }
   }
-  runtime::StepProfile step;
+  Step step;
   step.start_ps = call.count();
   step.end_ps = end.count();
   step.steps = static_cast<int64_t>(iterations.size());
@@ -594,40 +700,58 @@ absl::Status SimBackend::Simulate(
 
 absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
   TPUSIM_ASSIGN_OR_RETURN(runtime::Profile p, host_->CollectProfile());
-  p.backend = "sim";
-  for (size_t d = 0; d < p.devices.size() && d < timing_.size(); ++d) {
-    runtime::DeviceProfile& dp = p.devices[d];
-    const runtime::DeviceProfile& t = timing_[d];
-    dp.mxu_busy_ps = t.mxu_busy_ps;
-    dp.busy_ps = t.busy_ps;
-    dp.hbm_bytes = t.hbm_bytes;
-    dp.peak_hbm_bytes = t.peak_hbm_bytes;
-    dp.hbm_capacity_bytes = rates_.hbm_capacity.count();
+  p.set_backend("sim");
+  for (int d = 0; d < p.devices_size() && d < static_cast<int>(timing_.size());
+       ++d) {
+    runtime::DeviceProfile& dp = *p.mutable_devices(d);
+    const DeviceTiming& t = timing_[d];
+    dp.set_mxu_busy_ps(t.mxu_busy_ps);
+    dp.set_busy_ps(t.busy_ps);
+    dp.set_hbm_bytes(t.hbm_bytes);
+    dp.set_peak_hbm_bytes(t.peak_hbm_bytes);
+    dp.set_hbm_capacity_bytes(rates_.hbm_capacity.count());
   }
-  p.spans = spans_;
-  p.steps = steps_;
-  p.end_ps = now_.count();
+  for (const Span& s : spans_) {
+    runtime::TimelineSpan* span = p.add_spans();
+    span->set_device_id(s.device_id);
+    span->set_name(s.name);
+    span->set_start_ps(s.start_ps);
+    span->set_end_ps(s.end_ps);
+    span->set_category(s.category);
+    span->set_host(s.host);
+  }
+  for (const Step& s : steps_) {
+    runtime::StepProfile* step = p.add_steps();
+    step->set_start_ps(s.start_ps);
+    step->set_end_ps(s.end_ps);
+    step->set_steps(s.steps);
+    step->set_exposed_collective_ps(s.exposed_collective_ps);
+    step->set_hidden_collective_ps(s.hidden_collective_ps);
+    step->set_infeed_wait_ps(s.infeed_wait_ps);
+    step->set_host_overhead_ps(s.host_overhead_ps);
+  }
+  p.set_end_ps(now_.count());
   const net::Topology& topo = pod_->topology();
-  for (const net::LinkStats& l : pod_->network().Links()) {
-    runtime::LinkProfile lp;
-    lp.chip = l.chip;
-    const std::array<int, 3> xyz = topo.coords(l.chip);
-    lp.coords = {xyz[0], xyz[1], xyz[2]};
+  const std::vector<net::LinkStats> links = pod_->network().Links();
+  for (size_t index = 0; index < links.size(); ++index) {
+    const net::LinkStats& l = links[index];
+    runtime::LinkProfile* lp = p.add_links();
+    lp->set_chip(l.chip);
+    for (int c : topo.coords(l.chip)) lp->add_coords(c);
     if (l.dir < net::kNumDirections) {
-      lp.dim = net::DirectionDim(l.dir);
-      lp.direction = net::DirectionIsPositive(l.dir) ? 1 : -1;
+      lp->set_dim(net::DirectionDim(l.dir));
+      lp->set_direction(net::DirectionIsPositive(l.dir) ? 1 : -1);
     } else {
-      lp.dim = 3;
-      lp.direction = l.dir == net::kNumDirections ? 1 : -1;
+      lp->set_dim(3);
+      lp->set_direction(l.dir == net::kNumDirections ? 1 : -1);
     }
-    const size_t index = p.links.size();
-    lp.bytes = l.bytes;
-    lp.busy_ps = l.busy.count();
+    int64_t bytes = l.bytes, busy = l.busy.count();
     if (index < link_base_.size()) {
-      lp.bytes -= link_base_[index].first;
-      lp.busy_ps -= link_base_[index].second;
+      bytes -= link_base_[index].first;
+      busy -= link_base_[index].second;
     }
-    p.links.push_back(std::move(lp));
+    lp->set_bytes(bytes);
+    lp->set_busy_ps(busy);
   }
   return p;
 }
@@ -643,8 +767,7 @@ SimBackend::SimStats SimBackend::Stats() const {
 
 void SimBackend::ResetProfile() {
   host_->ResetProfile();
-  timing_.assign(layout_.num_devices(), runtime::DeviceProfile{});
-  for (int d = 0; d < layout_.num_devices(); ++d) timing_[d].device_id = d;
+  timing_.assign(layout_.num_devices(), DeviceTiming{});
   spans_.clear();
   steps_.clear();
   link_base_.clear();
