@@ -14,7 +14,7 @@
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "sim/kernel.h"
-#include "sim/lower.h"
+#include "sim/compile/compile.h"
 #include "sim/net/collective.h"
 #include "sim/net/network.h"
 #include "sim/net_preset.h"
@@ -172,19 +172,43 @@ class SimPod {
 
 class SimExecutable final : public runtime::Executable {
  public:
-  SimExecutable(std::unique_ptr<runtime::Executable> host, LoweredProgram l)
-      : host_(std::move(host)), lowered_(std::move(l)) {}
+  SimExecutable(std::unique_ptr<runtime::Executable> host, CompiledProgram c)
+      : host_(std::move(host)), compiled_(std::move(c)) {
+    // The parameters each kernel reads (through reshapes): its infeed.
+    const std::vector<runtime::Op>& ops = host_->program().ops();
+    auto root_parameter = [&](int v) {
+      while (ops[v].code == OpCode::kReshape) v = ops[v].operands[0];
+      return ops[v].code == OpCode::kParameter ? v : -1;
+    };
+    kernel_parameters_.resize(compiled_.kernels.size());
+    for (size_t k = 0; k < compiled_.kernels.size(); ++k) {
+      for (int op : compiled_.kernels[k].op_ids) {
+        for (int o : ops[op].operands) {
+          const int p = root_parameter(o);
+          if (p >= 0) {
+            kernel_parameters_[k].push_back(
+                static_cast<int>(ops[p].attrs.parameter_index));
+          }
+        }
+      }
+    }
+  }
   const runtime::Program& program() const override { return host_->program(); }
   const runtime::CompileOptions& options() const override {
     return host_->options();
   }
   runtime::OpCost cost() const override { return host_->cost(); }
   const runtime::Executable& host() const { return *host_; }
-  const LoweredProgram& lowered() const { return lowered_; }
+  const CompiledProgram& compiled() const { return compiled_; }
+  // Per kernel: the parameter indices it reads.
+  const std::vector<std::vector<int>>& kernel_parameters() const {
+    return kernel_parameters_;
+  }
 
  private:
   std::unique_ptr<runtime::Executable> host_;
-  LoweredProgram lowered_;
+  CompiledProgram compiled_;
+  std::vector<std::vector<int>> kernel_parameters_;
 };
 
 namespace {
@@ -381,9 +405,10 @@ absl::StatusOr<std::unique_ptr<runtime::Executable>> SimBackend::Compile(
     const runtime::Program& program, const runtime::CompileOptions& options) {
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> host,
                           host_->Compile(program, options));
-  LoweredProgram lowered = Lower(host->program());
+  TPUSIM_ASSIGN_OR_RETURN(CompiledProgram compiled,
+                          CompileProgram(host->program(), CompileOptions{}));
   return std::unique_ptr<runtime::Executable>(
-      new SimExecutable(std::move(host), std::move(lowered)));
+      new SimExecutable(std::move(host), std::move(compiled)));
 }
 
 absl::Status SimBackend::WriteVariable(int device_id, int slot,
@@ -427,20 +452,24 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
         "SimBackend: the executable was not compiled by this backend");
   }
   const runtime::Program& program = exe->program();
-  const LoweredProgram& lowered = exe->lowered();
-  // HBM capacity, per device, before anything runs. The host backend checks
-  // the assignment itself; only well-formed entries are looked at here.
+  const CompiledProgram& compiled = exe->compiled();
+  // HBM capacity, per device, before anything runs (sim/compile's footprint:
+  // variables, parameters, infeed buffers, constants and the schedule's peak
+  // live set). The host backend checks the assignment itself; only
+  // well-formed entries are looked at here.
   const int num_devices = layout_.num_devices();
   for (size_t r = 0; r < assignment.replica_devices.size(); ++r) {
     const std::vector<int>& devs = assignment.replica_devices[r];
-    for (size_t c = 0; c < devs.size() && c < lowered.peak_live_bytes.size();
-         ++c) {
+    for (size_t c = 0; c < devs.size() && c < compiled.memory.size(); ++c) {
       const int d = devs[c];
       if (d < 0 || d >= num_devices) continue;
-      int64_t variables = 0;
-      for (const auto& [slot, bytes] : variable_bytes_[d]) variables += bytes;
-      variables = std::max(variables, lowered.variable_bytes[c]);
-      const int64_t need = variables + lowered.peak_live_bytes[c];
+      const CoreMemory& m = compiled.memory[c];
+      int64_t written = 0;
+      for (const auto& [slot, bytes] : variable_bytes_[d]) written += bytes;
+      const int64_t variables =
+          std::max(written, m.variables + m.optimizer_state);
+      const int64_t need = m.total() - m.variables - m.optimizer_state +
+                           variables;
       const int64_t capacity = rates_.hbm_capacity.count();
       if (need > capacity) {
         const runtime::DeviceDescription& dd = layout_.devices[d];
@@ -448,10 +477,11 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
             "program ", program.name(), " does not fit in HBM of device ", d,
             " (task ", dd.task, ", TPU:", dd.ordinal, ", coords (",
             absl::StrJoin(dd.coords, ","), ")): needs ", need,
-            " bytes (variables ", variables, ", peak live values ",
-            lowered.peak_live_bytes[c], "), capacity ", capacity,
+            " bytes (variables ", variables, ", parameters ", m.parameters,
+            ", infeed buffers ", m.infeed, ", constants ", m.constants,
+            ", peak live values ", m.live_peak, "), capacity ", capacity,
             " bytes; largest live values: ",
-            absl::StrJoin(lowered.largest_at_peak[c], ", ")));
+            absl::StrJoin(m.largest_at_peak, ", ")));
       }
       timing_[d].peak_hbm_bytes = std::max(timing_[d].peak_hbm_bytes, need);
     }
@@ -473,7 +503,8 @@ absl::Status SimBackend::Simulate(
     const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
     absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations) {
   const runtime::Program& program = exe.program();
-  const LoweredProgram& lowered = exe.lowered();
+  const CompiledProgram& compiled = exe.compiled();
+  const std::vector<Kernel>& kernels = compiled.kernels;
   const int num_devices = layout_.num_devices();
   const std::vector<runtime::Op>& ops = program.ops();
   const int replicas = assignment.num_replicas();
@@ -481,10 +512,9 @@ absl::Status SimBackend::Simulate(
   const Picoseconds call = now_;
   const Picoseconds begin = call + options_.host_loop_overhead;
   auto dev = [&](int r, int c) { return assignment.replica_devices[r][c]; };
-  // Per (replica, core): the device clock and its collective accounting; per
-  // (op, replica): when the value is ready on its core's device.
+  // Per (replica, core): the device clock and its accounting; per (kernel,
+  // replica): when the kernel finished.
   std::vector<Picoseconds> clock(static_cast<size_t>(replicas) * cores, begin);
-  std::vector<Picoseconds> last_issue(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> exposed(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> infeed(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
@@ -496,41 +526,19 @@ absl::Status SimBackend::Simulate(
       }
     }
   }
-  std::vector<Picoseconds> ready(ops.size() * replicas, Picoseconds(0));
-  std::vector<int> collective_of(ops.size(), -1);
-  // Values that are (views of) collective results or infeed arguments:
-  // waiting for them is exposed collective / infeed time.
-  enum Source : uint8_t { kComputed, kCollective, kInfeed };
-  std::vector<Source> source(ops.size(), kComputed);
+  std::vector<Picoseconds> finished(kernels.size() * replicas, Picoseconds(0));
+  // The network collective of each start kernel (-1: none pending).
+  std::vector<int> collective_of(kernels.size(), -1);
   pod_->ClearCollectives();
-
-  // Resolves collective op `o` and fills in its ready times.
-  auto resolve = [&](int o) -> absl::Status {
-    SimPod::Collective& col = pod_->collective(collective_of[o]);
-    TPUSIM_RETURN_IF_ERROR(pod_->Resolve(collective_of[o]));
-    for (int r = 0; r < replicas; ++r) {
-      ready[o * replicas + r] = col.end[r];
-      const int c = ops[o].logical_core;
-      collective_time[r * cores + c] += col.end[r] - col.start[r];
-    }
-    collective_of[o] = -2;  // resolved
-    return absl::OkStatus();
-  };
-
   const double hbm_rate = rates_.hbm_bytes_per_second;
+
   for (size_t iteration = 0; iteration < iterations.size(); ++iteration) {
     const auto& args = iterations[iteration];
-    for (const int i : lowered.schedule) {
-      const runtime::Op& op = ops[i];
-      const LoweredOp& l = lowered.ops[i];
-      const int c = op.logical_core;
-      // Operands first: a pending collective is resolved when first used.
-      for (int o : op.operands) {
-        if (collective_of[o] >= 0) TPUSIM_RETURN_IF_ERROR(resolve(o));
-      }
-      if (l.kind == KernelKind::kCollective) {
-        // Replica groups on core c's devices; every other device of the slice
-        // in a group of its own.
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const Kernel& kernel = kernels[k];
+      const int c = kernel.core;
+      if (kernel.kind == CompiledKernelKind::kCollectiveStart) {
+        const runtime::Op& op = ops[kernel.op_ids.back()];
         SimPod::Collective col;
         std::vector<std::vector<int>> groups;
         std::vector<bool> member(num_devices, false);
@@ -572,106 +580,117 @@ absl::Status SimBackend::Simulate(
         }
         // sim/net needs a size that divides by the group: XLA pads to it too.
         const int64_t n = group_size;
-        col.request.bytes = std::max<int64_t>(n, (l.bytes + n - 1) / n * n);
+        col.request.bytes =
+            std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
         for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
         const int id = pod_->AddCollective(std::move(col));
-        collective_of[i] = id;
-        source[i] = kCollective;
+        collective_of[k] = id;
         for (int r = 0; r < replicas; ++r) {
-          const size_t k = r * cores + c;
-          // The sequencer issues collectives in program order.
-          Picoseconds at = Max(clock[k], last_issue[k]);
-          for (int o : op.operands) at = Max(at, ready[o * replicas + r]);
-          last_issue[k] = at;
+          Picoseconds at = clock[r * cores + c];
+          for (int dep : kernel.deps) at = Max(at, finished[dep * replicas + r]);
+          // A start is issued and returns at once.
+          finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
           ++stats_.collectives;
         }
         continue;
       }
+      if (kernel.kind == CompiledKernelKind::kCollectiveDone) {
+        const int start = kernel.pair;
+        const int id = collective_of[start];
+        TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
+        SimPod::Collective& col = pod_->collective(id);
+        for (int r = 0; r < replicas; ++r) {
+          const size_t slot = r * cores + c;
+          const Picoseconds end = col.end[r];
+          collective_time[slot] += end - col.start[r];
+          Picoseconds ready = clock[slot];
+          for (int dep : kernel.deps) {
+            if (dep != start) ready = Max(ready, finished[dep * replicas + r]);
+          }
+          if (ready < end) {
+            exposed[slot] += end - ready;
+            if (options_.record_spans) {
+              spans_.push_back({dev(r, c), kernel.name, ready.count(),
+                                end.count(), "collective"});
+            }
+          }
+          const Picoseconds done = Max(ready, end);
+          clock[slot] = done;
+          finished[k * replicas + r] = done;
+        }
+        continue;
+      }
       for (int r = 0; r < replicas; ++r) {
-        const size_t k = r * cores + c;
+        const size_t slot = r * cores + c;
         const int d = dev(r, c);
-        if (op.code == OpCode::kParameter) {
-          // The argument is usable once its infeed has arrived.
-          Picoseconds at = clock[k];
-          const int64_t p = op.attrs.parameter_index;
-          if (r < static_cast<int>(args.size()) && p >= 0 &&
-              p < static_cast<int64_t>(args[r].size())) {
+        Picoseconds ready = clock[slot];
+        for (int dep : kernel.deps) ready = Max(ready, finished[dep * replicas + r]);
+        // Its arguments must have arrived over PCIe.
+        Picoseconds arrived(0);
+        for (int p : exe.kernel_parameters()[k]) {
+          if (r < static_cast<int>(args.size()) &&
+              p < static_cast<int>(args[r].size())) {
             auto it = arrival_.find(args[r][p]);
-            if (it != arrival_.end()) at = Max(at, it->second);
-          }
-          ready[i * replicas + r] = at;
-          source[i] = kInfeed;
-          continue;
-        }
-        Picoseconds data_ready = clock[k];
-        Source waited = kComputed;
-        for (int o : op.operands) {
-          Picoseconds at = ready[o * replicas + r];
-          const int oc = ops[o].logical_core;
-          if (oc != c) {
-            // Another logical core's value crosses to this device: one link
-            // (or the on-chip path) at B plus the hops' latency (tpusim's
-            // model of a cross-core copy; no contention).
-            const int from = dev(r, oc);
-            const int a = pod_->topology().chip_of_device(from);
-            const int b = pod_->topology().chip_of_device(d);
-            const int64_t bytes = ops[o].type.byte_size();
-            const bool on_chip = a == b;
-            const double rate = on_chip
-                                    ? pod_->config().on_chip_bytes_per_second
-                                    : pod_->config().link_bytes_per_second;
-            const Picoseconds latency =
-                on_chip ? pod_->config().on_chip_latency
-                        : pod_->config().hop_latency *
-                              std::max(1, pod_->topology().Hops(a, b));
-            at = at + latency + TimeAtRate(static_cast<double>(bytes), rate);
-          }
-          if (data_ready < at) {
-            data_ready = at;
-            waited = oc == c ? source[o] : kComputed;
+            if (it != arrival_.end()) arrived = Max(arrived, it->second);
           }
         }
-        if (l.kind == KernelKind::kNone) {
-          ready[i * replicas + r] = data_ready;
-          if (op.code == OpCode::kReshape) source[i] = source[op.operands[0]];
-          continue;
-        }
-        if (clock[k] < data_ready && waited != kComputed) {
-          const Picoseconds wait = data_ready - clock[k];
-          (waited == kCollective ? exposed : infeed)[k] += wait;
+        if (ready < arrived) {
+          infeed[slot] += arrived - ready;
           if (options_.record_spans) {
-            spans_.push_back({d, absl::StrCat("wait ", l.name),
-                              clock[k].count(), data_ready.count(),
-                              waited == kCollective ? "collective" : "infeed"});
+            spans_.push_back({d, absl::StrCat("infeed wait for ", kernel.name),
+                              ready.count(), arrived.count(), "infeed"});
+          }
+          ready = arrived;
+        }
+        Picoseconds end = ready;
+        if (kernel.kind == CompiledKernelKind::kCopy) {
+          // A value from another logical core: one link (or the on-chip path)
+          // at its rate plus the hops' latency (no contention modelled).
+          const int from = dev(r, kernel.copy_from_core);
+          const int a = pod_->topology().chip_of_device(from);
+          const int b = pod_->topology().chip_of_device(d);
+          const bool on_chip = a == b;
+          const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
+                                      : pod_->config().link_bytes_per_second;
+          const Picoseconds latency =
+              on_chip ? pod_->config().on_chip_latency
+                      : pod_->config().hop_latency *
+                            std::max(1, pod_->topology().Hops(a, b));
+          end = ready + latency +
+                TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
+          if (options_.record_spans) {
+            spans_.push_back(
+                {d, kernel.name, ready.count(), end.count(), "collective"});
+          }
+        } else {
+          const KernelTime t = KernelDuration(rates_, kernel.work, hbm_rate);
+          ++stats_.kernels;
+          end = ready + t.total;
+          DeviceTiming& tp = timing_[d];
+          tp.mxu_busy_ps += t.mxu.count();
+          tp.busy_ps += t.total.count();
+          tp.hbm_bytes += kernel.work.hbm_bytes;
+          if (options_.record_spans) {
+            spans_.push_back(
+                {d, kernel.name, ready.count(), end.count(), t.category});
           }
         }
-        const Picoseconds start = Max(clock[k], data_ready);
-        const KernelTime t = KernelDuration(rates_, l.work, hbm_rate);
-        ++stats_.kernels;
-        const Picoseconds end = start + t.total;
-        clock[k] = end;
-        ready[i * replicas + r] = end;
-        DeviceTiming& tp = timing_[d];
-        tp.mxu_busy_ps += t.mxu.count();
-        tp.busy_ps += t.total.count();
-        tp.hbm_bytes += l.work.hbm_bytes;
-        if (options_.record_spans) {
-          spans_.push_back({d, l.name, start.count(), end.count(), t.category});
-        }
+        clock[slot] = end;
+        finished[k * replicas + r] = end;
       }
     }
-    // The loop body ends when its collectives have: a TPU while loop carries
-    // its state into the next iteration.
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (collective_of[i] >= 0) {
-        TPUSIM_RETURN_IF_ERROR(resolve(static_cast<int>(i)));
-      }
-    }
-    for (runtime::Value v : program.outputs()) {
+    // Collectives nobody waited for still end within the iteration: a TPU
+    // while loop carries its state into the next one.
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
+      const int id = collective_of[k];
+      if (id < 0) continue;
+      TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
+      SimPod::Collective& col = pod_->collective(id);
       for (int r = 0; r < replicas; ++r) {
-        const size_t k = r * cores + ops[v.id].logical_core;
-        clock[k] = Max(clock[k], ready[v.id * replicas + r]);
+        const size_t slot = r * cores + kernels[k].core;
+        clock[slot] = Max(clock[slot], col.end[r]);
       }
     }
   }
