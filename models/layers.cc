@@ -405,24 +405,26 @@ absl::StatusOr<TracedValue> SoftmaxCrossEntropy(Tape& t, TracedValue logits,
   ASSIGN(ValueType lt, c.TypeOf(logits));
   const int64_t m = lt.shape.dim(0);
   const int64_t classes = lt.shape.dim(1);
+  // f32 (f64 when the compute dtype is f64).
+  const DType acc = lt.dtype == DType::kF64 ? DType::kF64 : DType::kF32;
   TracedValue l32 = logits;
-  if (lt.dtype != DType::kF32) {
-    ASSIGN(l32, c.Cast(logits, DType::kF32));
+  if (lt.dtype != acc) {
+    ASSIGN(l32, c.Cast(logits, acc));
   }
   ASSIGN(TracedValue p, c.Softmax(l32));
-  ASSIGN(TracedValue onehot, c.OneHot(labels, classes, DType::kF32));
-  ASSIGN(TracedValue tiny, c.ScalarConstant(1e-30));
+  ASSIGN(TracedValue onehot, c.OneHot(labels, classes, acc));
+  ASSIGN(TracedValue tiny, c.ScalarConstant(1e-30, acc));
   ASSIGN(TracedValue pc, c.Maximum(p, tiny));
   ASSIGN(TracedValue logp, c.Log(pc));
   ASSIGN(TracedValue picked, c.Mul(onehot, logp));
   ASSIGN(TracedValue total, c.ReduceSum(picked, {0, 1}));
-  ASSIGN(TracedValue neg_inv_m, c.ScalarConstant(-1.0 / double(m)));
+  ASSIGN(TracedValue neg_inv_m, c.ScalarConstant(-1.0 / double(m), acc));
   ASSIGN(TracedValue loss, c.Mul(total, neg_inv_m));
   // d loss / d logits = (p - onehot) / m.
   ASSIGN(TracedValue diff, c.Sub(p, onehot));
-  ASSIGN(TracedValue inv_m, c.ScalarConstant(1.0 / double(m)));
+  ASSIGN(TracedValue inv_m, c.ScalarConstant(1.0 / double(m), acc));
   ASSIGN(TracedValue dl, c.Mul(diff, inv_m));
-  if (lt.dtype != DType::kF32) {
+  if (lt.dtype != acc) {
     ASSIGN(dl, c.Cast(dl, lt.dtype));
   }
   RETURN_IF(t.Accumulate(logits, dl));

@@ -350,9 +350,13 @@ absl::StatusOr<TrainOptions> CommonOptions(const WorkloadParams& p) {
     o.compute_dtype = DType::kF32;
   } else if (d == "bfloat16") {
     o.compute_dtype = DType::kBF16;
+  } else if (d == "float64") {
+    o.compute_dtype = DType::kF64;  // for gradient checks
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dtype=\"", d, "\" is not a compute dtype; allowed float32, bfloat16"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dtype=\"", d,
+                     "\" is not a compute dtype; allowed float32, bfloat16, "
+                     "float64"));
   }
   return o;
 }

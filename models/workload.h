@@ -17,7 +17,8 @@
 //    compute_dtype=bfloat16 casts each parameter to bf16 once per step, runs
 //    forward and backward in bf16 (the TPU's matmul inputs; the kernels
 //    accumulate in f32) and casts every gradient back to f32 before the
-//    all-reduce, as TF mixed precision on TPU does.
+//    all-reduce, as TF mixed precision on TPU does. The loss is f32 (f64 with
+//    compute_dtype=float64).
 //  * Gradients go to a GradientBucketer in the order backward produces them.
 //    A bucket is all-reduced (MEAN: scale by 1/N, then cross-replica sum) as
 //    soon as it holds bucket_bytes (f32 bytes), so the collective is recorded
@@ -211,7 +212,8 @@ absl::StatusOr<std::unique_ptr<Workload>> CreateWorkload(
     const std::string& name, const std::map<std::string, std::string>& params);
 
 // Common parameters every workload takes: bucket_mib (float, 25),
-// learning_rate (float), shard_update (bool), dtype ("float32"|"bfloat16").
+// learning_rate (float), shard_update (bool), dtype ("float32"|"bfloat16"|
+// "float64"; float64 serves gradient checks).
 absl::StatusOr<TrainOptions> CommonOptions(const WorkloadParams& p);
 
 // ---- running ----
