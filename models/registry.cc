@@ -53,7 +53,9 @@ const std::vector<WorkloadEntry>& Registry() {
                 {"heads", ParamType::kInt, int64_t{12}, "attention heads"},
                 {"ffn", ParamType::kInt, int64_t{0}, "0 = 4 * d_model"},
                 {"seq", ParamType::kInt, int64_t{1024}, "sequence length"},
-                {"vocab", ParamType::kInt, int64_t{32000}, "vocabulary"}},
+                {"vocab", ParamType::kInt, int64_t{32000}, "vocabulary"},
+                {"fsdp", ParamType::kBool, false,
+                 "shard weights, gradients and updates over the replicas"}},
                "bfloat16"),
            MakeTransformerLm},
       };

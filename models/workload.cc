@@ -38,6 +38,14 @@ int64_t Workload::NumNonEmbeddingParams() const {
   return n;
 }
 
+std::vector<int64_t> StorageShape(const ParamSpec& param,
+                                  const TrainOptions& options,
+                                  int num_replicas) {
+  if (!options.fsdp) return param.shape.dims();
+  const int64_t n = param.shape.num_elements();
+  return {(n + num_replicas - 1) / num_replicas};
+}
+
 // ---- StepContext / GradientBucketer ----
 
 absl::StatusOr<TracedValue> StepContext::Param(int index) {
@@ -49,7 +57,19 @@ absl::StatusOr<TracedValue> StepContext::Param(int index) {
   if (cache_[index].has_value()) return *cache_[index];
   TPUSIM_ASSIGN_OR_RETURN(TracedValue v, store_.Read(ctx_, index));
   if (options_.compute_dtype != DType::kF32) {
+    // (With FSDP the shard is cast before the gather: half the bytes in bf16.)
     TPUSIM_ASSIGN_OR_RETURN(v, ctx_.Cast(v, options_.compute_dtype));
+  }
+  if (options_.fsdp) {
+    // All-gather the shards, drop the padding, restore the shape.
+    const ParamSpec& p = params_[index];
+    TPUSIM_ASSIGN_OR_RETURN(v, ctx_.AllGather(v, 0));
+    TPUSIM_ASSIGN_OR_RETURN(ValueType t, ctx_.TypeOf(v));
+    const int64_t n = p.shape.num_elements();
+    if (t.shape.dim(0) != n) {
+      TPUSIM_ASSIGN_OR_RETURN(v, ctx_.Slice(v, {0}, {n}));
+    }
+    TPUSIM_ASSIGN_OR_RETURN(v, ctx_.Reshape(v, p.shape.dims()));
   }
   cache_[index] = v;
   return v;
@@ -77,6 +97,26 @@ absl::Status GradientBucketer::Add(int index, TracedValue grad) {
     TPUSIM_ASSIGN_OR_RETURN(grad, ctx_.Cast(grad, DType::kF32));
   }
   seen_[index] = true;
+  if (options_.fsdp) {
+    // Reduce-scatter this gradient and update this replica's shard.
+    ++num_buckets_;
+    const int n = ctx_.num_replicas_in_sync();
+    const int64_t size = p.shape.num_elements();
+    const int64_t shard = StorageShape(p, options_, n)[0];
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue flat, ctx_.Reshape(grad, {-1}));
+    if (shard * n > size) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          TracedValue zeros,
+          ctx_.Constant(Tensor::Zeros(DType::kF32, Shape({shard * n - size}))));
+      TPUSIM_ASSIGN_OR_RETURN(flat, ctx_.Concat({flat, zeros}, 0));
+    }
+    TPUSIM_ASSIGN_OR_RETURN(
+        TracedValue gs, ctx_.ReduceScatter(strategy::ReduceOp::kMean, flat, 0));
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue lr,
+                            ctx_.ScalarConstant(options_.learning_rate));
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue step, ctx_.Mul(gs, lr));
+    return store_.AssignSub(ctx_, index, step);
+  }
   pending_.emplace_back(index, grad);
   pending_bytes_ += p.shape.num_elements() * 4;
   if (pending_bytes_ >= options_.bucket_bytes) return Flush();
@@ -179,24 +219,33 @@ namespace {
 
 class SlotStore : public ParamStore {
  public:
-  explicit SlotStore(const std::vector<ParamSpec>& params) : params_(params) {}
+  SlotStore(const std::vector<ParamSpec>& params, const TrainOptions& options,
+            int num_replicas)
+      : params_(params), options_(options), num_replicas_(num_replicas) {}
   absl::StatusOr<TracedValue> Read(ReplicaContext& ctx, int index) override {
-    TPUSIM_ASSIGN_OR_RETURN(runtime::ProgramBuilder * b, ctx.builder());
-    TPUSIM_RETURN_IF_ERROR(b->DeclareVariable(
-        index, DType::kF32, params_[index].shape, params_[index].name));
+    TPUSIM_ASSIGN_OR_RETURN(runtime::ProgramBuilder * b, Declare(ctx, index));
     return b->VariableRead(index);
   }
   absl::Status AssignSub(ReplicaContext& ctx, int index,
                          TracedValue delta) override {
-    TPUSIM_ASSIGN_OR_RETURN(runtime::ProgramBuilder * b, ctx.builder());
-    TPUSIM_RETURN_IF_ERROR(b->DeclareVariable(
-        index, DType::kF32, params_[index].shape, params_[index].name));
+    TPUSIM_ASSIGN_OR_RETURN(runtime::ProgramBuilder * b, Declare(ctx, index));
     TPUSIM_ASSIGN_OR_RETURN(TracedValue neg, b->Neg(delta));
     return b->VariableAssignAdd(index, neg).status();
   }
 
  private:
+  absl::StatusOr<runtime::ProgramBuilder*> Declare(ReplicaContext& ctx,
+                                                   int index) {
+    TPUSIM_ASSIGN_OR_RETURN(runtime::ProgramBuilder * b, ctx.builder());
+    TPUSIM_RETURN_IF_ERROR(b->DeclareVariable(
+        index, DType::kF32,
+        Shape(StorageShape(params_[index], options_, num_replicas_)),
+        params_[index].name));
+    return b;
+  }
   const std::vector<ParamSpec>& params_;
+  TrainOptions options_;
+  int num_replicas_;
 };
 
 class VariableStore : public ParamStore {
@@ -241,7 +290,7 @@ absl::StatusOr<runtime::Program> TraceTrainStep(const Workload& workload,
     TPUSIM_ASSIGN_OR_RETURN(TracedValue v, b.Parameter(t));
     inputs.push_back(v);
   }
-  SlotStore store(workload.params());
+  SlotStore store(workload.params(), workload.options(), num_replicas);
   absl::StatusOr<TracedValue> loss;
   {
     strategy::internal::ContextFrameGuard guard(&strategy::DefaultStrategy::Get(),
@@ -264,13 +313,47 @@ absl::StatusOr<std::vector<strategy::MirroredVariable*>> CreateParamVariables(
       for (size_t k = 0; k < v.size(); ++k)
         v[k] = p.init_scale * Noise(seed, i, k);
     }
+    if (!workload.options().fsdp) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          strategy::MirroredVariable * var,
+          strategy::CreateVariable(
+              Tensor::FromVector<float>(p.shape, std::move(v)), {p.name}));
+      vars.push_back(var);
+      continue;
+    }
+    // FSDP: replica r's component holds shard r (zero padded).
+    const int n = strategy::GetStrategy()->num_replicas_in_sync();
+    const int64_t shard = StorageShape(p, workload.options(), n)[0];
+    v.resize(shard * n, 0.0f);
     TPUSIM_ASSIGN_OR_RETURN(
         strategy::MirroredVariable * var,
-        strategy::CreateVariable(Tensor::FromVector<float>(p.shape, std::move(v)),
+        strategy::CreateVariable(Tensor::Zeros(DType::kF32, Shape({shard})),
                                  {p.name}));
+    std::vector<Tensor> shards;
+    for (int r = 0; r < n; ++r) {
+      shards.push_back(Tensor::FromVector<float>(
+          Shape({shard}),
+          std::vector<float>(v.begin() + r * shard, v.begin() + (r + 1) * shard)));
+    }
+    TPUSIM_RETURN_IF_ERROR(var->Assign(
+        strategy::Value(strategy::Mirrored<Tensor>(std::move(shards)))));
     vars.push_back(var);
   }
   return vars;
+}
+
+absl::StatusOr<Tensor> ReadParam(const Workload& workload, int index,
+                                  const strategy::MirroredVariable& var) {
+  const ParamSpec& p = workload.params()[index];
+  if (!workload.options().fsdp) return var.ReadComponent(0);
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> parts, var.ReadComponents());
+  std::vector<float> all;
+  for (const Tensor& t : parts) {
+    auto v = t.values<float>();
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  all.resize(p.shape.num_elements());
+  return Tensor::FromVector<float>(p.shape, std::move(all));
 }
 
 strategy::StepFunction MakeTrainStep(
@@ -345,6 +428,12 @@ absl::StatusOr<TrainOptions> CommonOptions(const WorkloadParams& p) {
   o.bucket_bytes = static_cast<int64_t>(mib * (1 << 20));
   o.learning_rate = p.Float("learning_rate");
   o.shard_update = p.Bool("shard_update");
+  if (p.values.count("fsdp") > 0) o.fsdp = p.Bool("fsdp");
+  if (o.fsdp && o.shard_update) {
+    return absl::InvalidArgumentError(
+        "fsdp=true and shard_update=true cannot be combined (FSDP already "
+        "shards the update)");
+  }
   const std::string& d = p.String("dtype");
   if (d == "float32") {
     o.compute_dtype = DType::kF32;

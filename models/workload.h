@@ -73,8 +73,21 @@ struct TrainOptions {
                                              // default bucket size)
   double learning_rate = 0.01;
   bool shard_update = false;
+  // Fully sharded data parallel (transformer_lm): each replica stores 1/N of
+  // every parameter (flattened, zero-padded to a multiple of N); the step
+  // all-gathers a parameter before its first use and reduce-scatters (MEAN)
+  // its gradient, and each replica updates only its shard. The shard is cast
+  // to the compute dtype before the gather; gathered values are kept for
+  // backward (no re-gather).
+  bool fsdp = false;
   runtime::DType compute_dtype = runtime::DType::kF32;
 };
+
+// The shape a replica stores for `param`: the parameter's shape, or with FSDP
+// its flattened shard {ceil(n / num_replicas)}.
+std::vector<int64_t> StorageShape(const ParamSpec& param,
+                                  const TrainOptions& options,
+                                  int num_replicas);
 
 // How the step reads and updates parameters: MirroredVariables of a strategy,
 // or variable slots declared directly on the builder (abstract tracing).
@@ -212,7 +225,8 @@ absl::StatusOr<std::unique_ptr<Workload>> CreateWorkload(
     const std::string& name, const std::map<std::string, std::string>& params);
 
 // Common parameters every workload takes: bucket_mib (float, 25),
-// learning_rate (float), shard_update (bool), dtype ("float32"|"bfloat16"|
+// learning_rate (float), shard_update (bool), fsdp (bool, when the workload
+// declares it), dtype ("float32"|"bfloat16"|
 // "float64"; float64 serves gradient checks).
 absl::StatusOr<TrainOptions> CommonOptions(const WorkloadParams& p);
 
@@ -225,9 +239,14 @@ absl::StatusOr<runtime::Program> TraceTrainStep(const Workload& workload,
                                                 int num_replicas,
                                                 int64_t local_batch);
 
-// Creates the f32 master variables under the current strategy scope.
+// Creates the f32 master variables under the current strategy scope (with
+// FSDP, replica r's component holds shard r of the initial value).
 absl::StatusOr<std::vector<strategy::MirroredVariable*>> CreateParamVariables(
     const Workload& workload, uint64_t seed);
+// The full value of parameter `index` from its variable (FSDP: the shards of
+// all replicas concatenated, padding dropped).
+absl::StatusOr<runtime::Tensor> ReadParam(const Workload& workload, int index,
+                                          const strategy::MirroredVariable& var);
 // A StepFunction for TPUStrategy::Run: args = the workload's inputs (a tuple in
 // InputTypes order); returns the replica's loss.
 strategy::StepFunction MakeTrainStep(

@@ -4,6 +4,7 @@
 // hand-written backward pass).
 
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -157,6 +158,8 @@ TEST(ModelsTest, ResNet50FlopsMatchThePublishedCount) {
   forward += 2 * 2048 * 1000;  // the classifier's forward dot
   EXPECT_NEAR(static_cast<double>(forward) / 8.2e9, 1.0, 0.03) << forward;
   const int64_t step = MatrixFlops(*p);
+  std::cout << "resnet50 forward FLOPs/image " << forward << ", step " << step
+            << " (total incl. elementwise " << p->TotalCost().flops << ")\n";
   EXPECT_NEAR(static_cast<double>(step) / (3 * 8.2e9), 1.0, 0.03) << step;
   // Scales with the local batch.
   absl::StatusOr<runtime::Program> p4 = TraceTrainStep(*w, 1, 4);
@@ -177,6 +180,9 @@ void ExpectTransformerFlops(const Workload& w, int64_t layers, int64_t d,
                       12.0 * layers * seq * d * tokens;
   const double got = static_cast<double>(MatrixFlops(*p)) - head;
   EXPECT_NEAR(got / want, 1.0, 0.03) << got << " vs " << want;
+  std::cout << w.name() << " matrix FLOPs/step (batch " << batch << "): "
+            << got << " (+ head " << head << ") vs 6NT+12LSdT " << want
+            << ", ratio " << got / want << "\n";
 }
 
 TEST(ModelsTest, BertFlopsMatchTheScalingLawCount) {
@@ -432,6 +438,69 @@ TEST(ModelsTest, TransformerLmBackwardMatchesFiniteDifferences) {
                  {{"layers", "2"}, {"d_model", "8"}, {"heads", "2"},
                   {"seq", "4"}, {"vocab", "11"}},
                  2, "float32", 1e-3, 2e-3);
+}
+
+TEST(ModelsTest, FsdpShardsWeightsGradientsAndUpdates) {
+  // A GPT-3 XL-like config on 8 replicas: each replica stores 1/8 of every
+  // parameter; every parameter is all-gathered once and its gradient
+  // reduce-scattered once; no all-reduce.
+  auto w = Make("transformer_lm", {{"layers", "24"}, {"d_model", "2048"},
+                                   {"heads", "16"}, {"seq", "2048"},
+                                   {"vocab", "50257"}, {"fsdp", "true"}});
+  absl::StatusOr<runtime::Program> p = TraceTrainStep(*w, 8, 1);
+  ASSERT_THAT(p, IsOk());
+  int64_t stored = 0;
+  for (const runtime::VariableDecl& v : p->variables())
+    stored += v.shape.num_elements();
+  int64_t want = 0;
+  for (const ParamSpec& s : w->params())
+    want += (s.shape.num_elements() + 7) / 8;
+  EXPECT_EQ(stored, want);
+  EXPECT_LE(stored * 8, w->NumParams() + 8 * static_cast<int64_t>(w->params().size()));
+  const int params = static_cast<int>(w->params().size());
+  EXPECT_EQ(CountOps(*p, OpCode::kAllGather), params);
+  EXPECT_EQ(CountOps(*p, OpCode::kReduceScatter), params);
+  EXPECT_EQ(CountOps(*p, OpCode::kAllReduce), 0);
+  // The gathers move bf16.
+  for (const runtime::Op& op : p->ops()) {
+    if (op.code == OpCode::kAllGather)
+      EXPECT_EQ(op.type.dtype, runtime::DType::kBF16);
+  }
+  EXPECT_THAT(CreateWorkload("transformer_lm", {{"fsdp", "true"},
+                                                {"shard_update", "true"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("fsdp=true and shard_update=true cannot be "
+                                 "combined")));
+}
+
+TEST(ModelsTest, FsdpTrainsLikeDataParallelOnHostBackend) {
+  std::map<std::string, std::string> params = {
+      {"layers", "1"}, {"d_model", "8"}, {"heads", "2"}, {"seq", "4"},
+      {"vocab", "11"}, {"dtype", "float32"}, {"learning_rate", "0.5"}};
+  auto dp = Make("transformer_lm", params);
+  params["fsdp"] = "true";
+  auto fsdp = Make("transformer_lm", params);
+  Runner a("plain:1x2", *dp, 3);
+  Runner b("plain:1x2", *fsdp, 3);
+  const std::vector<Tensor> in = dp->SyntheticInputs(4, 1);
+  const strategy::StepFunction sa = MakeTrainStep(*dp, a.vars);
+  const strategy::StepFunction sb = MakeTrainStep(*fsdp, b.vars);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<double> la = a.Step(sa, in), lb = b.Step(sb, in);
+    ASSERT_EQ(la.size(), 2u);
+    ASSERT_EQ(lb.size(), 2u);
+    EXPECT_NEAR(la[0], lb[0], 1e-5);
+    EXPECT_NEAR(la[1], lb[1], 1e-5);
+  }
+  for (int i = 0; i < static_cast<int>(dp->params().size()); ++i) {
+    absl::StatusOr<Tensor> x = ReadParam(*dp, i, *a.vars[i]);
+    absl::StatusOr<Tensor> y = ReadParam(*fsdp, i, *b.vars[i]);
+    ASSERT_THAT(x, IsOk());
+    ASSERT_THAT(y, IsOk());
+    ASSERT_EQ(x->shape(), y->shape());
+    for (int64_t k = 0; k < x->num_elements(); ++k)
+      EXPECT_NEAR(x->AsDouble(k), y->AsDouble(k), 1e-5) << dp->params()[i].name;
+  }
 }
 
 TEST(ModelsTest, TracingIsDeterministic) {
