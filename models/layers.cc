@@ -338,8 +338,8 @@ DotDims Batched(int64_t lhs_contract, int64_t rhs_contract) {
 }  // namespace
 
 absl::StatusOr<TracedValue> Attention(Tape& t, TracedValue q, TracedValue k,
-                                      TracedValue v, int64_t batch,
-                                      int64_t seq, int64_t heads, bool causal) {
+                                      TracedValue v, int64_t batch, int64_t seq,
+                                      int64_t heads, bool causal) {
   ReplicaContext& c = t.ctx();
   ASSIGN(ValueType qt, c.TypeOf(q));
   const int64_t d = qt.shape.dim(1);

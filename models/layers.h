@@ -2,8 +2,8 @@
 //
 // The layers the workloads are built from, each with its forward and its
 // hand-written backward. A Tape records each layer's backward function during
-// the forward pass and runs them in reverse order; parameter gradients go to the
-// StepContext (bucketed all-reduce) as soon as backward produces them. A
+// the forward pass and runs them in reverse order; parameter gradients go to
+// the StepContext (bucketed all-reduce) as soon as backward produces them. A
 // parameter used twice (tied embeddings) is handed over once both
 // contributions have been added.
 
@@ -82,8 +82,8 @@ absl::StatusOr<TracedValue> Reshape(Tape& t, TracedValue x,
                                     std::vector<int64_t> shape);
 // Multi-head attention core on q, k, v [B*S, d] -> [B*S, d].
 absl::StatusOr<TracedValue> Attention(Tape& t, TracedValue q, TracedValue k,
-                                      TracedValue v, int64_t batch,
-                                      int64_t seq, int64_t heads, bool causal);
+                                      TracedValue v, int64_t batch, int64_t seq,
+                                      int64_t heads, bool causal);
 // Mean softmax cross-entropy of logits [M, V] against int32 labels [M]
 // (computed in f32); returns the f32 scalar loss and seeds the logits'
 // gradient (softmax - onehot) / M.

@@ -47,7 +47,8 @@ class ResNet50 : public Workload {
         blk.a = AddConvBn(n + "conv1", 1, cin, w, 1);
         blk.b = AddConvBn(n + "conv2", 3, w, w, stride);
         blk.c = AddConvBn(n + "conv3", 1, w, 4 * w, 1);
-        if (i == 0) blk.shortcut = AddConvBn(n + "downsample", 1, cin, 4 * w, stride);
+        if (i == 0)
+          blk.shortcut = AddConvBn(n + "downsample", 1, cin, 4 * w, stride);
         blocks_.push_back(blk);
         cin = 4 * w;
       }
@@ -71,8 +72,9 @@ class ResNet50 : public Workload {
       y[i] = static_cast<int32_t>((Noise(seed, 2001, i) + 1.0f) * 0.5f *
                                   static_cast<float>(classes_)) %
              static_cast<int32_t>(classes_);
-    return {Tensor::FromVector<float>(Shape({b, image_, image_, 3}), std::move(x)),
-            Tensor::FromVector<int32_t>(Shape({b}), std::move(y))};
+    return {
+        Tensor::FromVector<float>(Shape({b, image_, image_, 3}), std::move(x)),
+        Tensor::FromVector<int32_t>(Shape({b}), std::move(y))};
   }
   absl::StatusOr<TracedValue> ForwardBackward(
       StepContext& s, absl::Span<const TracedValue> inputs) const override {
@@ -89,7 +91,8 @@ class ResNet50 : public Workload {
     for (const Block& b : blocks_) {
       TracedValue shortcut = x;
       if (b.shortcut.has_value()) {
-        TPUSIM_ASSIGN_OR_RETURN(shortcut, ApplyConvBn(t, x, *b.shortcut, false));
+        TPUSIM_ASSIGN_OR_RETURN(shortcut,
+                                ApplyConvBn(t, x, *b.shortcut, false));
       }
       TPUSIM_ASSIGN_OR_RETURN(TracedValue y, ApplyConvBn(t, x, b.a, true));
       TPUSIM_ASSIGN_OR_RETURN(y, ApplyConvBn(t, y, b.b, true));
@@ -98,7 +101,8 @@ class ResNet50 : public Workload {
       TPUSIM_ASSIGN_OR_RETURN(x, Relu(t, y));
     }
     TPUSIM_ASSIGN_OR_RETURN(TracedValue pooled, GlobalAvgPool(t, x));
-    TPUSIM_ASSIGN_OR_RETURN(TracedValue logits, Dense(t, pooled, fc_w_, fc_w_ + 1));
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue logits,
+                            Dense(t, pooled, fc_w_, fc_w_ + 1));
     TPUSIM_ASSIGN_OR_RETURN(TracedValue loss,
                             SoftmaxCrossEntropy(t, logits, inputs[1]));
     TPUSIM_RETURN_IF_ERROR(t.Backward());
@@ -111,8 +115,9 @@ class ResNet50 : public Workload {
     ConvBn r;
     r.stride = stride;
     r.conv = static_cast<int>(params_.size());
-    params_.push_back({name + "/kernel", Shape({k, k, cin, cout}),
-                       static_cast<float>(std::sqrt(6.0 / double(k * k * cin)))});
+    params_.push_back(
+        {name + "/kernel", Shape({k, k, cin, cout}),
+         static_cast<float>(std::sqrt(6.0 / double(k * k * cin)))});
     r.gamma = static_cast<int>(params_.size());
     params_.push_back({name + "/bn/gamma", Shape({cout}), 0.0f, 1.0f});
     r.beta = static_cast<int>(params_.size());
@@ -136,7 +141,8 @@ class ResNet50 : public Workload {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Workload>> MakeResNet50(const WorkloadParams& p) {
+absl::StatusOr<std::unique_ptr<Workload>> MakeResNet50(
+    const WorkloadParams& p) {
   TPUSIM_ASSIGN_OR_RETURN(TrainOptions o, CommonOptions(p));
   for (const char* k : {"image_size", "width", "num_classes"}) {
     if (p.Int(k) < 1) {

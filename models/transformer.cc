@@ -92,8 +92,8 @@ absl::StatusOr<TracedValue> AddPositions(Tape& t, TracedValue x, int table) {
     ASSIGN(TracedValue dsum, c.ReduceSum(dy, {0}));  // [S, d]
     std::vector<int32_t> iota(s);
     for (int64_t i = 0; i < s; ++i) iota[i] = static_cast<int32_t>(i);
-    ASSIGN(TracedValue ids,
-           c.Constant(Tensor::FromVector<int32_t>(Shape({s}), std::move(iota))));
+    ASSIGN(TracedValue ids, c.Constant(Tensor::FromVector<int32_t>(
+                                Shape({s}), std::move(iota))));
     ASSIGN(TracedValue zeros, Zeros(c, pt.dtype, pt.shape.dims()));
     ASSIGN(TracedValue dp, c.ScatterAdd(zeros, ids, dsum, 0));
     return t.ParamGrad(table, dp);
@@ -125,7 +125,8 @@ class Transformer : public Workload {
     options_ = o;
     const float emb = 0.03f;  // chosen: uniform init of about BERT's 0.02 std
     word_ = Add("embeddings/word", Shape({c_.vocab, c_.d}), emb, 0, true);
-    pos_ = Add("embeddings/position", Shape({c_.positions, c_.d}), emb, 0, true);
+    pos_ =
+        Add("embeddings/position", Shape({c_.positions, c_.d}), emb, 0, true);
     if (c_.type_vocab > 0) {
       type_ = Add("embeddings/token_type", Shape({c_.type_vocab, c_.d}), emb, 0,
                   true);
@@ -167,7 +168,8 @@ class Transformer : public Workload {
     };
     const Shape tok({b, c_.seq});
     std::vector<Tensor> out = {ints(b * c_.seq, c_.vocab, 3000, tok)};
-    if (c_.bert_heads) out.push_back(ints(b * c_.seq, c_.type_vocab, 3001, tok));
+    if (c_.bert_heads)
+      out.push_back(ints(b * c_.seq, c_.type_vocab, 3001, tok));
     out.push_back(ints(b * c_.seq, c_.vocab, 3002, tok));
     if (c_.bert_heads) out.push_back(ints(b, 2, 3003, Shape({b})));
     return out;
@@ -217,12 +219,14 @@ class Transformer : public Workload {
  private:
   int Add(std::string name, Shape shape, float scale, float value,
           bool embedding) {
-    params_.push_back({std::move(name), std::move(shape), scale, value, embedding});
+    params_.push_back(
+        {std::move(name), std::move(shape), scale, value, embedding});
     return static_cast<int>(params_.size()) - 1;
   }
   int AddDense(const std::string& name, int64_t in, int64_t out) {
-    const int w = Add(name + "/kernel", Shape({in, out}),
-                      static_cast<float>(std::sqrt(3.0 / double(in))), 0, false);
+    const int w =
+        Add(name + "/kernel", Shape({in, out}),
+            static_cast<float>(std::sqrt(3.0 / double(in))), 0, false);
     Add(name + "/bias", Shape({out}), 0, 0, false);
     return w;
   }
@@ -232,12 +236,13 @@ class Transformer : public Workload {
     return g;
   }
 
-  absl::StatusOr<TracedValue> Attn(Tape& t, TracedValue x,
-                                   const LayerParams& p, int64_t b) const {
+  absl::StatusOr<TracedValue> Attn(Tape& t, TracedValue x, const LayerParams& p,
+                                   int64_t b) const {
     ASSIGN(TracedValue q, Dense(t, x, p.qw, p.qw + 1));
     ASSIGN(TracedValue k, Dense(t, x, p.kw, p.kw + 1));
     ASSIGN(TracedValue v, Dense(t, x, p.vw, p.vw + 1));
-    ASSIGN(TracedValue a, Attention(t, q, k, v, b, c_.seq, c_.heads, c_.causal));
+    ASSIGN(TracedValue a,
+           Attention(t, q, k, v, b, c_.seq, c_.heads, c_.causal));
     return Dense(t, a, p.ow, p.ow + 1);
   }
   absl::StatusOr<TracedValue> Ffn(Tape& t, TracedValue x,
@@ -276,9 +281,9 @@ absl::Status Positive(const std::string& workload, const WorkloadParams& p,
                       std::initializer_list<const char*> keys) {
   for (const char* k : keys) {
     if (p.Int(k) < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "workload ", workload, ": parameter ", k, "=", p.Int(k),
-          " must be >= 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload ", workload, ": parameter ", k, "=", p.Int(k),
+                       " must be >= 1"));
     }
   }
   return absl::OkStatus();
@@ -286,9 +291,9 @@ absl::Status Positive(const std::string& workload, const WorkloadParams& p,
 
 absl::Status CheckHeads(const std::string& workload, int64_t d, int64_t h) {
   if (d % h != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload ", workload, ": d_model=", d, " is not divisible by heads=",
-        h));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload ", workload, ": d_model=", d,
+                     " is not divisible by heads=", h));
   }
   return absl::OkStatus();
 }
@@ -297,8 +302,8 @@ absl::Status CheckHeads(const std::string& workload, int64_t d, int64_t h) {
 
 absl::StatusOr<std::unique_ptr<Workload>> MakeBert(const WorkloadParams& p) {
   TPUSIM_ASSIGN_OR_RETURN(TrainOptions o, CommonOptions(p));
-  RETURN_IF(Positive("bert", p, {"seq_len", "vocab", "layers", "d_model",
-                                 "heads", "ffn"}));
+  RETURN_IF(Positive(
+      "bert", p, {"seq_len", "vocab", "layers", "d_model", "heads", "ffn"}));
   Config c;
   const std::string& size = p.String("size");
   if (size == "base") {
@@ -306,19 +311,28 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeBert(const WorkloadParams& p) {
   } else if (size == "large") {
     c = {24, 1024, 16, 4096, 0, 0, 512, 2, false, false, true};
   } else if (size == "custom") {
-    c = {p.Int("layers"), p.Int("d_model"), p.Int("heads"), p.Int("ffn"),
-         0, 0, 512, 2, false, false, true};
+    c = {p.Int("layers"),
+         p.Int("d_model"),
+         p.Int("heads"),
+         p.Int("ffn"),
+         0,
+         0,
+         512,
+         2,
+         false,
+         false,
+         true};
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload bert: parameter size=\"", size,
-        "\" is not allowed; allowed base, large, custom"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload bert: parameter size=\"", size,
+                     "\" is not allowed; allowed base, large, custom"));
   }
   c.seq = p.Int("seq_len");
   c.vocab = p.Int("vocab");
   if (c.seq > c.positions) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload bert: parameter seq_len=", c.seq,
-        " exceeds the 512 position embeddings"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload bert: parameter seq_len=", c.seq,
+                     " exceeds the 512 position embeddings"));
   }
   RETURN_IF(CheckHeads("bert", c.d, c.heads));
   return std::unique_ptr<Workload>(new Transformer("bert", c, o));

@@ -50,9 +50,8 @@ std::vector<int64_t> StorageShape(const ParamSpec& param,
 
 absl::StatusOr<TracedValue> StepContext::Param(int index) {
   if (index < 0 || index >= static_cast<int>(params_.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("parameter index ", index, " outside [0, ",
-                     params_.size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameter index ", index, " outside [0, ", params_.size(), ")"));
   }
   if (cache_[index].has_value()) return *cache_[index];
   TPUSIM_ASSIGN_OR_RETURN(TracedValue v, store_.Read(ctx_, index));
@@ -160,8 +159,9 @@ absl::Status GradientBucketer::Flush() {
     }
   }
   TPUSIM_ASSIGN_OR_RETURN(TracedValue bucket,
-                          flat.size() == 1 ? absl::StatusOr<TracedValue>(flat[0])
-                                           : ctx_.Concat(flat, 0));
+                          flat.size() == 1
+                              ? absl::StatusOr<TracedValue>(flat[0])
+                              : ctx_.Concat(flat, 0));
   std::vector<TracedValue> updates;  // per pending gradient: lr * mean grad
   if (!options_.shard_update) {
     TPUSIM_ASSIGN_OR_RETURN(TracedValue r,
@@ -280,8 +280,8 @@ absl::StatusOr<runtime::Program> TraceTrainStep(const Workload& workload,
                                                 int64_t local_batch) {
   if (num_replicas < 1 || local_batch < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("num_replicas=", num_replicas, " and local_batch=",
-                     local_batch, " must be >= 1"));
+        absl::StrCat("num_replicas=", num_replicas,
+                     " and local_batch=", local_batch, " must be >= 1"));
   }
   runtime::ProgramBuilder b(workload.name() + "_train_step", num_replicas);
   ReplicaContext ctx(&strategy::DefaultStrategy::Get(), &b, num_replicas);
@@ -293,8 +293,8 @@ absl::StatusOr<runtime::Program> TraceTrainStep(const Workload& workload,
   SlotStore store(workload.params(), workload.options(), num_replicas);
   absl::StatusOr<TracedValue> loss;
   {
-    strategy::internal::ContextFrameGuard guard(&strategy::DefaultStrategy::Get(),
-                                                &ctx);
+    strategy::internal::ContextFrameGuard guard(
+        &strategy::DefaultStrategy::Get(), &ctx);
     loss = RunStep(workload, ctx, store, inputs);
   }
   ctx.EndTracing();
@@ -332,8 +332,8 @@ absl::StatusOr<std::vector<strategy::MirroredVariable*>> CreateParamVariables(
     std::vector<Tensor> shards;
     for (int r = 0; r < n; ++r) {
       shards.push_back(Tensor::FromVector<float>(
-          Shape({shard}),
-          std::vector<float>(v.begin() + r * shard, v.begin() + (r + 1) * shard)));
+          Shape({shard}), std::vector<float>(v.begin() + r * shard,
+                                             v.begin() + (r + 1) * shard)));
     }
     TPUSIM_RETURN_IF_ERROR(var->Assign(
         strategy::Value(strategy::Mirrored<Tensor>(std::move(shards)))));
@@ -343,7 +343,7 @@ absl::StatusOr<std::vector<strategy::MirroredVariable*>> CreateParamVariables(
 }
 
 absl::StatusOr<Tensor> ReadParam(const Workload& workload, int index,
-                                  const strategy::MirroredVariable& var) {
+                                 const strategy::MirroredVariable& var) {
   const ParamSpec& p = workload.params()[index];
   if (!workload.options().fsdp) return var.ReadComponent(0);
   TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> parts, var.ReadComponents());
@@ -460,11 +460,12 @@ absl::StatusOr<std::unique_ptr<Workload>> CreateWorkload(
   }
   if (entry == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("workload \"", name, "\" is unknown; known: ",
-                     absl::StrJoin(names, ", ")));
+        absl::StrCat("workload \"", name,
+                     "\" is unknown; known: ", absl::StrJoin(names, ", ")));
   }
   WorkloadParams parsed;
-  for (const ParamDef& d : entry->params) parsed.values[d.name] = d.default_value;
+  for (const ParamDef& d : entry->params)
+    parsed.values[d.name] = d.default_value;
   for (const auto& [key, text] : params) {
     const ParamDef* def = nullptr;
     std::vector<std::string> allowed;
@@ -473,9 +474,9 @@ absl::StatusOr<std::unique_ptr<Workload>> CreateWorkload(
       if (d.name == key) def = &d;
     }
     if (def == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "workload ", name, ": unknown parameter \"", key, "\"; allowed: ",
-          absl::StrJoin(allowed, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("workload ", name, ": unknown parameter \"", key,
+                       "\"; allowed: ", absl::StrJoin(allowed, ", ")));
     }
     bool ok = true;
     switch (def->type) {

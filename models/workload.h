@@ -245,8 +245,8 @@ absl::StatusOr<std::vector<strategy::MirroredVariable*>> CreateParamVariables(
     const Workload& workload, uint64_t seed);
 // The full value of parameter `index` from its variable (FSDP: the shards of
 // all replicas concatenated, padding dropped).
-absl::StatusOr<runtime::Tensor> ReadParam(const Workload& workload, int index,
-                                          const strategy::MirroredVariable& var);
+absl::StatusOr<runtime::Tensor> ReadParam(
+    const Workload& workload, int index, const strategy::MirroredVariable& var);
 // A StepFunction for TPUStrategy::Run: args = the workload's inputs (a tuple in
 // InputTypes order); returns the replica's loss.
 strategy::StepFunction MakeTrainStep(

@@ -18,10 +18,6 @@
 namespace tpusim::models {
 namespace {
 
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::tpusim::testing::IsOk;
-using ::tpusim::testing::StatusIs;
 using runtime::OpCode;
 using runtime::Shape;
 using runtime::Tensor;
@@ -29,6 +25,10 @@ using strategy::MirroredVariable;
 using strategy::PerReplica;
 using strategy::Value;
 using strategy::ValueNest;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::tpusim::testing::IsOk;
+using ::tpusim::testing::StatusIs;
 
 std::unique_ptr<Workload> Make(const std::string& name,
                                std::map<std::string, std::string> params = {}) {
@@ -97,10 +97,10 @@ TEST(ModelsTest, RegistryNamesAndBadParametersAreNamed) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("seq_len=1024 exceeds the 512 position "
                                  "embeddings")));
-  EXPECT_THAT(CreateWorkload("transformer_lm", {{"d_model", "100"},
-                                                {"heads", "3"}}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("d_model=100 is not divisible by heads=3")));
+  EXPECT_THAT(
+      CreateWorkload("transformer_lm", {{"d_model", "100"}, {"heads", "3"}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("d_model=100 is not divisible by heads=3")));
   EXPECT_THAT(CreateWorkload("resnet50", {{"width", "0"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("parameter width=0 must be >= 1")));
@@ -131,13 +131,14 @@ TEST(ModelsTest, BertParameterCounts) {
 TEST(ModelsTest, TransformerLmParameterCount) {
   // Per layer 12 d^2 + 13 d (q, k, v, out, two FFN matrices with biases, two
   // layer norms), plus a final layer norm; embeddings word + position.
-  auto w = Make("transformer_lm", {{"layers", "12"}, {"d_model", "768"},
-                                   {"heads", "12"}, {"seq", "1024"},
+  auto w = Make("transformer_lm", {{"layers", "12"},
+                                   {"d_model", "768"},
+                                   {"heads", "12"},
+                                   {"seq", "1024"},
                                    {"vocab", "50257"}});
   const int64_t d = 768;
   EXPECT_EQ(w->NumNonEmbeddingParams(), 12 * (12 * d * d + 13 * d) + 2 * d);
-  EXPECT_EQ(w->NumParams(),
-            w->NumNonEmbeddingParams() + 50257 * d + 1024 * d);
+  EXPECT_EQ(w->NumParams(), w->NumNonEmbeddingParams() + 50257 * d + 1024 * d);
 }
 
 // ---- FLOPs per step ----
@@ -180,9 +181,9 @@ void ExpectTransformerFlops(const Workload& w, int64_t layers, int64_t d,
                       12.0 * layers * seq * d * tokens;
   const double got = static_cast<double>(MatrixFlops(*p)) - head;
   EXPECT_NEAR(got / want, 1.0, 0.03) << got << " vs " << want;
-  std::cout << w.name() << " matrix FLOPs/step (batch " << batch << "): "
-            << got << " (+ head " << head << ") vs 6NT+12LSdT " << want
-            << ", ratio " << got / want << "\n";
+  std::cout << w.name() << " matrix FLOPs/step (batch " << batch << "): " << got
+            << " (+ head " << head << ") vs 6NT+12LSdT " << want << ", ratio "
+            << got / want << "\n";
 }
 
 TEST(ModelsTest, BertFlopsMatchTheScalingLawCount) {
@@ -193,11 +194,12 @@ TEST(ModelsTest, BertFlopsMatchTheScalingLawCount) {
 }
 
 TEST(ModelsTest, TransformerLmFlopsMatchTheScalingLawCount) {
-  ExpectTransformerFlops(
-      *Make("transformer_lm", {{"layers", "12"}, {"d_model", "768"},
-                               {"heads", "12"}, {"seq", "1024"},
-                               {"vocab", "50257"}}),
-      12, 768, 1024, 50257, 1);
+  ExpectTransformerFlops(*Make("transformer_lm", {{"layers", "12"},
+                                                  {"d_model", "768"},
+                                                  {"heads", "12"},
+                                                  {"seq", "1024"},
+                                                  {"vocab", "50257"}}),
+                         12, 768, 1024, 50257, 1);
 }
 
 // ---- bucketing ----
@@ -280,7 +282,8 @@ struct Runner {
         f.strategy->Run(step, ValueNest::Tuple(std::move(args)));
     EXPECT_THAT(out, IsOk());
     if (!out.ok()) return {};
-    if (!out->leaf().is_per_replica()) return {out->leaf().tensor().AsDouble(0)};
+    if (!out->leaf().is_per_replica())
+      return {out->leaf().tensor().AsDouble(0)};
     return strategy::testing::ReplicaScalars(out->leaf());
   }
   std::vector<float> Read(int i) {
@@ -290,8 +293,8 @@ struct Runner {
     return std::vector<float>(v.begin(), v.end());
   }
   void Set(int i, std::vector<float> v) {
-    ASSERT_THAT(vars[i]->Assign(Value(Tensor::FromVector<float>(
-                    vars[i]->shape(), std::move(v)))),
+    ASSERT_THAT(vars[i]->Assign(Value(
+                    Tensor::FromVector<float>(vars[i]->shape(), std::move(v)))),
                 IsOk());
   }
 };
@@ -316,15 +319,19 @@ TEST(ModelsTest, MlpStepMatchesTheHandComputationExactly) {
   // = [[1.5, -0.75], [0, 0]] (z1 = 0 gives no gradient); dW1 = x^T dz1 =
   // [[1.5, -0.75], [3, -1.5]]; db1 = [1.5, -0.75]. lr 0.5: every value is
   // dyadic, so f32 is exact.
-  auto w = Make("mlp", {{"in", "2"}, {"hidden", "2"}, {"learning_rate", "0.5"}});
+  auto w =
+      Make("mlp", {{"in", "2"}, {"hidden", "2"}, {"learning_rate", "0.5"}});
   for (const char* slice : {"plain:1x1", "plain:1x2"}) {
     for (const char* shard : {"false", "true"}) {
       SCOPED_TRACE(absl::StrCat(slice, " shard_update=", shard));
-      auto ws = Make("mlp", {{"in", "2"}, {"hidden", "2"},
-                             {"learning_rate", "0.5"}, {"shard_update", shard}});
+      auto ws = Make("mlp", {{"in", "2"},
+                             {"hidden", "2"},
+                             {"learning_rate", "0.5"},
+                             {"shard_update", shard}});
       Runner r(slice, *ws, 1);
       SetHandWeights(r);
-      std::vector<double> loss = r.Step(MakeTrainStep(*ws, r.vars), HandInputs());
+      std::vector<double> loss =
+          r.Step(MakeTrainStep(*ws, r.vars), HandInputs());
       if (r.replicas() == 1) {
         EXPECT_THAT(loss, ElementsAre(0.3125));
       } else {
@@ -339,7 +346,8 @@ TEST(ModelsTest, MlpStepMatchesTheHandComputationExactly) {
 }
 
 TEST(ModelsTest, MlpTrainsAndOneAndTwoReplicasAgree) {
-  auto w = Make("mlp", {{"in", "4"}, {"hidden", "8"}, {"learning_rate", "0.1"}});
+  auto w =
+      Make("mlp", {{"in", "4"}, {"hidden", "8"}, {"learning_rate", "0.1"}});
   Runner one("plain:1x1", *w, 7);
   Runner two("plain:1x2", *w, 7);
   const strategy::StepFunction s1 = MakeTrainStep(*w, one.vars);
@@ -427,16 +435,23 @@ TEST(ModelsTest, ResNetBackwardMatchesFiniteDifferences) {
 
 TEST(ModelsTest, BertBackwardMatchesFiniteDifferences) {
   CheckGradients("bert",
-                 {{"size", "custom"}, {"layers", "1"}, {"d_model", "8"},
-                  {"heads", "2"}, {"ffn", "16"}, {"seq_len", "4"},
+                 {{"size", "custom"},
+                  {"layers", "1"},
+                  {"d_model", "8"},
+                  {"heads", "2"},
+                  {"ffn", "16"},
+                  {"seq_len", "4"},
                   {"vocab", "11"}},
                  2, "float32", 1e-3, 2e-3);
 }
 
 TEST(ModelsTest, TransformerLmBackwardMatchesFiniteDifferences) {
   CheckGradients("transformer_lm",
-                 {{"layers", "2"}, {"d_model", "8"}, {"heads", "2"},
-                  {"seq", "4"}, {"vocab", "11"}},
+                 {{"layers", "2"},
+                  {"d_model", "8"},
+                  {"heads", "2"},
+                  {"seq", "4"},
+                  {"vocab", "11"}},
                  2, "float32", 1e-3, 2e-3);
 }
 
@@ -444,9 +459,12 @@ TEST(ModelsTest, FsdpShardsWeightsGradientsAndUpdates) {
   // A GPT-3 XL-like config on 8 replicas: each replica stores 1/8 of every
   // parameter; every parameter is all-gathered once and its gradient
   // reduce-scattered once; no all-reduce.
-  auto w = Make("transformer_lm", {{"layers", "24"}, {"d_model", "2048"},
-                                   {"heads", "16"}, {"seq", "2048"},
-                                   {"vocab", "50257"}, {"fsdp", "true"}});
+  auto w = Make("transformer_lm", {{"layers", "24"},
+                                   {"d_model", "2048"},
+                                   {"heads", "16"},
+                                   {"seq", "2048"},
+                                   {"vocab", "50257"},
+                                   {"fsdp", "true"}});
   absl::StatusOr<runtime::Program> p = TraceTrainStep(*w, 8, 1);
   ASSERT_THAT(p, IsOk());
   int64_t stored = 0;
@@ -456,7 +474,8 @@ TEST(ModelsTest, FsdpShardsWeightsGradientsAndUpdates) {
   for (const ParamSpec& s : w->params())
     want += (s.shape.num_elements() + 7) / 8;
   EXPECT_EQ(stored, want);
-  EXPECT_LE(stored * 8, w->NumParams() + 8 * static_cast<int64_t>(w->params().size()));
+  EXPECT_LE(stored * 8,
+            w->NumParams() + 8 * static_cast<int64_t>(w->params().size()));
   const int params = static_cast<int>(w->params().size());
   EXPECT_EQ(CountOps(*p, OpCode::kAllGather), params);
   EXPECT_EQ(CountOps(*p, OpCode::kReduceScatter), params);
@@ -466,8 +485,8 @@ TEST(ModelsTest, FsdpShardsWeightsGradientsAndUpdates) {
     if (op.code == OpCode::kAllGather)
       EXPECT_EQ(op.type.dtype, runtime::DType::kBF16);
   }
-  EXPECT_THAT(CreateWorkload("transformer_lm", {{"fsdp", "true"},
-                                                {"shard_update", "true"}}),
+  EXPECT_THAT(CreateWorkload("transformer_lm",
+                             {{"fsdp", "true"}, {"shard_update", "true"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("fsdp=true and shard_update=true cannot be "
                                  "combined")));
@@ -475,8 +494,10 @@ TEST(ModelsTest, FsdpShardsWeightsGradientsAndUpdates) {
 
 TEST(ModelsTest, FsdpTrainsLikeDataParallelOnHostBackend) {
   std::map<std::string, std::string> params = {
-      {"layers", "1"}, {"d_model", "8"}, {"heads", "2"}, {"seq", "4"},
-      {"vocab", "11"}, {"dtype", "float32"}, {"learning_rate", "0.5"}};
+      {"layers", "1"},         {"d_model", "8"},
+      {"heads", "2"},          {"seq", "4"},
+      {"vocab", "11"},         {"dtype", "float32"},
+      {"learning_rate", "0.5"}};
   auto dp = Make("transformer_lm", params);
   params["fsdp"] = "true";
   auto fsdp = Make("transformer_lm", params);
@@ -503,9 +524,46 @@ TEST(ModelsTest, FsdpTrainsLikeDataParallelOnHostBackend) {
   }
 }
 
+TEST(ModelsTest, ReplicaContextCollectivesOnHostBackend) {
+  // Two replicas holding x0 = [1, 2, 3, 4] and x1 = [5, 6, 7, 8] as [2, 2].
+  Runner r("plain:1x2", *Make("mlp"), 1);
+  const strategy::StepFunction step(
+      [](ReplicaContext& ctx, const strategy::TracedNest& args)
+          -> absl::StatusOr<strategy::TracedNest> {
+        const TracedValue x = args.children()[0].leaf();
+        TPUSIM_ASSIGN_OR_RETURN(TracedValue g, ctx.AllGather(x, 0));
+        TPUSIM_ASSIGN_OR_RETURN(
+            TracedValue rs, ctx.ReduceScatter(strategy::ReduceOp::kSum, x, 1));
+        TPUSIM_ASSIGN_OR_RETURN(TracedValue a2a, ctx.AllToAll(x, 0, 1));
+        return strategy::TracedNest::Tuple({strategy::TracedNest(g),
+                                            strategy::TracedNest(rs),
+                                            strategy::TracedNest(a2a)});
+      },
+      "collectives");
+  std::vector<Tensor> parts = {
+      Tensor::FromVector<float>(Shape({2, 2}), {1, 2, 3, 4}),
+      Tensor::FromVector<float>(Shape({2, 2}), {5, 6, 7, 8})};
+  absl::StatusOr<ValueNest> out = r.f.strategy->Run(
+      step, ValueNest::Tuple({ValueNest(Value(PerReplica<Tensor>(parts)))}));
+  ASSERT_THAT(out, IsOk());
+  auto comp = [&](int leaf, int replica) {
+    return strategy::testing::Values(
+        out->children()[leaf].leaf().components()[replica]);
+  };
+  EXPECT_THAT(comp(0, 1), ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+  EXPECT_THAT(comp(1, 0), ElementsAre(6, 10));       // column 0 of the sum
+  EXPECT_THAT(comp(1, 1), ElementsAre(8, 12));       // column 1
+  EXPECT_THAT(comp(2, 0), ElementsAre(1, 2, 5, 6));  // row 0 of each
+  EXPECT_THAT(comp(2, 1), ElementsAre(3, 4, 7, 8));  // row 1 of each
+}
+
 TEST(ModelsTest, TracingIsDeterministic) {
-  auto w = Make("bert", {{"size", "custom"}, {"layers", "1"}, {"d_model", "8"},
-                         {"heads", "2"}, {"ffn", "16"}, {"seq_len", "4"},
+  auto w = Make("bert", {{"size", "custom"},
+                         {"layers", "1"},
+                         {"d_model", "8"},
+                         {"heads", "2"},
+                         {"ffn", "16"},
+                         {"seq_len", "4"},
                          {"vocab", "11"}});
   absl::StatusOr<runtime::Program> a = TraceTrainStep(*w, 2, 2);
   absl::StatusOr<runtime::Program> b = TraceTrainStep(*w, 2, 2);

@@ -153,8 +153,8 @@ TEST_P(ConvAdjointTest, GradientsAreExactAdjoints) {
     ASSERT_EQ(D(*dw)[i], Dot(D(*ye), D(g))) << "filter element " << i;
   }
   // Cost: each gradient is one convolution of the forward size.
-  const OpCost fwd = CostT(OpCode::kConv2D, fa,
-                           {ValueType::Of(x), ValueType::Of(w)});
+  const OpCost fwd =
+      CostT(OpCode::kConv2D, fa, {ValueType::Of(x), ValueType::Of(w)});
   EXPECT_EQ(CostT(OpCode::kConv2DBackpropInput, ia,
                   {ValueType::Of(g), ValueType::Of(w)})
                 .flops,
@@ -204,9 +204,9 @@ TEST(GradOpsTest, ConvBackpropShapeRuleErrorsNameTheValue) {
                                  "2")));
   // A dynamic batch: the input gradient keeps dy's dynamic N.
   a.shape = {4, 3, 3, 1};
-  absl::StatusOr<ValueType> t = InferT(
-      OpCode::kConv2DBackpropInput, a,
-      {ValueType(DType::kF32, Shape({4, 2, 2, 1}), 0b1), w});
+  absl::StatusOr<ValueType> t =
+      InferT(OpCode::kConv2DBackpropInput, a,
+             {ValueType(DType::kF32, Shape({4, 2, 2, 1}), 0b1), w});
   ASSERT_THAT(t, IsOk());
   EXPECT_EQ(t->ToString(), "f32[<=4,3,3,1]");
 }
@@ -217,10 +217,9 @@ TEST(GradOpsTest, MaxPoolGradRoutesToFirstMaximum) {
   OpAttrs a;
   a.window = {2, 2};
   a.window_strides = {2, 2};
-  absl::StatusOr<Tensor> dx =
-      Eval(OpCode::kMaxPool2DGrad, a,
-           {F32({1, 2, 4, 1}, {1, 5, 2, 0, 3, 5, 4, 4}),
-            F32({1, 1, 2, 1}, {10, 20})});
+  absl::StatusOr<Tensor> dx = Eval(OpCode::kMaxPool2DGrad, a,
+                                   {F32({1, 2, 4, 1}, {1, 5, 2, 0, 3, 5, 4, 4}),
+                                    F32({1, 1, 2, 1}, {10, 20})});
   ASSERT_THAT(dx, IsOk());
   EXPECT_THAT(D(*dx), ElementsAre(0, 10, 0, 0, 0, 0, 20, 0));
 }
@@ -245,21 +244,24 @@ TEST(GradOpsTest, MaxPoolGradSameOverlappingWindowsAddAndMatchFiniteDiffs) {
     std::vector<double> xp = xs, xm = xs;
     xp[i] += eps;
     xm[i] -= eps;
-    absl::StatusOr<Tensor> yp = Eval(OpCode::kMaxPool2D, a, {F64({1, 5, 5, 1}, xp)});
-    absl::StatusOr<Tensor> ym = Eval(OpCode::kMaxPool2D, a, {F64({1, 5, 5, 1}, xm)});
+    absl::StatusOr<Tensor> yp =
+        Eval(OpCode::kMaxPool2D, a, {F64({1, 5, 5, 1}, xp)});
+    absl::StatusOr<Tensor> ym =
+        Eval(OpCode::kMaxPool2D, a, {F64({1, 5, 5, 1}, xm)});
     const double fd = (Dot(D(*yp), D(g)) - Dot(D(*ym), D(g))) / (2 * eps);
     EXPECT_NEAR(D(*dx)[i], fd, 1e-6) << "element " << i;
   }
-  EXPECT_EQ(CostT(OpCode::kMaxPool2DGrad, a,
-                  {ValueType::Of(x), ValueType::Of(g)})
-                .flops,
-            9 * (9 + 1));
+  EXPECT_EQ(
+      CostT(OpCode::kMaxPool2DGrad, a, {ValueType::Of(x), ValueType::Of(g)})
+          .flops,
+      9 * (9 + 1));
   OpAttrs bad = a;
-  EXPECT_THAT(InferT(OpCode::kMaxPool2DGrad, bad,
-                     {ValueType::Of(x), ValueType(DType::kF64, Shape({1, 2, 2, 1}))}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("dy must be the forward result type "
-                                 "f64[1,3,3,1]")));
+  EXPECT_THAT(
+      InferT(OpCode::kMaxPool2DGrad, bad,
+             {ValueType::Of(x), ValueType(DType::kF64, Shape({1, 2, 2, 1}))}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("dy must be the forward result type "
+                         "f64[1,3,3,1]")));
 }
 
 TEST(GradOpsTest, CompareAndSelectGiveTheReluGradient) {
@@ -280,9 +282,9 @@ TEST(GradOpsTest, CompareAndSelectGiveTheReluGradient) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor a = F32({4}, {1, 2, 3, nan});
   const Tensor b = F32({4}, {2, 2, 2, nan});
-  const std::vector<std::vector<double>> want = {
-      {0, 1, 0, 0}, {1, 0, 1, 1}, {1, 0, 0, 0},
-      {1, 1, 0, 0}, {0, 0, 1, 0}, {0, 1, 1, 0}};
+  const std::vector<std::vector<double>> want = {{0, 1, 0, 0}, {1, 0, 1, 1},
+                                                 {1, 0, 0, 0}, {1, 1, 0, 0},
+                                                 {0, 0, 1, 0}, {0, 1, 1, 0}};
   for (int c = 0; c < 6; ++c) {
     OpAttrs ca;
     ca.comparison = static_cast<Comparison>(c);
@@ -324,9 +326,8 @@ TEST(GradOpsTest, ScatterAddIsGathersTransposeAndRepeatsAdd) {
   // Embedding gradient: table [4, 2], ids {1, 3, 1}, updates rows.
   const Tensor table = F32({4, 2}, {0, 0, 0, 0, 0, 0, 100, 100});
   const Tensor ids = Tensor::FromVector<int32_t>(Shape({3}), {1, 3, 1});
-  absl::StatusOr<Tensor> r =
-      Eval(OpCode::kScatterAdd, {},
-           {table, ids, F32({3, 2}, {1, 2, 3, 4, 5, 6})});
+  absl::StatusOr<Tensor> r = Eval(
+      OpCode::kScatterAdd, {}, {table, ids, F32({3, 2}, {1, 2, 3, 4, 5, 6})});
   ASSERT_THAT(r, IsOk());
   EXPECT_THAT(D(*r), ElementsAre(0, 0, 6, 8, 0, 0, 103, 104));
   // Along axis 1 with 2-d indices: <gather(p, i), u> == <p, scatter(0, i, u)>.
@@ -337,8 +338,9 @@ TEST(GradOpsTest, ScatterAddIsGathersTransposeAndRepeatsAdd) {
   const Tensor u = F64({2, 2, 2}, Ints(8, 5));
   absl::StatusOr<Tensor> gathered = Eval(OpCode::kGather, a1, {p, idx});
   ASSERT_THAT(gathered, IsOk());
-  absl::StatusOr<Tensor> scattered = Eval(
-      OpCode::kScatterAdd, a1, {Tensor::Zeros(DType::kF64, Shape({2, 5})), idx, u});
+  absl::StatusOr<Tensor> scattered =
+      Eval(OpCode::kScatterAdd, a1,
+           {Tensor::Zeros(DType::kF64, Shape({2, 5})), idx, u});
   ASSERT_THAT(scattered, IsOk());
   EXPECT_EQ(Dot(D(*gathered), D(u)), Dot(D(p), D(*scattered)));
   // Errors name the value.
@@ -378,16 +380,16 @@ TEST(GradOpsTest, AllToAllExchangesPiecesInGroupOrder) {
   EXPECT_THAT(D((*out)[0]), ElementsAre(1, 2, 5, 6));
   EXPECT_THAT(D((*out)[1]), ElementsAre(3, 4, 7, 8));
   a.axis = 1;
-  EXPECT_THAT(InferT(OpCode::kAllToAll, a,
-                     {ValueType(DType::kF32, Shape({2, 3}))}, 2),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("split dimension 1 (3) must be divisible by "
-                                 "the group size 2")));
+  EXPECT_THAT(
+      InferT(OpCode::kAllToAll, a, {ValueType(DType::kF32, Shape({2, 3}))}, 2),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("split dimension 1 (3) must be divisible by "
+                         "the group size 2")));
   a.concat_axis = 2;
-  EXPECT_THAT(InferT(OpCode::kAllToAll, a,
-                     {ValueType(DType::kF32, Shape({2, 2}))}, 2),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("concat_axis=2 is out of range for rank 2")));
+  EXPECT_THAT(
+      InferT(OpCode::kAllToAll, a, {ValueType(DType::kF32, Shape({2, 2}))}, 2),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("concat_axis=2 is out of range for rank 2")));
 }
 
 TEST(GradOpsTest, NewOpsRoundTripThroughTextAndProto) {
@@ -396,7 +398,8 @@ TEST(GradOpsTest, NewOpsRoundTripThroughTextAndProto) {
   Value w = *b.Parameter(DType::kF32, Shape({3, 3, 3, 2}));
   Value y = *b.Conv2D(x, w, {2, 2}, Padding::kSame);
   Value dx = *b.Conv2DBackpropInput(y, w, {2, 4, 4, 3}, {2, 2}, Padding::kSame);
-  Value dw = *b.Conv2DBackpropFilter(x, y, {3, 3, 3, 2}, {2, 2}, Padding::kSame);
+  Value dw =
+      *b.Conv2DBackpropFilter(x, y, {3, 3, 3, 2}, {2, 2}, Padding::kSame);
   Value p = *b.MaxPool2D(x, {3, 3}, {2, 2}, Padding::kSame);
   Value dp = *b.MaxPool2DGrad(x, p, {3, 3}, {2, 2}, Padding::kSame);
   Value zero = *b.Constant(Tensor::Scalar<float>(0));
@@ -409,12 +412,14 @@ TEST(GradOpsTest, NewOpsRoundTripThroughTextAndProto) {
   absl::StatusOr<Program> prog = std::move(b).Build({dw, sc, a2a});
   ASSERT_THAT(prog, IsOk());
   const std::string text = prog->ToText();
-  EXPECT_THAT(text, HasSubstr("%3 = f32[2,4,4,3] conv2d_backprop_input(%2, %1), "
-                              "shape={2,4,4,3}, window_strides={2,2}, "
-                              "padding=SAME"));
-  EXPECT_THAT(text, HasSubstr("%4 = f32[3,3,3,2] conv2d_backprop_filter(%0, %2), "
-                              "shape={3,3,3,2}, window_strides={2,2}, "
-                              "padding=SAME"));
+  EXPECT_THAT(text,
+              HasSubstr("%3 = f32[2,4,4,3] conv2d_backprop_input(%2, %1), "
+                        "shape={2,4,4,3}, window_strides={2,2}, "
+                        "padding=SAME"));
+  EXPECT_THAT(text,
+              HasSubstr("%4 = f32[3,3,3,2] conv2d_backprop_filter(%0, %2), "
+                        "shape={3,3,3,2}, window_strides={2,2}, "
+                        "padding=SAME"));
   EXPECT_THAT(text, HasSubstr("%6 = f32[2,4,4,3] max_pool2d_grad(%0, %5), "
                               "window={3,3}, window_strides={2,2}, "
                               "padding=SAME"));
