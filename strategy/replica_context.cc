@@ -353,9 +353,8 @@ absl::StatusOr<TracedValue> ReplicaContext::Conv2DBackpropFilter(
 absl::StatusOr<TracedValue> ReplicaContext::MaxPool2DGrad(
     TracedValue input, TracedValue dy, std::vector<int64_t> window,
     std::vector<int64_t> strides, runtime::Padding padding) {
-  TPUSIM_REPLICA_OP(MaxPool2DGrad,
-                    MaxPool2DGrad(input, dy, std::move(window),
-                                  std::move(strides), padding));
+  TPUSIM_REPLICA_OP(MaxPool2DGrad, MaxPool2DGrad(input, dy, std::move(window),
+                                                 std::move(strides), padding));
 }
 absl::StatusOr<TracedValue> ReplicaContext::Compare(
     TracedValue x, TracedValue y, runtime::Comparison comparison) {

@@ -462,9 +462,8 @@ absl::StatusOr<Tensor> MaxPoolKernel(const OpAttrs& attrs, const Tensor& in,
 int64_t PadBefore(const OpAttrs& attrs, int i, int64_t in_size, int64_t k,
                   int64_t out_size) {
   if (attrs.padding != Padding::kSame) return 0;
-  return std::max<int64_t>((out_size - 1) * attrs.window_strides[i] + k -
-                               in_size,
-                           0) /
+  return std::max<int64_t>(
+             (out_size - 1) * attrs.window_strides[i] + k - in_size, 0) /
          2;
 }
 
@@ -1237,8 +1236,8 @@ absl::StatusOr<std::vector<Tensor>> RunCollective(
         OpAttrs concat;
         concat.axis = attrs.concat_axis < 0 ? attrs.concat_axis + rank
                                             : attrs.concat_axis;
-        TPUSIM_ASSIGN_OR_RETURN(
-            Tensor all, RunKernel(OpCode::kConcat, concat, ptrs, results[j], 0));
+        TPUSIM_ASSIGN_OR_RETURN(Tensor all, RunKernel(OpCode::kConcat, concat,
+                                                      ptrs, results[j], 0));
         out.push_back(std::move(all));
       }
       return out;

@@ -314,8 +314,7 @@ absl::StatusOr<int64_t> WindowedSize(OpCode code,
 // `ops` (the gradients check their attrs.shape through it).
 absl::StatusOr<ValueType> ConvForward(OpCode code, const OpAttrs& attrs,
                                       absl::Span<const ValueType* const> ops,
-                                      const ValueType& in,
-                                      const ValueType& f) {
+                                      const ValueType& in, const ValueType& f) {
   if (in.rank() != 4) return Error(code, ops, "input must be rank 4 (NHWC)");
   if (f.rank() != 4) return Error(code, ops, "filter must be rank 4 (HWIO)");
   if (in.dtype != f.dtype)
@@ -396,10 +395,10 @@ absl::StatusOr<ValueType> InferConvBackprop(
   }
   if (forward.dtype != dy.dtype || forward.shape != dy.shape ||
       forward.dynamic_dims != dy.dynamic_dims) {
-    return Error(code, ops,
-                 absl::StrCat("conv2d with shape=", Ints(want),
-                              " gives ", forward.ToString(), ", not dy's ",
-                              dy.ToString()));
+    return Error(
+        code, ops,
+        absl::StrCat("conv2d with shape=", Ints(want), " gives ",
+                     forward.ToString(), ", not dy's ", dy.ToString()));
   }
   return result;
 }
@@ -738,9 +737,10 @@ absl::StatusOr<ValueType> InferScatterAdd(
                               gathered.status().message()));
   }
   if (*gathered != updates) {
-    return Error(code, ops,
-                 absl::StrCat("updates must have type ", gathered->ToString(),
-                              " (operand[:axis] + indices + operand[axis+1:])"));
+    return Error(
+        code, ops,
+        absl::StrCat("updates must have type ", gathered->ToString(),
+                     " (operand[:axis] + indices + operand[axis+1:])"));
   }
   return operand;
 }
@@ -805,8 +805,8 @@ absl::StatusOr<ValueType> InferCollective(
   std::vector<int64_t> dims = x.shape.dims();
   if (code == OpCode::kAllToAll) {
     TPUSIM_ASSIGN_OR_RETURN(
-        int concat, NormalizeAxis(code, ops, attrs.concat_axis, x.rank(),
-                                  "concat_axis"));
+        int concat,
+        NormalizeAxis(code, ops, attrs.concat_axis, x.rank(), "concat_axis"));
     if (x.is_dynamic(axis) || x.is_dynamic(concat)) {
       return Error(code, ops,
                    absl::StrCat("the split axis ", axis, " and concat axis ",
@@ -879,9 +879,8 @@ absl::StatusOr<Comparison> ComparisonFromName(absl::string_view name) {
   for (size_t i = 0; i < kComparisonNames.size(); ++i) {
     if (name == kComparisonNames[i]) return static_cast<Comparison>(i);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("comparison \"", name,
-                   "\" is unknown; allowed eq, ne, lt, le, gt, ge"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "comparison \"", name, "\" is unknown; allowed eq, ne, lt, le, gt, ge"));
 }
 
 absl::string_view ShortDTypeName(DType dtype) {

@@ -98,11 +98,12 @@ enum class OpCode : uint8_t {
                           // shape {N, H, W, Ci}; result = d loss / d input
   kConv2DBackpropFilter,  // (input NHWC, dy NHWC), attrs.shape = the filter
                           // shape {Kh, Kw, Ci, Co}; result = d loss / d filter
-  kMaxPool2DGrad,  // (input, dy): routes each dy element to the first
-                   // (row-major) maximum of its window; result = input type
+  // (input, dy): routes each dy element to the first (row-major) maximum of
+  // its window; result = input type.
+  kMaxPool2DGrad,
   // Predicates and selection (u8 0/1 is the predicate type).
-  kCompare,  // (a, b) broadcasting, attrs.comparison -> u8
-  kSelect,   // (pred u8, on_true, on_false), broadcasting all three
+  kCompare,     // (a, b) broadcasting, attrs.comparison -> u8
+  kSelect,      // (pred u8, on_true, on_false), broadcasting all three
   kScatterAdd,  // (operand, indices, updates), attrs.axis: the transpose of
                 // gather; updates = operand[:axis] + indices + operand[axis+1:]
   // Reductions.
@@ -205,18 +206,18 @@ struct OpAttrs {
   ValueType declared_type;           // parameter, variable_read
   Tensor literal;                    // constant
   DType dtype = DType::kF32;         // cast, one_hot
-  std::vector<int64_t> shape;  // reshape, broadcast, conv2d_backprop_*
+  std::vector<int64_t> shape;        // reshape, broadcast, conv2d_backprop_*
   std::vector<int64_t> permutation;  // transpose
   std::vector<int64_t> axes;         // reduce_*
   bool keepdims = false;             // reduce_*
-  int64_t axis = 0;  // concat, gather, scatter_add, all_gather,
-                     // reduce_scatter, all_to_all (split axis)
-  int64_t concat_axis = 0;       // all_to_all
-  Comparison comparison = Comparison::kEq;  // compare
-  std::vector<int64_t> start;    // slice
-  std::vector<int64_t> limit;    // slice
-  std::vector<int64_t> strides;  // slice (empty = all 1)
-  DotDims dot;                   // dot
+  int64_t axis = 0;                  // concat, gather, scatter_add, all_gather,
+                                     // reduce_scatter, all_to_all (split axis)
+  int64_t concat_axis = 0;           // all_to_all
+  Comparison comparison = Comparison::kEq;       // compare
+  std::vector<int64_t> start;                    // slice
+  std::vector<int64_t> limit;                    // slice
+  std::vector<int64_t> strides;                  // slice (empty = all 1)
+  DotDims dot;                                   // dot
   std::vector<int64_t> window_strides = {1, 1};  // conv2d, max_pool2d {h, w}
   Padding padding = Padding::kValid;             // conv2d, max_pool2d
   std::vector<int64_t> window;                   // max_pool2d {h, w}
