@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "models/workload.h"
+#include "strategy/runtime/program.pb.h"
 #include "tests/strategy/strategy_testing.h"
 
 namespace tpusim::models {
@@ -570,6 +571,22 @@ TEST(ModelsTest, TracingIsDeterministic) {
   ASSERT_THAT(a, IsOk());
   ASSERT_THAT(b, IsOk());
   EXPECT_EQ(a->ToText(), b->ToText());
+}
+
+TEST(ModelsTest, FullSizeStepsRoundTripThroughTheProgramProto) {
+  // What a backend receives: every shape rule re-runs on FromProto.
+  for (const char* name : {"resnet50", "bert"}) {
+    auto w = Make(name);
+    absl::StatusOr<runtime::Program> p = TraceTrainStep(*w, 8, 2);
+    ASSERT_THAT(p, IsOk());
+    proto::ProgramProto pp;
+    p->ToProto(&pp);
+    absl::StatusOr<runtime::Program> back = runtime::Program::FromProto(pp);
+    ASSERT_THAT(back, IsOk());
+    EXPECT_EQ(back->ToText(), p->ToText()) << name;
+    EXPECT_EQ(back->TotalCost(), p->TotalCost()) << name;
+    std::cout << name << ": " << p->ops().size() << " ops per step\n";
+  }
 }
 
 }  // namespace
