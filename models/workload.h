@@ -35,8 +35,10 @@
 #define TPUSIM_MODELS_WORKLOAD_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
