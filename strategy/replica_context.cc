@@ -133,6 +133,31 @@ absl::StatusOr<TracedNest> ReplicaContext::AllReduce(ReduceOpArg op,
   return value.Unflatten(std::move(reduced));
 }
 
+absl::StatusOr<TracedValue> ReplicaContext::AllGather(TracedValue value,
+                                                      int64_t axis) {
+  TPUSIM_RETURN_IF_ERROR(RequireCurrent("AllGather"));
+  return builder_->AllGather(value, axis);
+}
+
+absl::StatusOr<TracedValue> ReplicaContext::ReduceScatter(ReduceOpArg op,
+                                                          TracedValue value,
+                                                          int64_t axis) {
+  TPUSIM_RETURN_IF_ERROR(RequireCurrent("ReduceScatter"));
+  TPUSIM_ASSIGN_OR_RETURN(ReduceOp resolved, op.Resolve());
+  return builder_->ReduceScatter(value,
+                                 resolved == ReduceOp::kMean
+                                     ? runtime::CollectiveReduce::kMean
+                                     : runtime::CollectiveReduce::kSum,
+                                 axis);
+}
+
+absl::StatusOr<TracedValue> ReplicaContext::AllToAll(TracedValue value,
+                                                     int64_t split_axis,
+                                                     int64_t concat_axis) {
+  TPUSIM_RETURN_IF_ERROR(RequireCurrent("AllToAll"));
+  return builder_->AllToAll(value, split_axis, concat_axis);
+}
+
 absl::StatusOr<TracedNest> ReplicaContext::MergeCall(const MergeFn& fn,
                                                      const TracedNest& args) {
   TPUSIM_RETURN_IF_ERROR(RequireCurrent("MergeCall"));
@@ -296,6 +321,55 @@ absl::StatusOr<TracedValue> ReplicaContext::Conv2D(
     runtime::Padding padding, runtime::Precision precision) {
   TPUSIM_REPLICA_OP(Conv2D,
                     Conv2D(input, filter, std::move(strides), padding, precision));
+}
+absl::StatusOr<TracedValue> ReplicaContext::Rsqrt(TracedValue x) {
+  TPUSIM_REPLICA_OP(Rsqrt, Rsqrt(x));
+}
+absl::StatusOr<TracedValue> ReplicaContext::DotGeneral(TracedValue lhs,
+                                                       TracedValue rhs,
+                                                       runtime::DotDims dims) {
+  TPUSIM_REPLICA_OP(DotGeneral, DotGeneral(lhs, rhs, std::move(dims)));
+}
+absl::StatusOr<TracedValue> ReplicaContext::MaxPool2D(
+    TracedValue input, std::vector<int64_t> window,
+    std::vector<int64_t> strides, runtime::Padding padding) {
+  TPUSIM_REPLICA_OP(MaxPool2D, MaxPool2D(input, std::move(window),
+                                         std::move(strides), padding));
+}
+absl::StatusOr<TracedValue> ReplicaContext::Conv2DBackpropInput(
+    TracedValue dy, TracedValue filter, std::vector<int64_t> input_shape,
+    std::vector<int64_t> strides, runtime::Padding padding) {
+  TPUSIM_REPLICA_OP(Conv2DBackpropInput,
+                    Conv2DBackpropInput(dy, filter, std::move(input_shape),
+                                        std::move(strides), padding));
+}
+absl::StatusOr<TracedValue> ReplicaContext::Conv2DBackpropFilter(
+    TracedValue input, TracedValue dy, std::vector<int64_t> filter_shape,
+    std::vector<int64_t> strides, runtime::Padding padding) {
+  TPUSIM_REPLICA_OP(Conv2DBackpropFilter,
+                    Conv2DBackpropFilter(input, dy, std::move(filter_shape),
+                                         std::move(strides), padding));
+}
+absl::StatusOr<TracedValue> ReplicaContext::MaxPool2DGrad(
+    TracedValue input, TracedValue dy, std::vector<int64_t> window,
+    std::vector<int64_t> strides, runtime::Padding padding) {
+  TPUSIM_REPLICA_OP(MaxPool2DGrad, MaxPool2DGrad(input, dy, std::move(window),
+                                                 std::move(strides), padding));
+}
+absl::StatusOr<TracedValue> ReplicaContext::Compare(
+    TracedValue x, TracedValue y, runtime::Comparison comparison) {
+  TPUSIM_REPLICA_OP(Compare, Compare(x, y, comparison));
+}
+absl::StatusOr<TracedValue> ReplicaContext::Select(TracedValue pred,
+                                                   TracedValue on_true,
+                                                   TracedValue on_false) {
+  TPUSIM_REPLICA_OP(Select, Select(pred, on_true, on_false));
+}
+absl::StatusOr<TracedValue> ReplicaContext::ScatterAdd(TracedValue operand,
+                                                       TracedValue indices,
+                                                       TracedValue updates,
+                                                       int64_t axis) {
+  TPUSIM_REPLICA_OP(ScatterAdd, ScatterAdd(operand, indices, updates, axis));
 }
 absl::StatusOr<TracedValue> ReplicaContext::ReduceSum(TracedValue x,
                                                       std::vector<int64_t> axes,

@@ -105,6 +105,19 @@ class ReplicaContext {
   // inside a merge_call function: use MergeContext::ReduceTo there).
   absl::StatusOr<TracedValue> AllReduce(ReduceOpArg op, TracedValue value);
   absl::StatusOr<TracedNest> AllReduce(ReduceOpArg op, const TracedNest& value);
+  // ReplicaContext.all_gather(value, axis): every replica receives the
+  // replicas' values concatenated along `axis` in replica order.
+  absl::StatusOr<TracedValue> AllGather(TracedValue value, int64_t axis);
+  // Reduce-scatter: the cross-replica SUM (or MEAN: each value scaled by 1/N,
+  // then summed) split along `axis`; replica i receives piece i. The axis size
+  // must be divisible by num_replicas_in_sync (kInvalidArgument otherwise).
+  absl::StatusOr<TracedValue> ReduceScatter(ReduceOpArg op, TracedValue value,
+                                            int64_t axis);
+  // tf.raw_ops.AllToAll / XLA AllToAll over all replicas: `value` is split
+  // into N pieces along `split_axis`; replica j receives piece j of every
+  // replica, concatenated in replica order along `concat_axis`.
+  absl::StatusOr<TracedValue> AllToAll(TracedValue value, int64_t split_axis,
+                                       int64_t concat_axis);
 
   // ReplicaContext.merge_call(fn, args). On TPU the replica function is traced
   // once, so `fn` runs ONCE, at trace time, in cross-replica context
@@ -171,6 +184,35 @@ class ReplicaContext {
       TracedValue input, TracedValue filter, std::vector<int64_t> strides,
       runtime::Padding padding,
       runtime::Precision precision = runtime::Precision::kDefault);
+  absl::StatusOr<TracedValue> Rsqrt(TracedValue x);
+  // XLA dot_general (see runtime::DotDims).
+  absl::StatusOr<TracedValue> DotGeneral(TracedValue lhs, TracedValue rhs,
+                                         runtime::DotDims dims);
+  absl::StatusOr<TracedValue> MaxPool2D(TracedValue input,
+                                        std::vector<int64_t> window,
+                                        std::vector<int64_t> strides,
+                                        runtime::Padding padding);
+  // Gradients (tf.nn.conv2d_backprop_input / conv2d_backprop_filter, the
+  // max-pool gradient); strides, window and padding are the forward op's.
+  absl::StatusOr<TracedValue> Conv2DBackpropInput(
+      TracedValue dy, TracedValue filter, std::vector<int64_t> input_shape,
+      std::vector<int64_t> strides, runtime::Padding padding);
+  absl::StatusOr<TracedValue> Conv2DBackpropFilter(
+      TracedValue input, TracedValue dy, std::vector<int64_t> filter_shape,
+      std::vector<int64_t> strides, runtime::Padding padding);
+  absl::StatusOr<TracedValue> MaxPool2DGrad(TracedValue input, TracedValue dy,
+                                            std::vector<int64_t> window,
+                                            std::vector<int64_t> strides,
+                                            runtime::Padding padding);
+  // tf.math.greater etc. (u8 0/1) and tf.where(pred, x, y).
+  absl::StatusOr<TracedValue> Compare(TracedValue x, TracedValue y,
+                                      runtime::Comparison comparison);
+  absl::StatusOr<TracedValue> Select(TracedValue pred, TracedValue on_true,
+                                     TracedValue on_false);
+  // tf.tensor_scatter_nd_add along `axis` (gather's transpose).
+  absl::StatusOr<TracedValue> ScatterAdd(TracedValue operand,
+                                         TracedValue indices,
+                                         TracedValue updates, int64_t axis = 0);
   absl::StatusOr<TracedValue> ReduceSum(TracedValue x,
                                         std::vector<int64_t> axes,
                                         bool keepdims = false);

@@ -455,6 +455,246 @@ absl::StatusOr<Tensor> MaxPoolKernel(const OpAttrs& attrs, const Tensor& in,
   return out;
 }
 
+// ---- gradients of conv2d and max_pool2d ----
+
+// The forward op's top/left padding of spatial dim i (SAME pads total/2 before,
+// the rest after; VALID pads nothing).
+int64_t PadBefore(const OpAttrs& attrs, int i, int64_t in_size, int64_t k,
+                  int64_t out_size) {
+  if (attrs.padding != Padding::kSame) return 0;
+  return std::max<int64_t>(
+             (out_size - 1) * attrs.window_strides[i] + k - in_size, 0) /
+         2;
+}
+
+template <typename V>
+V MulAdd(V acc, V a, V b) {
+  if constexpr (std::is_integral_v<V>) {
+    return WrapAdd(acc, WrapMul(a, b));
+  } else {
+    return acc + a * b;
+  }
+}
+
+// dx[n, ih, iw, ci] = sum over (oh, ow, kh, kw, co) with ih = oh*s + kh - pad
+// of dy[n, oh, ow, co] * w[kh, kw, ci, co]. Accumulates in the compute type,
+// in the loop order below (deterministic).
+template <typename T>
+absl::StatusOr<Tensor> ConvBackpropInputKernel(const OpAttrs& attrs,
+                                               const Tensor& dy,
+                                               const Tensor& f,
+                                               const ValueType& result) {
+  using V = C<T>;
+  const auto& dd = dy.shape().dims();    // N Ho Wo Co
+  const auto& fd = f.shape().dims();     // Kh Kw Ci Co
+  const auto& xd = result.shape.dims();  // N H W Ci
+  const int64_t H = xd[1], W = xd[2], Ci = xd[3], Kh = fd[0], Kw = fd[1],
+                Co = fd[3];
+  const int64_t ph = PadBefore(attrs, 0, H, Kh, dd[1]);
+  const int64_t pw = PadBefore(attrs, 1, W, Kw, dd[2]);
+  absl::Span<const T> g = dy.values<T>();
+  absl::Span<const T> w = f.values<T>();
+  std::vector<V> acc(result.shape.num_elements(), V(0));
+  for (int64_t nb = 0; nb < dd[0]; ++nb) {
+    for (int64_t oh = 0; oh < dd[1]; ++oh) {
+      for (int64_t ow = 0; ow < dd[2]; ++ow) {
+        for (int64_t kh = 0; kh < Kh; ++kh) {
+          const int64_t ih = oh * attrs.window_strides[0] + kh - ph;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t kw = 0; kw < Kw; ++kw) {
+            const int64_t iw = ow * attrs.window_strides[1] + kw - pw;
+            if (iw < 0 || iw >= W) continue;
+            V* dx = &acc[((nb * H + ih) * W + iw) * Ci];
+            for (int64_t ci = 0; ci < Ci; ++ci) {
+              for (int64_t co = 0; co < Co; ++co) {
+                dx[ci] = MulAdd<V>(
+                    dx[ci], Load(g[((nb * dd[1] + oh) * dd[2] + ow) * Co + co]),
+                    Load(w[((kh * Kw + kw) * Ci + ci) * Co + co]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  Tensor out;
+  absl::Span<T> o = NewOutput<T>(result, &out);
+  for (size_t i = 0; i < acc.size(); ++i) o[i] = Store<T>(acc[i]);
+  return out;
+}
+
+// dw[kh, kw, ci, co] = sum over (n, oh, ow) of x[n, ih, iw, ci] *
+// dy[n, oh, ow, co].
+template <typename T>
+absl::StatusOr<Tensor> ConvBackpropFilterKernel(const OpAttrs& attrs,
+                                                const Tensor& in,
+                                                const Tensor& dy,
+                                                const ValueType& result) {
+  using V = C<T>;
+  const auto& xd = in.shape().dims();    // N H W Ci
+  const auto& dd = dy.shape().dims();    // N Ho Wo Co
+  const auto& fd = result.shape.dims();  // Kh Kw Ci Co
+  const int64_t H = xd[1], W = xd[2], Ci = xd[3], Kh = fd[0], Kw = fd[1],
+                Co = fd[3];
+  const int64_t ph = PadBefore(attrs, 0, H, Kh, dd[1]);
+  const int64_t pw = PadBefore(attrs, 1, W, Kw, dd[2]);
+  absl::Span<const T> x = in.values<T>();
+  absl::Span<const T> g = dy.values<T>();
+  std::vector<V> acc(result.shape.num_elements(), V(0));
+  for (int64_t kh = 0; kh < Kh; ++kh) {
+    for (int64_t kw = 0; kw < Kw; ++kw) {
+      V* dw = &acc[(kh * Kw + kw) * Ci * Co];
+      for (int64_t nb = 0; nb < dd[0]; ++nb) {
+        for (int64_t oh = 0; oh < dd[1]; ++oh) {
+          const int64_t ih = oh * attrs.window_strides[0] + kh - ph;
+          if (ih < 0 || ih >= H) continue;
+          for (int64_t ow = 0; ow < dd[2]; ++ow) {
+            const int64_t iw = ow * attrs.window_strides[1] + kw - pw;
+            if (iw < 0 || iw >= W) continue;
+            const T* xr = &x[((nb * H + ih) * W + iw) * Ci];
+            const T* gr = &g[((nb * dd[1] + oh) * dd[2] + ow) * Co];
+            for (int64_t ci = 0; ci < Ci; ++ci) {
+              const V a = Load(xr[ci]);
+              for (int64_t co = 0; co < Co; ++co)
+                dw[ci * Co + co] = MulAdd<V>(dw[ci * Co + co], a, Load(gr[co]));
+            }
+          }
+        }
+      }
+    }
+  }
+  Tensor out;
+  absl::Span<T> o = NewOutput<T>(result, &out);
+  for (size_t i = 0; i < acc.size(); ++i) o[i] = Store<T>(acc[i]);
+  return out;
+}
+
+// Each dy element goes to the first maximum (row-major window scan) of its
+// window among the unpadded positions; a NaN counts as the maximum (the forward
+// op propagates it). Windows that overlap add.
+template <typename T>
+absl::StatusOr<Tensor> MaxPoolGradKernel(const OpAttrs& attrs, const Tensor& in,
+                                         const Tensor& dy,
+                                         const ValueType& result) {
+  using V = C<T>;
+  const auto& id = in.shape().dims();  // N H W C
+  const auto& dd = dy.shape().dims();  // N Ho Wo C
+  const int64_t H = id[1], W = id[2], Ch = id[3];
+  const int64_t ph = PadBefore(attrs, 0, H, attrs.window[0], dd[1]);
+  const int64_t pw = PadBefore(attrs, 1, W, attrs.window[1], dd[2]);
+  absl::Span<const T> x = in.values<T>();
+  absl::Span<const T> g = dy.values<T>();
+  std::vector<V> acc(result.shape.num_elements(), V(0));
+  for (int64_t nb = 0; nb < dd[0]; ++nb) {
+    for (int64_t oh = 0; oh < dd[1]; ++oh) {
+      for (int64_t ow = 0; ow < dd[2]; ++ow) {
+        for (int64_t c = 0; c < Ch; ++c) {
+          int64_t best = -1;
+          V best_v{};
+          for (int64_t kh = 0; kh < attrs.window[0]; ++kh) {
+            const int64_t ih = oh * attrs.window_strides[0] + kh - ph;
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < attrs.window[1]; ++kw) {
+              const int64_t iw = ow * attrs.window_strides[1] + kw - pw;
+              if (iw < 0 || iw >= W) continue;
+              const int64_t at = ((nb * H + ih) * W + iw) * Ch + c;
+              const V v = Load(x[at]);
+              bool better = best < 0 || v > best_v;
+              if constexpr (std::is_floating_point_v<V>) {
+                if (best >= 0 && std::isnan(best_v)) better = false;
+                if (best >= 0 && std::isnan(v) && !std::isnan(best_v))
+                  better = true;
+              }
+              if (better) {
+                best = at;
+                best_v = v;
+              }
+            }
+          }
+          if (best < 0) continue;  // a window entirely in the padding
+          const V d = Load(g[((nb * dd[1] + oh) * dd[2] + ow) * Ch + c]);
+          if constexpr (std::is_integral_v<V>) {
+            acc[best] = WrapAdd(acc[best], d);
+          } else {
+            acc[best] += d;
+          }
+        }
+      }
+    }
+  }
+  Tensor out;
+  absl::Span<T> o = NewOutput<T>(result, &out);
+  for (size_t i = 0; i < acc.size(); ++i) o[i] = Store<T>(acc[i]);
+  return out;
+}
+
+// ---- compare, select ----
+
+// Offsets into `t` (broadcast to `dims`) for every output element, in order.
+std::vector<int64_t> BroadcastOffsets(const Tensor& t,
+                                      const std::vector<int64_t>& dims) {
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  std::vector<int64_t> off(total);
+  ForEachIndex(dims, BroadcastStrides(t.shape().dims(), dims),
+               [&](int64_t flat, int64_t o) { off[flat] = o; });
+  return off;
+}
+
+template <typename T>
+absl::StatusOr<Tensor> CompareKernel(const OpAttrs& attrs, const Tensor& a,
+                                     const Tensor& b, const ValueType& result) {
+  Tensor out;
+  absl::Span<uint8_t> o = NewOutput<uint8_t>(result, &out);
+  absl::Span<const T> va = a.values<T>();
+  absl::Span<const T> vb = b.values<T>();
+  const std::vector<int64_t> oa = BroadcastOffsets(a, result.shape.dims());
+  const std::vector<int64_t> ob = BroadcastOffsets(b, result.shape.dims());
+  for (size_t i = 0; i < o.size(); ++i) {
+    const auto x = Load(va[oa[i]]);
+    const auto y = Load(vb[ob[i]]);
+    bool r = false;  // IEEE: every comparison with NaN is false except ne
+    switch (attrs.comparison) {
+      case Comparison::kEq:
+        r = x == y;
+        break;
+      case Comparison::kNe:
+        r = x != y;
+        break;
+      case Comparison::kLt:
+        r = x < y;
+        break;
+      case Comparison::kLe:
+        r = x <= y;
+        break;
+      case Comparison::kGt:
+        r = x > y;
+        break;
+      case Comparison::kGe:
+        r = x >= y;
+        break;
+    }
+    o[i] = r ? 1 : 0;
+  }
+  return out;
+}
+
+template <typename T>
+absl::StatusOr<Tensor> SelectKernel(const Tensor& p, const Tensor& a,
+                                    const Tensor& b, const ValueType& result) {
+  Tensor out;
+  absl::Span<T> o = NewOutput<T>(result, &out);
+  absl::Span<const uint8_t> vp = p.values<uint8_t>();
+  absl::Span<const T> va = a.values<T>();
+  absl::Span<const T> vb = b.values<T>();
+  const std::vector<int64_t> op = BroadcastOffsets(p, result.shape.dims());
+  const std::vector<int64_t> oa = BroadcastOffsets(a, result.shape.dims());
+  const std::vector<int64_t> ob = BroadcastOffsets(b, result.shape.dims());
+  for (size_t i = 0; i < o.size(); ++i)
+    o[i] = vp[op[i]] != 0 ? va[oa[i]] : vb[ob[i]];
+  return out;
+}
+
 // ---- reductions ----
 
 template <typename T>
@@ -641,6 +881,56 @@ absl::StatusOr<Tensor> GatherKernel(const OpAttrs& attrs, const Tensor& p,
   return out;
 }
 
+// result = operand; result[..., indices[j], ...] += updates[..., j, ...]
+// (the transpose of gather), adding in update order.
+template <typename T>
+absl::StatusOr<Tensor> ScatterAddKernel(const OpAttrs& attrs,
+                                        const Tensor& operand,
+                                        const Tensor& idx, const Tensor& upd,
+                                        const ValueType& result) {
+  using V = C<T>;
+  const auto& pd = operand.shape().dims();
+  const int rank = static_cast<int>(pd.size());
+  const int axis =
+      static_cast<int>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis);
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= pd[i];
+  for (int i = axis + 1; i < rank; ++i) inner *= pd[i];
+  const int64_t limit = pd[axis];
+  const int64_t n_idx = idx.num_elements();
+  for (int64_t j = 0; j < n_idx; ++j) {
+    const int64_t v = idx.AsInt64(j);
+    if (v < 0 || v >= limit) {
+      return KernelError(OpCode::kScatterAdd,
+                         absl::StrCat("index ", v, " (element ", j,
+                                      " of indices) is out of range [0, ",
+                                      limit, ") of operand dimension ", axis));
+    }
+  }
+  absl::Span<const T> base = operand.values<T>();
+  std::vector<V> acc(base.size());
+  for (size_t i = 0; i < base.size(); ++i) acc[i] = Load(base[i]);
+  absl::Span<const T> u = upd.values<T>();
+  int64_t pos = 0;
+  for (int64_t ob = 0; ob < outer; ++ob) {
+    for (int64_t j = 0; j < n_idx; ++j) {
+      const int64_t row = idx.AsInt64(j);
+      V* dst = &acc[(ob * limit + row) * inner];
+      for (int64_t i = 0; i < inner; ++i) {
+        if constexpr (std::is_integral_v<V>) {
+          dst[i] = WrapAdd(dst[i], Load(u[pos++]));
+        } else {
+          dst[i] += Load(u[pos++]);
+        }
+      }
+    }
+  }
+  Tensor out;
+  absl::Span<T> o = NewOutput<T>(result, &out);
+  for (size_t i = 0; i < acc.size(); ++i) o[i] = Store<T>(acc[i]);
+  return out;
+}
+
 template <typename T>
 absl::StatusOr<Tensor> OneHotKernel(const OpAttrs& attrs, const Tensor& idx,
                                     const ValueType& result) {
@@ -758,6 +1048,36 @@ absl::StatusOr<Tensor> RunKernel(OpCode code, const OpAttrs& attrs,
     case OpCode::kMaxPool2D:
       return VisitNumeric(result.dtype, [&](auto zero) {
         return MaxPoolKernel<decltype(zero)>(attrs, *operands[0], result);
+      });
+    case OpCode::kConv2DBackpropInput:
+      return VisitNumeric(result.dtype, [&](auto zero) {
+        return ConvBackpropInputKernel<decltype(zero)>(attrs, *operands[0],
+                                                       *operands[1], result);
+      });
+    case OpCode::kConv2DBackpropFilter:
+      return VisitNumeric(result.dtype, [&](auto zero) {
+        return ConvBackpropFilterKernel<decltype(zero)>(attrs, *operands[0],
+                                                        *operands[1], result);
+      });
+    case OpCode::kMaxPool2DGrad:
+      return VisitNumeric(result.dtype, [&](auto zero) {
+        return MaxPoolGradKernel<decltype(zero)>(attrs, *operands[0],
+                                                 *operands[1], result);
+      });
+    case OpCode::kCompare:
+      return VisitNumeric(operands[0]->dtype(), [&](auto zero) {
+        return CompareKernel<decltype(zero)>(attrs, *operands[0], *operands[1],
+                                             result);
+      });
+    case OpCode::kSelect:
+      return VisitNumeric(result.dtype, [&](auto zero) {
+        return SelectKernel<decltype(zero)>(*operands[0], *operands[1],
+                                            *operands[2], result);
+      });
+    case OpCode::kScatterAdd:
+      return VisitNumeric(result.dtype, [&](auto zero) {
+        return ScatterAddKernel<decltype(zero)>(
+            attrs, *operands[0], *operands[1], *operands[2], result);
       });
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
@@ -885,6 +1205,41 @@ absl::StatusOr<std::vector<Tensor>> RunCollective(
       TPUSIM_ASSIGN_OR_RETURN(
           Tensor all, RunKernel(OpCode::kConcat, concat, operands, type, 0));
       out.assign(n, all);
+      return out;
+    }
+    case OpCode::kAllToAll: {
+      // Member j receives piece j (along the split axis) of every member, and
+      // concatenates them in group order along concat_axis.
+      const int rank = first.rank();
+      const int split =
+          static_cast<int>(attrs.axis < 0 ? attrs.axis + rank : attrs.axis);
+      const int64_t part = first.shape().dim(split) / static_cast<int64_t>(n);
+      for (size_t j = 0; j < n; ++j) {
+        std::vector<Tensor> pieces;
+        pieces.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+          OpAttrs slice;
+          slice.start.assign(rank, 0);
+          slice.limit = operands[i]->shape().dims();
+          slice.start[split] = static_cast<int64_t>(j) * part;
+          slice.limit[split] = static_cast<int64_t>(j + 1) * part;
+          std::vector<int64_t> dims = slice.limit;
+          dims[split] = part;
+          TPUSIM_ASSIGN_OR_RETURN(
+              Tensor piece,
+              RunKernel(OpCode::kSlice, slice, {operands[i]},
+                        ValueType(first.dtype(), Shape(dims)), 0));
+          pieces.push_back(std::move(piece));
+        }
+        std::vector<const Tensor*> ptrs;
+        for (const Tensor& t : pieces) ptrs.push_back(&t);
+        OpAttrs concat;
+        concat.axis = attrs.concat_axis < 0 ? attrs.concat_axis + rank
+                                            : attrs.concat_axis;
+        TPUSIM_ASSIGN_OR_RETURN(Tensor all, RunKernel(OpCode::kConcat, concat,
+                                                      ptrs, results[j], 0));
+        out.push_back(std::move(all));
+      }
       return out;
     }
     case OpCode::kReduceScatter: {

@@ -44,6 +44,12 @@ constexpr std::array<OpInfo, kNumOpCodes> kOpInfos = {{
     {OpCode::kDot, "dot"},
     {OpCode::kConv2D, "conv2d"},
     {OpCode::kMaxPool2D, "max_pool2d"},
+    {OpCode::kConv2DBackpropInput, "conv2d_backprop_input"},
+    {OpCode::kConv2DBackpropFilter, "conv2d_backprop_filter"},
+    {OpCode::kMaxPool2DGrad, "max_pool2d_grad"},
+    {OpCode::kCompare, "compare"},
+    {OpCode::kSelect, "select"},
+    {OpCode::kScatterAdd, "scatter_add"},
     {OpCode::kReduceSum, "reduce_sum"},
     {OpCode::kReduceMean, "reduce_mean"},
     {OpCode::kReduceMax, "reduce_max"},
@@ -59,7 +65,11 @@ constexpr std::array<OpInfo, kNumOpCodes> kOpInfos = {{
     {OpCode::kAllGather, "all_gather"},
     {OpCode::kReduceScatter, "reduce_scatter"},
     {OpCode::kCollectivePermute, "collective_permute"},
+    {OpCode::kAllToAll, "all_to_all"},
 }};
+
+constexpr std::array<const char*, 6> kComparisonNames = {"eq", "ne", "lt",
+                                                         "le", "gt", "ge"};
 
 // "add(f32[2,3], f32[4])" for error messages.
 std::string Describe(OpCode code, absl::Span<const ValueType* const> operands) {
@@ -115,16 +125,12 @@ absl::StatusOr<ValueType> InferUnary(OpCode code, const OpAttrs& attrs,
   return x;
 }
 
-absl::StatusOr<ValueType> InferBinary(OpCode code,
-                                      absl::Span<const ValueType* const> ops) {
-  const ValueType& a = *ops[0];
-  const ValueType& b = *ops[1];
-  if (a.dtype != b.dtype) {
-    return Error(code, ops,
-                 "operand dtypes must be equal (no implicit promotion)");
-  }
-  if (!IsNumeric(a.dtype))
-    return Error(code, ops, "operands must be numeric, not string");
+// numpy broadcasting of a's and b's shapes (dtypes are the caller's business);
+// the result has a's dtype. Errors name `code` and all of `ops`.
+absl::StatusOr<ValueType> BroadcastTypes(OpCode code,
+                                         absl::Span<const ValueType* const> ops,
+                                         const ValueType& a,
+                                         const ValueType& b) {
   const int rank = std::max(a.rank(), b.rank());
   std::vector<int64_t> dims(rank);
   uint64_t dynamic = 0;
@@ -165,6 +171,39 @@ absl::StatusOr<ValueType> InferBinary(OpCode code,
     dims[i] = da == 1 ? db : da;
   }
   return Make(a.dtype, std::move(dims), dynamic);
+}
+
+absl::StatusOr<ValueType> InferBinary(OpCode code,
+                                      absl::Span<const ValueType* const> ops) {
+  const ValueType& a = *ops[0];
+  const ValueType& b = *ops[1];
+  if (a.dtype != b.dtype) {
+    return Error(code, ops,
+                 "operand dtypes must be equal (no implicit promotion)");
+  }
+  if (!IsNumeric(a.dtype))
+    return Error(code, ops, "operands must be numeric, not string");
+  TPUSIM_ASSIGN_OR_RETURN(ValueType r, BroadcastTypes(code, ops, a, b));
+  if (code == OpCode::kCompare) r.dtype = DType::kU8;
+  return r;
+}
+
+absl::StatusOr<ValueType> InferSelect(absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kSelect;
+  const ValueType& p = *ops[0];
+  const ValueType& a = *ops[1];
+  const ValueType& b = *ops[2];
+  if (p.dtype != DType::kU8) {
+    return Error(code, ops,
+                 "the predicate must be u8 (0 = false, else true), as compare "
+                 "returns");
+  }
+  if (a.dtype != b.dtype)
+    return Error(code, ops, "on_true and on_false dtypes must be equal");
+  TPUSIM_ASSIGN_OR_RETURN(ValueType ab, BroadcastTypes(code, ops, a, b));
+  TPUSIM_ASSIGN_OR_RETURN(ValueType r, BroadcastTypes(code, ops, ab, p));
+  r.dtype = a.dtype;
+  return r;
 }
 
 absl::Status CheckDims(OpCode code, absl::Span<const ValueType* const> ops,
@@ -273,11 +312,11 @@ absl::StatusOr<int64_t> WindowedSize(OpCode code,
   return (size - k) / s + 1;
 }
 
-absl::StatusOr<ValueType> InferConv(const OpAttrs& attrs,
-                                    absl::Span<const ValueType* const> ops) {
-  const OpCode code = OpCode::kConv2D;
-  const ValueType& in = *ops[0];
-  const ValueType& f = *ops[1];
+// The conv2d shape rule for input `in` and filter `f`; errors name `code` and
+// `ops` (the gradients check their attrs.shape through it).
+absl::StatusOr<ValueType> ConvForward(OpCode code, const OpAttrs& attrs,
+                                      absl::Span<const ValueType* const> ops,
+                                      const ValueType& in, const ValueType& f) {
   if (in.rank() != 4) return Error(code, ops, "input must be rank 4 (NHWC)");
   if (f.rank() != 4) return Error(code, ops, "filter must be rank 4 (HWIO)");
   if (in.dtype != f.dtype)
@@ -306,6 +345,84 @@ absl::StatusOr<ValueType> InferConv(const OpAttrs& attrs,
                      f.shape.dim(i), attrs.window_strides[i], attrs.padding));
   }
   return Make(in.dtype, std::move(out), in.dynamic_dims);
+}
+
+absl::StatusOr<ValueType> InferConv(const OpAttrs& attrs,
+                                    absl::Span<const ValueType* const> ops) {
+  return ConvForward(OpCode::kConv2D, attrs, ops, *ops[0], *ops[1]);
+}
+
+// conv2d_backprop_input(dy, filter) and conv2d_backprop_filter(input, dy):
+// attrs.shape is the shape of the result (the forward input / filter), and the
+// forward shape rule applied to it must give dy's shape exactly.
+absl::StatusOr<ValueType> InferConvBackprop(
+    OpCode code, const OpAttrs& attrs, absl::Span<const ValueType* const> ops) {
+  const bool input_grad = code == OpCode::kConv2DBackpropInput;
+  const ValueType& dy = input_grad ? *ops[0] : *ops[1];
+  const ValueType& other = input_grad ? *ops[1] : *ops[0];
+  const std::vector<int64_t>& want = attrs.shape;
+  const char* field_meaning = input_grad ? "the input shape {N, H, W, Ci}"
+                                         : "the filter shape {Kh, Kw, Ci, Co}";
+  if (want.size() != 4) {
+    return Error(code, ops,
+                 absl::StrCat("shape=", Ints(want), " must be ", field_meaning,
+                              " (4 values)"));
+  }
+  for (int64_t d : want) {
+    if (d < 1) {
+      return Error(code, ops,
+                   absl::StrCat("shape=", Ints(want), " has a dimension ", d,
+                                "; every dimension must be >= 1"));
+    }
+  }
+  if (dy.rank() != 4) return Error(code, ops, "dy must be rank 4 (NHWC)");
+  ValueType result;
+  ValueType forward;
+  if (input_grad) {
+    // The batch comes from dy (it may be dynamic: at execution the true N).
+    std::vector<int64_t> dims = want;
+    dims[0] = dy.shape.dim(0);
+    result = Make(dy.dtype, std::move(dims), dy.dynamic_dims & 1u);
+    if (!dy.is_dynamic(0) && want[0] != dy.shape.dim(0)) {
+      return Error(code, ops,
+                   absl::StrCat("shape=", Ints(want), " batch ", want[0],
+                                " != dy batch ", dy.shape.dim(0)));
+    }
+    TPUSIM_ASSIGN_OR_RETURN(forward,
+                            ConvForward(code, attrs, ops, result, other));
+  } else {
+    result = Make(dy.dtype, want, 0);
+    TPUSIM_ASSIGN_OR_RETURN(forward,
+                            ConvForward(code, attrs, ops, other, result));
+  }
+  if (forward.dtype != dy.dtype || forward.shape != dy.shape ||
+      forward.dynamic_dims != dy.dynamic_dims) {
+    return Error(
+        code, ops,
+        absl::StrCat("conv2d with shape=", Ints(want), " gives ",
+                     forward.ToString(), ", not dy's ", dy.ToString()));
+  }
+  return result;
+}
+
+// max_pool2d_grad(input, dy): dy must be max_pool2d(input)'s type.
+absl::StatusOr<ValueType> InferMaxPool(const OpAttrs& attrs,
+                                       absl::Span<const ValueType* const> ops);
+absl::StatusOr<ValueType> InferMaxPoolGrad(
+    const OpAttrs& attrs, absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kMaxPool2DGrad;
+  absl::StatusOr<ValueType> forward = InferMaxPool(attrs, ops.subspan(0, 1));
+  if (!forward.ok()) {
+    return Error(code, ops,
+                 absl::StrCat("the forward max_pool2d is invalid: ",
+                              forward.status().message()));
+  }
+  if (*forward != *ops[1]) {
+    return Error(code, ops,
+                 absl::StrCat("dy must be the forward result type ",
+                              forward->ToString()));
+  }
+  return *ops[0];
 }
 
 absl::StatusOr<ValueType> InferMaxPool(const OpAttrs& attrs,
@@ -602,6 +719,34 @@ absl::StatusOr<ValueType> InferGather(const OpAttrs& attrs,
   return Make(p.dtype, std::move(dims), dynamic);
 }
 
+// scatter_add(operand, indices, updates): updates must have gather(operand,
+// indices)'s type; the result is the operand's type.
+absl::StatusOr<ValueType> InferScatterAdd(
+    const OpAttrs& attrs, absl::Span<const ValueType* const> ops) {
+  const OpCode code = OpCode::kScatterAdd;
+  const ValueType& operand = *ops[0];
+  const ValueType& updates = *ops[2];
+  if (!IsNumeric(operand.dtype))
+    return Error(code, ops, "operand must be numeric");
+  if (operand.dtype != updates.dtype)
+    return Error(code, ops, "operand and updates dtypes must be equal");
+  if (operand.any_dynamic())
+    return Error(code, ops, "operand must not have dynamic dimensions");
+  absl::StatusOr<ValueType> gathered = InferGather(attrs, ops.subspan(0, 2));
+  if (!gathered.ok()) {
+    return Error(code, ops,
+                 absl::StrCat("operand and indices do not gather: ",
+                              gathered.status().message()));
+  }
+  if (*gathered != updates) {
+    return Error(
+        code, ops,
+        absl::StrCat("updates must have type ", gathered->ToString(),
+                     " (operand[:axis] + indices + operand[axis+1:])"));
+  }
+  return operand;
+}
+
 absl::StatusOr<ValueType> InferOneHot(const OpAttrs& attrs,
                                       absl::Span<const ValueType* const> ops) {
   const ValueType& idx = *ops[0];
@@ -660,6 +805,25 @@ absl::StatusOr<ValueType> InferCollective(
   TPUSIM_ASSIGN_OR_RETURN(
       int axis, NormalizeAxis(code, ops, attrs.axis, x.rank(), "axis"));
   std::vector<int64_t> dims = x.shape.dims();
+  if (code == OpCode::kAllToAll) {
+    TPUSIM_ASSIGN_OR_RETURN(
+        int concat,
+        NormalizeAxis(code, ops, attrs.concat_axis, x.rank(), "concat_axis"));
+    if (x.is_dynamic(axis) || x.is_dynamic(concat)) {
+      return Error(code, ops,
+                   absl::StrCat("the split axis ", axis, " and concat axis ",
+                                concat, " must not be dynamic"));
+    }
+    if (dims[axis] % group_size != 0) {
+      return Error(
+          code, ops,
+          absl::StrCat("split dimension ", axis, " (", dims[axis],
+                       ") must be divisible by the group size ", group_size));
+    }
+    dims[axis] /= group_size;
+    dims[concat] *= group_size;
+    return Make(x.dtype, std::move(dims), x.dynamic_dims);
+  }
   if (code == OpCode::kAllGather) {
     dims[axis] *= group_size;
     return Make(x.dtype, std::move(dims), x.dynamic_dims);
@@ -725,6 +889,20 @@ bool IsCollective(OpCode c) { return c >= OpCode::kAllReduce; }
 bool IsTranscendental(OpCode c) {
   return c == OpCode::kExp || c == OpCode::kLog || c == OpCode::kTanh ||
          c == OpCode::kSigmoid || c == OpCode::kRsqrt || c == OpCode::kSqrt;
+}
+
+absl::string_view ComparisonName(Comparison c) {
+  const int i = static_cast<int>(c);
+  if (i < 0 || i >= static_cast<int>(kComparisonNames.size())) return "?";
+  return kComparisonNames[i];
+}
+
+absl::StatusOr<Comparison> ComparisonFromName(absl::string_view name) {
+  for (size_t i = 0; i < kComparisonNames.size(); ++i) {
+    if (name == kComparisonNames[i]) return static_cast<Comparison>(i);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "comparison \"", name, "\" is unknown; allowed eq, ne, lt, le, gt, ge"));
 }
 
 absl::string_view ShortDTypeName(DType dtype) {
@@ -889,6 +1067,22 @@ absl::StatusOr<ValueType> InferOpTypeImpl(
     case OpCode::kMaxPool2D:
       TPUSIM_RETURN_IF_ERROR(arity(1));
       return InferMaxPool(attrs, operands);
+    case OpCode::kConv2DBackpropInput:
+    case OpCode::kConv2DBackpropFilter:
+      TPUSIM_RETURN_IF_ERROR(arity(2));
+      return InferConvBackprop(code, attrs, operands);
+    case OpCode::kMaxPool2DGrad:
+      TPUSIM_RETURN_IF_ERROR(arity(2));
+      return InferMaxPoolGrad(attrs, operands);
+    case OpCode::kCompare:
+      TPUSIM_RETURN_IF_ERROR(arity(2));
+      return InferBinary(code, operands);
+    case OpCode::kSelect:
+      TPUSIM_RETURN_IF_ERROR(arity(3));
+      return InferSelect(operands);
+    case OpCode::kScatterAdd:
+      TPUSIM_RETURN_IF_ERROR(arity(3));
+      return InferScatterAdd(attrs, operands);
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
     case OpCode::kReduceMax:
@@ -927,6 +1121,7 @@ absl::StatusOr<ValueType> InferOpTypeImpl(
     case OpCode::kAllGather:
     case OpCode::kReduceScatter:
     case OpCode::kCollectivePermute:
+    case OpCode::kAllToAll:
       TPUSIM_RETURN_IF_ERROR(arity(1));
       return InferCollective(code, attrs, operands, context);
   }
@@ -1030,6 +1225,31 @@ OpCost ComputeOpCost(OpCode code, const OpAttrs& attrs,
     case OpCode::kMaxPool2D:
       cost.flops =
           arith.Mul(arith.Mul(out_elems, attrs.window[0]), attrs.window[1]);
+      return cost;
+    case OpCode::kConv2DBackpropInput: {
+      // One convolution of the forward size: 2 * |dy| * Kh * Kw * Ci.
+      const ValueType& dy = *operands[0];
+      const ValueType& f = *operands[1];
+      cost.flops = 2 * dy.shape.num_elements() * f.shape.dim(0) *
+                   f.shape.dim(1) * f.shape.dim(2);
+      return cost;
+    }
+    case OpCode::kConv2DBackpropFilter: {
+      const ValueType& dy = *operands[1];
+      cost.flops = 2 * dy.shape.num_elements() * result.shape.dim(0) *
+                   result.shape.dim(1) * result.shape.dim(2);
+      return cost;
+    }
+    case OpCode::kMaxPool2DGrad:
+      cost.flops = operands[1]->shape.num_elements() *
+                   (attrs.window[0] * attrs.window[1] + 1);
+      return cost;
+    case OpCode::kCompare:
+    case OpCode::kSelect:
+      cost.flops = out_elems;
+      return cost;
+    case OpCode::kScatterAdd:
+      cost.flops = operands[2]->shape.num_elements();
       return cost;
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:

@@ -33,7 +33,11 @@
 //    tanh, sigmoid, rsqrt, sqrt additionally count 1 transcendental per
 //    element. reduce: 1 flop per operand element. softmax: 4 flops + 1
 //    transcendental per element. dot: 2*M*N*K per batch. conv2d:
-//    2*N*Ho*Wo*Co*Kh*Kw*Ci. max_pool2d: Kh*Kw per result element. all_reduce /
+//    2*N*Ho*Wo*Co*Kh*Kw*Ci, and the same count for both conv2d gradients
+//    (each is one convolution of the same size). max_pool2d: Kh*Kw per result
+//    element; max_pool2d_grad: Kh*Kw per dy element (the window scan) plus 1
+//    per dy element (the add). compare, select: 1 per result element.
+//    scatter_add: 1 per update element. all_to_all: 0 flops. all_reduce /
 //    reduce_scatter: (group-1) flops per operand element (the reduction
 //    arithmetic). Bytes read = sum of operand byte sizes, bytes written =
 //    result byte size, except: parameter, constant, replica_id and reshape (a
@@ -88,6 +92,20 @@ enum class OpCode : uint8_t {
             // attrs.padding, attrs.precision
   kMaxPool2D,  // NHWC input, attrs.window {h, w}, attrs.window_strides,
                // attrs.padding (padded positions never win)
+  // Gradients of conv2d / max_pool2d (same window attributes as the forward
+  // op they differentiate).
+  kConv2DBackpropInput,   // (dy NHWC, filter HWIO), attrs.shape = the input
+                          // shape {N, H, W, Ci}; result = d loss / d input
+  kConv2DBackpropFilter,  // (input NHWC, dy NHWC), attrs.shape = the filter
+                          // shape {Kh, Kw, Ci, Co}; result = d loss / d filter
+  // (input, dy): routes each dy element to the first (row-major) maximum of
+  // its window; result = input type.
+  kMaxPool2DGrad,
+  // Predicates and selection (u8 0/1 is the predicate type).
+  kCompare,     // (a, b) broadcasting, attrs.comparison -> u8
+  kSelect,      // (pred u8, on_true, on_false), broadcasting all three
+  kScatterAdd,  // (operand, indices, updates), attrs.axis: the transpose of
+                // gather; updates = operand[:axis] + indices + operand[axis+1:]
   // Reductions.
   kReduceSum,
   kReduceMean,
@@ -108,9 +126,10 @@ enum class OpCode : uint8_t {
   kAllGather,          // attrs.axis
   kReduceScatter,      // attrs.reduce, attrs.axis
   kCollectivePermute,  // attrs.source_target_pairs
+  kAllToAll,  // attrs.axis (split), attrs.concat_axis: member i's piece j goes
+              // to member j, which concatenates the pieces in group order
 };
-inline constexpr int kNumOpCodes =
-    static_cast<int>(OpCode::kCollectivePermute) + 1;
+inline constexpr int kNumOpCodes = static_cast<int>(OpCode::kAllToAll) + 1;
 
 // Stable lowercase names used in text and proto form: "parameter", "add",
 // "dot", "conv2d", "reduce_sum", "all_reduce", ...
@@ -159,6 +178,11 @@ absl::string_view ShortDTypeName(DType dtype);
 
 enum class Padding : uint8_t { kValid, kSame };
 enum class CollectiveReduce : uint8_t { kSum, kMean };
+// compare's direction; text and proto names "eq" "ne" "lt" "le" "gt" "ge".
+enum class Comparison : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
+absl::string_view ComparisonName(Comparison c);
+// InvalidArgument naming the unknown direction.
+absl::StatusOr<Comparison> ComparisonFromName(absl::string_view name);
 
 // XLA's PrecisionConfig of a dot or conv2d: how many bf16 MXU passes an f32
 // operand gets on a TPU (DEFAULT one, HIGH three, HIGHEST six; the timing in
@@ -192,15 +216,18 @@ struct OpAttrs {
   ValueType declared_type;           // parameter, variable_read
   Tensor literal;                    // constant
   DType dtype = DType::kF32;         // cast, one_hot
-  std::vector<int64_t> shape;        // reshape, broadcast
+  std::vector<int64_t> shape;        // reshape, broadcast, conv2d_backprop_*
   std::vector<int64_t> permutation;  // transpose
   std::vector<int64_t> axes;         // reduce_*
   bool keepdims = false;             // reduce_*
-  int64_t axis = 0;              // concat, gather, all_gather, reduce_scatter
-  std::vector<int64_t> start;    // slice
-  std::vector<int64_t> limit;    // slice
-  std::vector<int64_t> strides;  // slice (empty = all 1)
-  DotDims dot;                   // dot
+  int64_t axis = 0;                  // concat, gather, scatter_add, all_gather,
+                                     // reduce_scatter, all_to_all (split axis)
+  int64_t concat_axis = 0;           // all_to_all
+  Comparison comparison = Comparison::kEq;       // compare
+  std::vector<int64_t> start;                    // slice
+  std::vector<int64_t> limit;                    // slice
+  std::vector<int64_t> strides;                  // slice (empty = all 1)
+  DotDims dot;                                   // dot
   std::vector<int64_t> window_strides = {1, 1};  // conv2d, max_pool2d {h, w}
   Padding padding = Padding::kValid;             // conv2d, max_pool2d
   Precision precision = Precision::kDefault;     // dot, conv2d

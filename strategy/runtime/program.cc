@@ -151,11 +151,33 @@ std::vector<std::string> AttrStrings(const Op& op, const Program& program) {
       out.push_back("window_strides=" + Ints(a.window_strides));
       out.push_back(absl::StrCat("padding=", PaddingName(a.padding)));
       break;
+    case OpCode::kMaxPool2DGrad:
+      out.push_back("window=" + Ints(a.window));
+      out.push_back("window_strides=" + Ints(a.window_strides));
+      out.push_back(absl::StrCat("padding=", PaddingName(a.padding)));
+      break;
     case OpCode::kConv2D:
       out.push_back("window_strides=" + Ints(a.window_strides));
       out.push_back(absl::StrCat("padding=", PaddingName(a.padding)));
       if (a.precision != Precision::kDefault)
         out.push_back(absl::StrCat("precision=", PrecisionName(a.precision)));
+      break;
+    case OpCode::kConv2DBackpropInput:
+    case OpCode::kConv2DBackpropFilter:
+      out.push_back("shape=" + Ints(a.shape));
+      out.push_back("window_strides=" + Ints(a.window_strides));
+      out.push_back(absl::StrCat("padding=", PaddingName(a.padding)));
+      break;
+    case OpCode::kCompare:
+      out.push_back(absl::StrCat("comparison=", ComparisonName(a.comparison)));
+      break;
+    case OpCode::kScatterAdd:
+      out.push_back(absl::StrCat("axis=", a.axis));
+      break;
+    case OpCode::kAllToAll:
+      out.push_back(absl::StrCat("axis=", a.axis));
+      out.push_back(absl::StrCat("concat_axis=", a.concat_axis));
+      groups();
       break;
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
@@ -316,6 +338,9 @@ void Program::ToProto(proto::ProgramProto* out) const {
     p->set_on_value(a.on_value);
     p->set_off_value(a.off_value);
     p->set_reduce(std::string(ReduceName(a.reduce)));
+    p->set_concat_axis(a.concat_axis);
+    if (op.code == OpCode::kCompare)
+      p->set_comparison(std::string(ComparisonName(a.comparison)));
     for (const auto& g : a.replica_groups) {
       proto::ReplicaGroupProto* gp = p->add_replica_groups();
       for (int64_t r : g) gp->add_replicas(r);
@@ -421,6 +446,12 @@ absl::StatusOr<Program> Program::FromProto(const proto::ProgramProto& proto) {
     } else {
       return where(absl::InvalidArgumentError(
           absl::StrCat("reduce \"", p.reduce(), "\" is not sum or mean")));
+    }
+    a.concat_axis = p.concat_axis();
+    if (!p.comparison().empty()) {
+      absl::StatusOr<Comparison> c = ComparisonFromName(p.comparison());
+      if (!c.ok()) return where(c.status());
+      a.comparison = *c;
     }
     for (const proto::ReplicaGroupProto& g : p.replica_groups()) {
       a.replica_groups.emplace_back(g.replicas().begin(), g.replicas().end());
@@ -808,6 +839,65 @@ absl::StatusOr<Value> ProgramBuilder::ReduceScatter(
   a.axis = axis;
   a.replica_groups = std::move(groups);
   return AddOp(OpCode::kReduceScatter, {x}, std::move(a));
+}
+
+absl::StatusOr<Value> ProgramBuilder::AllToAll(
+    Value x, int64_t split_axis, int64_t concat_axis,
+    std::vector<std::vector<int64_t>> replica_groups) {
+  OpAttrs a;
+  a.axis = split_axis;
+  a.concat_axis = concat_axis;
+  a.replica_groups = std::move(replica_groups);
+  return AddOp(OpCode::kAllToAll, {x}, std::move(a));
+}
+
+absl::StatusOr<Value> ProgramBuilder::Conv2DBackpropInput(
+    Value dy, Value filter, std::vector<int64_t> input_shape,
+    std::vector<int64_t> strides, Padding padding) {
+  OpAttrs a;
+  a.shape = std::move(input_shape);
+  a.window_strides = std::move(strides);
+  a.padding = padding;
+  return AddOp(OpCode::kConv2DBackpropInput, {dy, filter}, std::move(a));
+}
+
+absl::StatusOr<Value> ProgramBuilder::Conv2DBackpropFilter(
+    Value input, Value dy, std::vector<int64_t> filter_shape,
+    std::vector<int64_t> strides, Padding padding) {
+  OpAttrs a;
+  a.shape = std::move(filter_shape);
+  a.window_strides = std::move(strides);
+  a.padding = padding;
+  return AddOp(OpCode::kConv2DBackpropFilter, {input, dy}, std::move(a));
+}
+
+absl::StatusOr<Value> ProgramBuilder::MaxPool2DGrad(
+    Value input, Value dy, std::vector<int64_t> window,
+    std::vector<int64_t> strides, Padding padding) {
+  OpAttrs a;
+  a.window = std::move(window);
+  a.window_strides = std::move(strides);
+  a.padding = padding;
+  return AddOp(OpCode::kMaxPool2DGrad, {input, dy}, std::move(a));
+}
+
+absl::StatusOr<Value> ProgramBuilder::Compare(Value x, Value y,
+                                              Comparison comparison) {
+  OpAttrs a;
+  a.comparison = comparison;
+  return AddOp(OpCode::kCompare, {x, y}, std::move(a));
+}
+
+absl::StatusOr<Value> ProgramBuilder::Select(Value pred, Value on_true,
+                                             Value on_false) {
+  return AddOp(OpCode::kSelect, {pred, on_true, on_false}, OpAttrs{});
+}
+
+absl::StatusOr<Value> ProgramBuilder::ScatterAdd(Value operand, Value indices,
+                                                 Value updates, int64_t axis) {
+  OpAttrs a;
+  a.axis = axis;
+  return AddOp(OpCode::kScatterAdd, {operand, indices, updates}, std::move(a));
 }
 
 absl::StatusOr<Value> ProgramBuilder::CollectivePermute(

@@ -237,6 +237,33 @@ class ProgramBuilder {
   absl::StatusOr<Value> MaxPool2D(Value input, std::vector<int64_t> window,
                                   std::vector<int64_t> strides,
                                   Padding padding);
+  // Gradients of Conv2D (tf.nn.conv2d_backprop_input / _filter): the input
+  // gradient of shape `input_shape` from dy and the filter; the filter gradient
+  // of shape `filter_shape` from the input and dy. Strides and padding are the
+  // forward op's.
+  absl::StatusOr<Value> Conv2DBackpropInput(Value dy, Value filter,
+                                            std::vector<int64_t> input_shape,
+                                            std::vector<int64_t> strides,
+                                            Padding padding);
+  absl::StatusOr<Value> Conv2DBackpropFilter(Value input, Value dy,
+                                             std::vector<int64_t> filter_shape,
+                                             std::vector<int64_t> strides,
+                                             Padding padding);
+  // Gradient of MaxPool2D(input, window, strides, padding) given dy.
+  absl::StatusOr<Value> MaxPool2DGrad(Value input, Value dy,
+                                      std::vector<int64_t> window,
+                                      std::vector<int64_t> strides,
+                                      Padding padding);
+
+  // ---- predicates ----
+  // u8 0/1, numpy broadcasting; operand dtypes must be equal.
+  absl::StatusOr<Value> Compare(Value a, Value b, Comparison comparison);
+  // pred (u8) ? on_true : on_false, elementwise with broadcasting.
+  absl::StatusOr<Value> Select(Value pred, Value on_true, Value on_false);
+  // operand with updates added at `indices` along `axis` (gather's
+  // transpose; repeated indices add).
+  absl::StatusOr<Value> ScatterAdd(Value operand, Value indices, Value updates,
+                                   int64_t axis = 0);
 
   // ---- reductions ----
   // Negative axes count from the end; duplicates are InvalidArgument.
@@ -271,6 +298,11 @@ class ProgramBuilder {
       std::vector<std::vector<int64_t>> replica_groups = {});
   absl::StatusOr<Value> ReduceScatter(
       Value x, CollectiveReduce reduce, int64_t axis,
+      std::vector<std::vector<int64_t>> replica_groups = {});
+  // Splits x along `split_axis` into group-size pieces; member j receives
+  // piece j of every member, concatenated in group order along `concat_axis`.
+  absl::StatusOr<Value> AllToAll(
+      Value x, int64_t split_axis, int64_t concat_axis,
       std::vector<std::vector<int64_t>> replica_groups = {});
   absl::StatusOr<Value> CollectivePermute(
       Value x, std::vector<std::pair<int64_t, int64_t>> source_target_pairs);

@@ -6,3 +6,5 @@ tpusim_cc_test(NAME host_backend_test SRCS host_backend_test.cc
                DEPS tpusim::strategy::runtime::host_backend)
 tpusim_cc_benchmark(NAME host_backend_benchmark SRCS host_backend_benchmark.cc
                     DEPS tpusim::strategy::runtime::host_backend)
+tpusim_cc_test(NAME grad_ops_test SRCS grad_ops_test.cc
+               DEPS tpusim::strategy::runtime::kernels tpusim::strategy::runtime::program)
