@@ -65,6 +65,9 @@ std::string FormatListingText(const scenarios::InputListing& listing);
 // The three parts of the text listing, for printing it step by step: the
 // header lines, one step's lines, and the end line with the warnings.
 std::string FormatListingHeaderText(const scenarios::InputListing& listing);
+// The `explain worker i` blocks of --explain (part of the header text; "" when
+// the listing has no explanations).
+std::string FormatExplainText(const scenarios::InputListing& listing);
 std::string FormatStepText(const scenarios::InputStep& step);
 std::string FormatListingEndText(const scenarios::InputListing& listing);
 
