@@ -316,10 +316,19 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
             b >= 0 ? absl::StrCat(") = ", (b + n - 1) / n) : std::string(")"));
         break;
       case RebatchKind::kFallback:
+      {
+        const auto leaves = dataset.element_spec().Flatten();
+        const int64_t l = leaves.empty() || leaves[0]->shape.rank() == 0
+                              ? -1
+                              : leaves[0]->shape.dim(0);
+        const std::string ls = l >= 0 ? absl::StrCat(l) : std::string("L");
         detail = absl::StrCat(
-            "fallback: no batch op found; each element is reshaped to (", n,
-            ", L/", n, ", ...) and unbatched (L = dimension 0 ",
-            ElementSpecToString(dataset.element_spec()), ")");
+            "fallback: no batch op found; each element (",
+            ElementSpecToString(dataset.element_spec()),
+            ", dimension 0 = ", ls, ") is reshaped to (", n, ", ", ls, "/", n,
+            l >= 0 ? absl::StrCat(" = ", l / n) : std::string(),
+            ", ...) and unbatched into ", n, " pieces");
+      }
         break;
     }
     for (int i = 0; i < w; ++i) {
@@ -420,8 +429,26 @@ absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunctionWithContexts(
   const bool optional =
       options.enable_get_next_as_optional && !IsStaticallyShaped(spec);
   std::vector<AutoShardPolicy> applied(datasets.size(), AutoShardPolicy::kOff);
-  return DistributedDataset(workers, std::move(datasets), std::move(applied),
-                            std::move(spec), optional, std::nullopt, {});
+  std::vector<WorkerExplanation> explain;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    WorkerExplanation e;
+    e.worker = static_cast<int>(i);
+    e.before = e.after = datasets[i].node()->DebugString();
+    e.requested_policy = std::string(
+        AutoShardPolicyName(datasets[i].options().auto_shard_policy));
+    e.applied_policy = "OFF";
+    e.shard_reason =
+        "datasets from a function: each worker's dataset is used as it is "
+        "(no auto-shard; the function shards with its InputContext)";
+    e.rebatch = "none";
+    e.rebatch_detail =
+        "datasets from a function hold per-replica batches: no rebatch";
+    explain.push_back(std::move(e));
+  }
+  DistributedDataset out(workers, std::move(datasets), std::move(applied),
+                         std::move(spec), optional, std::nullopt, {});
+  out.set_explanations(std::move(explain));
+  return out;
 }
 
 absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunction(
