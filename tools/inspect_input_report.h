@@ -36,6 +36,10 @@
 //   '/' for nested dicts ("features/x"). values are flattened row-major; an
 //   empty batch has shape [0, ...] and values []; a tensor without data
 //   (abstract) has "values": null.
+// * explain (only with RunInputOptions::explain): {"workers": [{"after":
+//   [graph lines], "before": [graph lines], "rebatch": {"case", "detail"},
+//   "shard": {"applied", "reason", "requested"}, "worker": i}, ...]}, one
+//   worker per line (data::WorkerExplanation).
 
 #ifndef TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_
 #define TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_
