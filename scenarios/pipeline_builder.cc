@@ -663,14 +663,13 @@ constexpr char kManifest[] = "MANIFEST";
 
 // The manifest's first lines: the format and the definition.
 std::string ManifestHeader(const FileSet& set) {
-  return absl::StrCat("tpusim-fileset-v1\nname=", set.name(),
-                      "\nnum_files=", set.num_files(),
-                      "\nrecords_per_file=", set.records_per_file(),
-                      "\nfloat_feature=", set.float_feature() ? 1 : 0, "\n",
-                      set.compression_type().empty()
-                          ? ""
-                          : absl::StrCat("compression_type=",
-                                         set.compression_type(), "\n"));
+  return absl::StrCat(
+      "tpusim-fileset-v1\nname=", set.name(), "\nnum_files=", set.num_files(),
+      "\nrecords_per_file=", set.records_per_file(),
+      "\nfloat_feature=", set.float_feature() ? 1 : 0, "\n",
+      set.compression_type().empty()
+          ? ""
+          : absl::StrCat("compression_type=", set.compression_type(), "\n"));
 }
 
 std::string FileName(const FileSet& set, int f) {
@@ -744,8 +743,8 @@ int64_t FileSetMaxBytes(const FileSet& set) {
   // A compressed file is at most zlib's bound (compressBound: n + n/4096 +
   // n/16384 + n/2^25 + 13) plus the GZIP header and trailer (18 bytes).
   if (!set.compression_type().empty()) {
-    per_file += per_file / 4096 + per_file / 16384 + per_file / (1 << 25) +
-                13 + 18;
+    per_file +=
+        per_file / 4096 + per_file / 16384 + per_file / (1 << 25) + 13 + 18;
   }
   return int64_t{set.num_files()} * per_file;
 }

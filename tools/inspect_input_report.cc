@@ -147,7 +147,8 @@ Json ListingToJson(const scenarios::InputListing& l) {
   if (!l.explain.empty()) {
     auto lines = [](const std::string& graph) {
       std::vector<Json> out;
-      for (absl::string_view line : absl::StrSplit(graph, '\n', absl::SkipEmpty()))
+      for (absl::string_view line :
+           absl::StrSplit(graph, '\n', absl::SkipEmpty()))
         out.push_back(Json::String(std::string(line)));
       return Json::Array(std::move(out));
     };
@@ -156,16 +157,18 @@ Json ListingToJson(const scenarios::InputListing& l) {
       workers.push_back(Json::Object({
           {"after", lines(e.after)},
           {"before", lines(e.before)},
-          {"rebatch", Json::Object({{"case", Json::String(e.rebatch)},
-                                    {"detail", Json::String(e.rebatch_detail)}})},
-          {"shard", Json::Object({{"applied", Json::String(e.applied_policy)},
-                                  {"reason", Json::String(e.shard_reason)},
-                                  {"requested",
-                                   Json::String(e.requested_policy)}})},
+          {"rebatch",
+           Json::Object({{"case", Json::String(e.rebatch)},
+                         {"detail", Json::String(e.rebatch_detail)}})},
+          {"shard",
+           Json::Object({{"applied", Json::String(e.applied_policy)},
+                         {"reason", Json::String(e.shard_reason)},
+                         {"requested", Json::String(e.requested_policy)}})},
           {"worker", Json::Int(e.worker)},
       }));
     }
-    doc["explain"] = Json::Object({{"workers", Json::Array(std::move(workers))}});
+    doc["explain"] =
+        Json::Object({{"workers", Json::Array(std::move(workers))}});
   }
   return Json::Object(std::move(doc));
 }

@@ -198,8 +198,7 @@ void FindFileShards(const NodePtr& root, std::vector<int64_t>* files,
 
 std::string ShardReason(AutoShardPolicy requested, const AutoShardResult& r,
                         int workers, int index) {
-  if (workers == 1)
-    return "one input worker: the pipeline is not sharded";
+  if (workers == 1) return "one input worker: the pipeline is not sharded";
   if (requested == AutoShardPolicy::kOff)
     return "policy OFF: every worker reads the whole pipeline";
   std::string why;
@@ -230,20 +229,20 @@ std::string ShardReason(AutoShardPolicy requested, const AutoShardResult& r,
       }
       std::vector<int64_t> mine;
       for (int64_t k = at; k < f; k += shards) mine.push_back(k);
-      lists.push_back(mine.empty() ? absl::StrCat("no file of ", f,
-                                                  " (the shard fails at run "
-                                                  "time: require_non_empty)")
-                                   : absl::StrCat("files ",
-                                                  absl::StrJoin(mine, ", "),
-                                                  " of ", f));
+      lists.push_back(
+          mine.empty()
+              ? absl::StrCat("no file of ", f,
+                             " (the shard fails at run "
+                             "time: require_non_empty)")
+              : absl::StrCat("files ", absl::StrJoin(mine, ", "), " of ", f));
     }
-    absl::StrAppend(&why, "FILE: found ", files.size(),
-                    files.size() == 1 ? " reader" : " readers", " over ",
-                    known ? absl::StrCat(total)
-                          : std::string("an unknown number of"),
-                    " files; worker ", at, " of ", shards, " reads ",
-                    absl::StrJoin(lists, "; "), " (shard(", shards, ", ", at,
-                    ", require_non_empty) on the file names)");
+    absl::StrAppend(
+        &why, "FILE: found ", files.size(),
+        files.size() == 1 ? " reader" : " readers", " over ",
+        known ? absl::StrCat(total) : std::string("an unknown number of"),
+        " files; worker ", at, " of ", shards, " reads ",
+        absl::StrJoin(lists, "; "), " (shard(", shards, ", ", at,
+        ", require_non_empty) on the file names)");
   } else if (r.applied == AutoShardPolicy::kData) {
     absl::StrAppend(&why, "DATA: shard(", workers, ", ", index,
                     ") appended after the rebatch: worker ", index,
@@ -312,11 +311,11 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
         detail = absl::StrCat(
             "Case 2: global batch ", bs, " over ", n,
             " replicas does not divide: a flat_map after the batch op splits "
-            "each batch into pieces of ceil(", bs, "/", n,
+            "each batch into pieces of ceil(",
+            bs, "/", n,
             b >= 0 ? absl::StrCat(") = ", (b + n - 1) / n) : std::string(")"));
         break;
-      case RebatchKind::kFallback:
-      {
+      case RebatchKind::kFallback: {
         const auto leaves = dataset.element_spec().Flatten();
         const int64_t l = leaves.empty() || leaves[0]->shape.rank() == 0
                               ? -1
@@ -324,12 +323,11 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
         const std::string ls = l >= 0 ? absl::StrCat(l) : std::string("L");
         detail = absl::StrCat(
             "fallback: no batch op found; each element (",
-            ElementSpecToString(dataset.element_spec()),
-            ", dimension 0 = ", ls, ") is reshaped to (", n, ", ", ls, "/", n,
+            ElementSpecToString(dataset.element_spec()), ", dimension 0 = ", ls,
+            ") is reshaped to (", n, ", ", ls, "/", n,
             l >= 0 ? absl::StrCat(" = ", l / n) : std::string(),
             ", ...) and unbatched into ", n, " pieces");
-      }
-        break;
+      } break;
     }
     for (int i = 0; i < w; ++i) {
       TPUSIM_ASSIGN_OR_RETURN(AutoShardResult sharded,
@@ -368,16 +366,16 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
           const std::vector<int64_t> sizes =
               BatchSizesForWorker(global_batch, w, r, i);
           rebatch = "batch_sizes";
-          detail = absl::StrCat(
-              "2.4: global batch ", global_batch, ", ", w, " workers x ", r,
-              " replicas: RebatchDatasetV2(batch_sizes=[",
-              absl::StrJoin(sizes, ", "), "]) on worker ", i);
+          detail = absl::StrCat("2.4: global batch ", global_batch, ", ", w,
+                                " workers x ", r,
+                                " replicas: RebatchDatasetV2(batch_sizes=[",
+                                absl::StrJoin(sizes, ", "), "]) on worker ", i);
         } else {
           rebatch = "legacy_split";
           detail = absl::StrCat(
               "2.4: the global batch size is not known statically: the legacy "
-              "RebatchDataset(num_replicas=", n,
-              ") splits every batch into ", n, " pieces");
+              "RebatchDataset(num_replicas=",
+              n, ") splits every batch into ", n, " pieces");
         }
         if (global_batch > 0) {
           TPUSIM_ASSIGN_OR_RETURN(
@@ -406,7 +404,6 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
   out.set_explanations(std::move(explain));
   return out;
 }
-
 
 absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunctionWithContexts(
     const DatasetFunction& dataset_fn, const InputWorkers& workers,

@@ -259,7 +259,8 @@ absl::StatusOr<NodePtr> TFRecordReaderNode::Make(TensorRef filenames,
                                                  std::string compression_type) {
   TPUSIM_RETURN_IF_ERROR(CheckFilenamesSpec(kOp, filenames));
   TPUSIM_RETURN_IF_ERROR(
-      ParseCompressionType(compression_type, "TFRecordDataset: compression_type")
+      ParseCompressionType(compression_type,
+                           "TFRecordDataset: compression_type")
           .status());
   return NodePtr(std::make_shared<TFRecordReaderNode>(
       std::move(filenames), std::move(compression_type)));

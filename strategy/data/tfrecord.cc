@@ -2,15 +2,15 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
-#include "strategy/data/crc32c.h"
 #include "common/status_macros.h"
-#include <algorithm>
+#include "strategy/data/crc32c.h"
 
 namespace tpusim::data {
 namespace {
@@ -114,9 +114,8 @@ absl::Status TFRecordWriter::Close() {
     packed_.clear();
     deflater_->Finish(&packed_);
     deflater_.reset();
-    if (!packed_.empty() &&
-        std::fwrite(packed_.data(), 1, packed_.size(), file_) !=
-            packed_.size()) {
+    if (!packed_.empty() && std::fwrite(packed_.data(), 1, packed_.size(),
+                                        file_) != packed_.size()) {
       const int err = errno;
       std::fclose(file_);
       file_ = nullptr;
@@ -241,8 +240,7 @@ TFRecordFileReader::ReadNextCompressed() {
   const int64_t start = offset_;
   const std::string name =
       absl::StrCat("TFRecord file \"", path_, "\" (compression_type \"",
-                   CompressionName(compression_),
-                   "\")");
+                   CompressionName(compression_), "\")");
   auto where = [&](int64_t at) {
     return absl::StrCat("byte offset ", at,
                         " of the decompressed stream (compressed byte offset ",
@@ -252,20 +250,20 @@ TFRecordFileReader::ReadNextCompressed() {
   TPUSIM_ASSIGN_OR_RETURN(size_t got, inflate_->Read(header, sizeof(header)));
   if (got == 0) return std::optional<std::string>();
   if (got != sizeof(header)) {
-    return absl::DataLossError(absl::StrCat(name, ": truncated record at ",
-                                            where(start)));
+    return absl::DataLossError(
+        absl::StrCat(name, ": truncated record at ", where(start)));
   }
   if (UnmaskCrc32c(GetU32(header + 8)) != Crc32c(header, 8)) {
-    return absl::DataLossError(
-        absl::StrCat(name, ": corrupted record at ", where(start),
-                     " (length checksum mismatch)"));
+    return absl::DataLossError(absl::StrCat(name, ": corrupted record at ",
+                                            where(start),
+                                            " (length checksum mismatch)"));
   }
   const uint64_t length = GetU64(header);
   if (length > static_cast<uint64_t>(max_record_bytes_)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        name, ": the record at ", where(start), " has ", length,
-        " bytes, more than the memory budget of ", max_record_bytes_,
-        " bytes"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(name, ": the record at ", where(start), " has ", length,
+                     " bytes, more than the memory budget of ",
+                     max_record_bytes_, " bytes"));
   }
   // The decompressed size is not known ahead: grow the record as its bytes
   // arrive, so that a huge length never allocates more than the stream holds.
@@ -278,20 +276,20 @@ TFRecordFileReader::ReadNextCompressed() {
     data.resize(had + step);
     TPUSIM_ASSIGN_OR_RETURN(size_t n, inflate_->Read(&data[had], step));
     if (n != step) {
-      return absl::DataLossError(absl::StrCat(name, ": truncated record at ",
-                                              where(start)));
+      return absl::DataLossError(
+          absl::StrCat(name, ": truncated record at ", where(start)));
     }
   }
   char footer[4];
   TPUSIM_ASSIGN_OR_RETURN(got, inflate_->Read(footer, 4));
   if (got != 4) {
-    return absl::DataLossError(absl::StrCat(name, ": truncated record at ",
-                                            where(start)));
+    return absl::DataLossError(
+        absl::StrCat(name, ": truncated record at ", where(start)));
   }
   if (UnmaskCrc32c(GetU32(footer)) != Crc32c(data)) {
-    return absl::DataLossError(
-        absl::StrCat(name, ": corrupted record at ", where(start),
-                     " (data checksum mismatch)"));
+    return absl::DataLossError(absl::StrCat(name, ": corrupted record at ",
+                                            where(start),
+                                            " (data checksum mismatch)"));
   }
   offset_ = start + 12 + static_cast<int64_t>(length) + 4;
   return std::optional<std::string>(std::move(data));

@@ -2,16 +2,16 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "strategy/data/tfrecord.h"
 #include "common/check.h"
+#include "strategy/data/tfrecord.h"
 
 namespace tpusim::data {
 namespace {
@@ -71,9 +71,9 @@ struct Deflater::State {
 
 Deflater::Deflater(Compression c) : s_(std::make_unique<State>()) {
   TPUSIM_CHECK(c != Compression::kNone);
-  const int rc = deflateInit2(&s_->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED,
-                              WindowBits(c), /*memLevel=*/8,
-                              Z_DEFAULT_STRATEGY);
+  const int rc =
+      deflateInit2(&s_->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, WindowBits(c),
+                   /*memLevel=*/8, Z_DEFAULT_STRATEGY);
   TPUSIM_CHECK(rc == Z_OK);  // only fails on bad parameters or no memory
 }
 
@@ -98,8 +98,7 @@ void Deflater::Append(absl::string_view in, std::string* out) {
   // zlib's avail_in is a uInt: feed at most 1 GiB at a time.
   while (!in.empty()) {
     const size_t n = std::min<size_t>(in.size(), size_t{1} << 30);
-    s_->z.next_in =
-        reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    s_->z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
     s_->z.avail_in = static_cast<uInt>(n);
     Pump(&s_->z, Z_NO_FLUSH, out);
     in.remove_prefix(n);
@@ -180,8 +179,7 @@ struct InflateReader::State {
                           "\": read it with compression_type \"", looks, "\"");
     }
     if (looks.empty()) {
-      return absl::StrCat("; the file starts with ", bytes,
-                          ", not a ", want,
+      return absl::StrCat("; the file starts with ", bytes, ", not a ", want,
                           " header: if it is an uncompressed TFRecord file, "
                           "read it with compression_type \"\"");
     }
@@ -222,13 +220,13 @@ absl::StatusOr<size_t> InflateReader::Read(char* out, size_t n) {
           s.done = true;
           break;
         }
-        return absl::DataLossError(absl::StrCat(
-            s.Name(), ": truncated ", CompressionName(s.c),
-            " stream: the file ends at compressed byte offset ", s.consumed(),
-            " before the stream's end",
-            s.out_total + static_cast<int64_t>(produced) == 0
-                ? s.WrongTypeHint()
-                : ""));
+        return absl::DataLossError(
+            absl::StrCat(s.Name(), ": truncated ", CompressionName(s.c),
+                         " stream: the file ends at compressed byte offset ",
+                         s.consumed(), " before the stream's end",
+                         s.out_total + static_cast<int64_t>(produced) == 0
+                             ? s.WrongTypeHint()
+                             : ""));
       }
       if (!s.in_member) {  // the next GZIP member begins
         TPUSIM_CHECK(inflateReset(&s.z) == Z_OK);
@@ -255,9 +253,11 @@ absl::StatusOr<size_t> InflateReader::Read(char* out, size_t n) {
           s.z.avail_in = 0;
         }
         if (extra > 0) {
-          return absl::DataLossError(absl::StrCat(
-              s.Name(), ": ", extra, " bytes after the end of the ZLIB stream "
-              "at compressed byte offset ", end));
+          return absl::DataLossError(
+              absl::StrCat(s.Name(), ": ", extra,
+                           " bytes after the end of the ZLIB stream "
+                           "at compressed byte offset ",
+                           end));
         }
         s.done = true;
       }
@@ -269,10 +269,9 @@ absl::StatusOr<size_t> InflateReader::Read(char* out, size_t n) {
     const std::string why = s.z.msg != nullptr ? s.z.msg : zError(rc);
     const std::string msg = absl::StrCat(
         s.Name(), ": corrupt ", CompressionName(s.c),
-        " stream at compressed byte offset ", s.consumed(),
-        ": ", why,
+        " stream at compressed byte offset ", s.consumed(), ": ", why,
         s.out_total + static_cast<int64_t>(produced) == 0 ? s.WrongTypeHint()
-                                                           : "");
+                                                          : "");
     if (rc == Z_MEM_ERROR) return absl::ResourceExhaustedError(msg);
     return absl::DataLossError(msg);
   }

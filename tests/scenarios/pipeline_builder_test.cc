@@ -12,9 +12,9 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "strategy/data/tfrecord.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/example.pb.h"
+#include "strategy/data/tfrecord.h"
 
 namespace tpusim::scenarios {
 namespace {
@@ -368,7 +368,8 @@ TEST(PipelineBuilderTest, OnlyTheFileSetsAStageReadsAreWritten) {
       (std::vector<std::string>{"MANIFEST", "nested-00000-of-00001.tfrecord"}));
 }
 
-TEST(PipelineBuilderTest, CompressedFileSetsAreOneStreamPerFileOfTheSameRecords) {
+TEST(PipelineBuilderTest,
+     CompressedFileSetsAreOneStreamPerFileOfTheSameRecords) {
   const std::string dir = FreshDir("compressed");
   const LoadedScenario plain = MustParse(
       "file_set { name: \"train\" num_files: 2 records_per_file: 3 }\n"

@@ -331,16 +331,18 @@ TEST(ScenarioLoaderTest, CompressionTypeMustBeTFsSpelling) {
       ErrorOf(std::string(kCluster) +
               "pipeline { tfrecord { file: \"a\" compression_type: \"BZIP2\" "
               "} }\n"),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               "s.textproto:2: pipeline[0].tfrecord.compression_type=\"BZIP2\": "
-               "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\""));
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2: pipeline[0].tfrecord.compression_type=\"BZIP2\": "
+          "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\""));
   EXPECT_THAT(
       ErrorOf(std::string(kCluster) +
               "pipeline { text_line { file: \"a\" compression_type: \"GZIP\" "
               "} }\n"),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               "s.textproto:2: pipeline[0].text_line.compression_type=\"GZIP\": "
-               "only tfrecord readers take a compression_type"));
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2: pipeline[0].text_line.compression_type=\"GZIP\": "
+          "only tfrecord readers take a compression_type"));
 }
 
 TEST(ScenarioLoaderTest, ReaderAtStageZeroNeedsExactlyOneFileSource) {

@@ -133,7 +133,8 @@ TEST(CompressedTFRecordTest, ReaderReportsDecompressedOffsets) {
   EXPECT_FALSE(end->has_value());
 }
 
-TEST(CompressedTFRecordTest, TruncationAtAnyOffsetIsDataLossNamingFileAndOffset) {
+TEST(CompressedTFRecordTest,
+     TruncationAtAnyOffsetIsDataLossNamingFileAndOffset) {
   struct Case {
     Compression c;
     const std::string* bytes;
@@ -147,13 +148,13 @@ TEST(CompressedTFRecordTest, TruncationAtAnyOffsetIsDataLossNamingFileAndOffset)
       WriteFile(path, k.bytes->substr(0, cut));
       EXPECT_THAT(
           ReadTFRecordFile(path, k.c),
-          StatusIs(absl::StatusCode::kDataLoss,
-                   StartsWith(absl::StrCat(
-                       "TFRecord file \"", path, "\" (compression_type \"",
-                       CompressionName(k.c), "\"): truncated ",
-                       CompressionName(k.c),
-                       " stream: the file ends at compressed byte offset ",
-                       cut, " before the stream's end"))));
+          StatusIs(
+              absl::StatusCode::kDataLoss,
+              StartsWith(absl::StrCat(
+                  "TFRecord file \"", path, "\" (compression_type \"",
+                  CompressionName(k.c), "\"): truncated ", CompressionName(k.c),
+                  " stream: the file ends at compressed byte offset ", cut,
+                  " before the stream's end"))));
     }
   }
 }
@@ -172,8 +173,8 @@ TEST(CompressedTFRecordTest, CorruptionAtAnyCheckedOffsetIsDataLoss) {
       // check (RFC 1952 without FHCRC): a change there is not detectable.
       if (k.c == Compression::kGzip && at >= 4 && at <= 9) continue;
       for (uint8_t flip : {0x01, 0x80}) {
-        SCOPED_TRACE(absl::StrCat(CompressionName(k.c), " byte ", at, " ^ ",
-                                  flip));
+        SCOPED_TRACE(
+            absl::StrCat(CompressionName(k.c), " byte ", at, " ^ ", flip));
         std::string bad = *k.bytes;
         bad[at] = static_cast<char>(bad[at] ^ flip);
         const std::string path = absl::StrCat(dir, "/bad", at, "_", flip);
@@ -188,9 +189,9 @@ TEST(CompressedTFRecordTest, CorruptionAtAnyCheckedOffsetIsDataLoss) {
           ++unchanged;
           continue;
         }
-        EXPECT_THAT(got, StatusIs(absl::StatusCode::kDataLoss,
-                                  AllOf(HasSubstr(path),
-                                        HasSubstr("byte offset "))));
+        EXPECT_THAT(
+            got, StatusIs(absl::StatusCode::kDataLoss,
+                          AllOf(HasSubstr(path), HasSubstr("byte offset "))));
       }
     }
     // Measured: GZIP byte 3 ^ 0x01 (FTEXT) and byte 58 ^ 0x80; ZLIB byte 50
@@ -307,10 +308,11 @@ TEST(CompressedTFRecordTest, RecordErrorsInsideTheStreamNameBothOffsets) {
   s = Stream({"hello", "world"});
   s[21 + 12 + 1] ^= 0x01;
   WriteFile(dir + "/crc.gz", CompressAll(Compression::kGzip, s));
-  EXPECT_THAT(ReadTFRecordFile(dir + "/crc.gz", Compression::kGzip),
-              StatusIs(absl::StatusCode::kDataLoss,
-                       HasSubstr("corrupted record at byte offset 21 of the "
-                                 "decompressed stream (compressed byte offset")));
+  EXPECT_THAT(
+      ReadTFRecordFile(dir + "/crc.gz", Compression::kGzip),
+      StatusIs(absl::StatusCode::kDataLoss,
+               HasSubstr("corrupted record at byte offset 21 of the "
+                         "decompressed stream (compressed byte offset")));
 }
 
 }  // namespace

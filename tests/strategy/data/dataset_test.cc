@@ -880,9 +880,10 @@ TEST(DatasetTest, ReaderOverDatasetRequiresStringScalars) {
                        HasSubstr("must be a string scalar or vector")));
   EXPECT_THAT(
       Dataset::TFRecord({"a"}, TFRecordOptions{"BZIP2", std::nullopt}).status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("compression_type \"BZIP2\" is not supported; "
-                         "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\"")));
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("compression_type \"BZIP2\" is not supported; "
+                    "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\"")));
 }
 
 TEST(DatasetTest, ElementSpecsOfReadersAreStringScalars) {
