@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "strategy/data/crc32c.h"
+#include "strategy/data/dataset.h"
 #include "strategy/data/tfrecord.h"
 #include "strategy/data/zlib_stream.h"
 #include "tests/strategy/data/test_files.h"
@@ -313,6 +314,32 @@ TEST(CompressedTFRecordTest, RecordErrorsInsideTheStreamNameBothOffsets) {
       StatusIs(absl::StatusCode::kDataLoss,
                HasSubstr("corrupted record at byte offset 21 of the "
                          "decompressed stream (compressed byte offset")));
+}
+
+TEST(CompressedTFRecordTest, TFRecordDatasetReadsCompressedFilesInOrder) {
+  const std::string dir = FreshTempDir();
+  ASSERT_THAT(WriteTFRecordFile(dir + "/a", {"a0", "a1"}, Compression::kGzip),
+              IsOk());
+  ASSERT_THAT(WriteTFRecordFile(dir + "/b", {"b0"}, Compression::kGzip),
+              IsOk());
+  TFRecordOptions o;
+  o.compression_type = "GZIP";
+  absl::StatusOr<std::vector<Element>> all =
+      Dataset::TFRecord({dir + "/b", dir + "/a"}, o).Collect();
+  ASSERT_THAT(all, IsOk());
+  std::vector<std::string> got;
+  for (const Element& e : *all) got.push_back(e.leaf().scalar<std::string>());
+  EXPECT_THAT(got, ElementsAre("b0", "a0", "a1"));
+  // The same files without compression_type: DataLoss saying they look GZIP.
+  EXPECT_THAT(Dataset::TFRecord({dir + "/b"}).Collect().status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("the file starts with a GZIP header, but "
+                                 "compression_type is \"\"")));
+  o.compression_type = "ZLIB";
+  EXPECT_THAT(Dataset::TFRecord({dir + "/b"}, o).Collect().status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("a GZIP header, but compression_type is "
+                                 "\"ZLIB\"")));
 }
 
 }  // namespace
