@@ -66,7 +66,9 @@ class TFRecordWriter {
       const std::string& path, Compression compression = Compression::kNone);
   ~TFRecordWriter();
   absl::Status Write(absl::string_view record);
-  // Flushes and closes; later Writes fail with FailedPrecondition.
+  // Flushes and closes; later Writes fail with FailedPrecondition. For a
+  // compressed file Close also ends the stream: a writer destroyed without
+  // Close leaves a stream without its end, which reads as truncated.
   absl::Status Close();
 
  private:
