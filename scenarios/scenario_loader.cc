@@ -276,6 +276,39 @@ class Validator {
  public:
   explicit Validator(const LoadedScenario& s) : s_(s) {}
 
+  absl::Status CheckRun(const Cursor& c, const Scenario& sc) {
+    const RunSpec& run = sc.run();
+    if (run.has_backend() && run.backend() != "sim" && run.backend() != "host") {
+      return c.Error("backend", Quote(run.backend()), "must be \"sim\" or \"host\"");
+    }
+    if (run.has_steps_per_run() && run.steps_per_run() < 1) {
+      return c.Error("steps_per_run", absl::StrCat(run.steps_per_run()),
+                     "must be >= 1");
+    }
+    if (run.has_steps() && run.steps() < 1) {
+      return c.Error("steps", absl::StrCat(run.steps()), "must be >= 1");
+    }
+    if (!run.has_workload() || run.workload().name().empty()) {
+      return c.Error("workload", "",
+                     "missing; set workload { name: \"mlp\" } (tpusim run "
+                     "--help lists the workloads)");
+    }
+    if (!run.has_pod() && !sc.cluster().has_slice()) {
+      return c.Error("pod", "",
+                     "missing; set run.pod { slice: \"v4-32\" } or "
+                     "cluster.slice");
+    }
+    if (run.has_device_assignment()) {
+      const DeviceAssignmentSpec& da = run.device_assignment();
+      if (da.has_num_replicas() && da.num_replicas() < 1) {
+        return c.Child(da, "device_assignment")
+            .Error("num_replicas", absl::StrCat(da.num_replicas()),
+                   "must be >= 1");
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Run() {
     const Scenario& sc = s_.proto;
     Cursor root(sc, s_.locations.get(), "", 0, &s_.source_name);
@@ -329,6 +362,15 @@ class Validator {
     }
     file_sets_ = names;
     from_function_ = sc.api() == Scenario::DISTRIBUTE_DATASETS_FROM_FUNCTION;
+    if (sc.has_run()) {
+      if (!sc.has_global_batch_size()) {
+        return root.Error("global_batch_size", "",
+                          "missing; `run` needs the global batch size");
+      }
+      TPUSIM_RETURN_IF_ERROR(CheckRun(root.Child(sc.run(), "run"), sc));
+      // `run` without a pipeline trains on synthetic input.
+      if (sc.pipeline_size() == 0) return absl::OkStatus();
+    }
     if (sc.pipeline_size() == 0) {
       return root.Error(
           "pipeline", "",

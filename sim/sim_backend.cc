@@ -1,6 +1,8 @@
 #include "sim/sim_backend.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <queue>
 #include <tuple>
 #include <utility>
@@ -8,13 +10,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "sim/kernel.h"
-#include "sim/lower.h"
+#include "sim/compile/compile.h"
 #include "sim/net/collective.h"
 #include "sim/net/network.h"
 #include "sim/net_preset.h"
+#include "sim/pod.pb.h"
 
 namespace tpusim::sim {
 
@@ -168,19 +172,43 @@ class SimPod {
 
 class SimExecutable final : public runtime::Executable {
  public:
-  SimExecutable(std::unique_ptr<runtime::Executable> host, LoweredProgram l)
-      : host_(std::move(host)), lowered_(std::move(l)) {}
+  SimExecutable(std::unique_ptr<runtime::Executable> host, CompiledProgram c)
+      : host_(std::move(host)), compiled_(std::move(c)) {
+    // The parameters each kernel reads (through reshapes): its infeed.
+    const std::vector<runtime::Op>& ops = host_->program().ops();
+    auto root_parameter = [&](int v) {
+      while (ops[v].code == OpCode::kReshape) v = ops[v].operands[0];
+      return ops[v].code == OpCode::kParameter ? v : -1;
+    };
+    kernel_parameters_.resize(compiled_.kernels.size());
+    for (size_t k = 0; k < compiled_.kernels.size(); ++k) {
+      for (int op : compiled_.kernels[k].op_ids) {
+        for (int o : ops[op].operands) {
+          const int p = root_parameter(o);
+          if (p >= 0) {
+            kernel_parameters_[k].push_back(
+                static_cast<int>(ops[p].attrs.parameter_index));
+          }
+        }
+      }
+    }
+  }
   const runtime::Program& program() const override { return host_->program(); }
   const runtime::CompileOptions& options() const override {
     return host_->options();
   }
   runtime::OpCost cost() const override { return host_->cost(); }
   const runtime::Executable& host() const { return *host_; }
-  const LoweredProgram& lowered() const { return lowered_; }
+  const CompiledProgram& compiled() const { return compiled_; }
+  // Per kernel: the parameter indices it reads.
+  const std::vector<std::vector<int>>& kernel_parameters() const {
+    return kernel_parameters_;
+  }
 
  private:
   std::unique_ptr<runtime::Executable> host_;
-  LoweredProgram lowered_;
+  CompiledProgram compiled_;
+  std::vector<std::vector<int>> kernel_parameters_;
 };
 
 namespace {
@@ -218,25 +246,128 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
   }
   TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* preset,
                           FindChipPreset(layout.generation->name));
+  return CreateWithPreset(std::move(layout), *preset, options);
+}
+
+absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
+    const proto::PodSpec& spec) {
+  auto bad = [](absl::string_view field, auto value, absl::string_view want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PodSpec: ", field, "=", value, ": ", want));
+  };
+  const bool by_shape = spec.has_generation() || spec.shape_size() > 0;
+  if (spec.has_slice() == by_shape) {
+    return absl::InvalidArgumentError(
+        "PodSpec: set either `slice` or `generation` and `shape`");
+  }
+  runtime::SliceLayout layout;
+  if (spec.has_slice()) {
+    TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(spec.slice()));
+  } else {
+    absl::StatusOr<const runtime::TpuGeneration*> found =
+        runtime::FindTpuGeneration(spec.generation());
+    if (!found.ok()) {
+      return bad("generation", spec.generation(), found.status().message());
+    }
+    const runtime::TpuGeneration* g = *found;
+    if (spec.shape_size() < 1 || spec.shape_size() > 3) {
+      return bad("shape", absl::StrJoin(spec.shape(), "x"),
+                 "must have 1 to 3 entries (x, y[, z])");
+    }
+    std::array<int, 3> mesh = {1, 1, 1};
+    for (int i = 0; i < spec.shape_size(); ++i) mesh[i] = spec.shape(i);
+    const std::string name =
+        absl::StrCat(g->name, ":", absl::StrJoin(spec.shape(), "x"));
+    if (spec.custom_shape()) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          layout, runtime::LayoutCustomChipMesh(*g, mesh, runtime::kDefaultRank,
+                                                name));
+    } else {
+      // Only the shapes of the generation's slices (strategy/runtime/slice.h).
+      const std::string allowed = runtime::AllowedSliceNames(*g);
+      bool ok = false;
+      for (absl::string_view slice : absl::StrSplit(allowed, ", ")) {
+        absl::StatusOr<std::array<int, 3>> m = runtime::SliceChipMesh(slice);
+        ok = ok || (m.ok() && *m == mesh);
+      }
+      if (!ok) {
+        return bad("shape", absl::StrJoin(spec.shape(), "x"),
+                   absl::StrCat("not a ", g->name,
+                                " slice shape (slices: ", allowed,
+                                "; custom_shape allows any mesh)"));
+      }
+      TPUSIM_ASSIGN_OR_RETURN(
+          layout,
+          runtime::LayoutChipMesh(*g, mesh, runtime::kDefaultRank, name));
+    }
+  }
+  TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* base,
+                          FindChipPreset(layout.generation->name));
+  ChipPreset preset = *base;
+  const proto::CustomNumbers& c = spec.custom();
+  auto positive = [&](bool has, double v, absl::string_view field) {
+    return !has || (v > 0 && std::isfinite(v))
+               ? absl::OkStatus()
+               : bad(absl::StrCat("custom.", field), v, "must be > 0");
+  };
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_clock_ghz(), c.clock_ghz(), "clock_ghz"));
+  TPUSIM_RETURN_IF_ERROR(
+      positive(c.has_mxus_per_core(), c.mxus_per_core(), "mxus_per_core"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_hbm_gbps(), c.hbm_gbps(), "hbm_gbps"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_hbm_capacity_gib(),
+                                  c.hbm_capacity_gib(), "hbm_capacity_gib"));
+  TPUSIM_RETURN_IF_ERROR(
+      positive(c.has_ici_link_gbps(), c.ici_link_gbps(), "ici_link_gbps"));
+  TPUSIM_RETURN_IF_ERROR(positive(c.has_pcie_gbps(), c.pcie_gbps(), "pcie_gbps"));
+  if (c.has_clock_ghz()) preset.clock_ghz = c.clock_ghz();
+  if (c.has_mxus_per_core()) preset.mxus_per_core = c.mxus_per_core();
+  if (c.has_hbm_gbps()) preset.hbm_gbps = c.hbm_gbps();
+  if (c.has_hbm_capacity_gib()) {
+    preset.hbm_capacity = common::Bytes(
+        static_cast<int64_t>(c.hbm_capacity_gib() * (int64_t{1} << 30)));
+  }
+  if (c.has_ici_link_gbps()) preset.ici_link_achieved_gbps = c.ici_link_gbps();
+  if (c.has_pcie_gbps()) preset.pcie_gbps = c.pcie_gbps();
+  SimBackendOptions options;
+  const proto::PodOptions& o = spec.options();
+  if (o.has_wrap()) {
+    TPUSIM_ASSIGN_OR_RETURN(options.wrap, net::ParseWrapMode(o.wrap()));
+  }
+  if (o.has_host_loop_overhead_us()) {
+    if (!(o.host_loop_overhead_us() >= 0) ||
+        !std::isfinite(o.host_loop_overhead_us())) {
+      return bad("options.host_loop_overhead_us", o.host_loop_overhead_us(),
+                 "must be >= 0");
+    }
+    options.host_loop_overhead = common::Picoseconds(
+        static_cast<int64_t>(std::llround(o.host_loop_overhead_us() * 1e6)));
+  }
+  if (o.has_record_spans()) options.record_spans = o.record_spans();
+  return CreateWithPreset(std::move(layout), preset, options);
+}
+
+absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
+    runtime::SliceLayout layout, const ChipPreset& preset,
+    SimBackendOptions options) {
   std::unique_ptr<SimBackend> b(
       new SimBackend(std::move(layout), preset, options));
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
-                          SimPod::Create(b->layout_, *preset, options.wrap));
+                          SimPod::Create(b->layout_, b->preset_, options.wrap));
   return b;
 }
 
-SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
+SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
                        SimBackendOptions options)
     : layout_(std::move(layout)),
       preset_(preset),
-      rates_(DeviceRates::FromPreset(*preset)),
+      rates_(DeviceRates::FromPreset(preset)),
       options_(options) {
   runtime::HostBackendOptions host_options;
   host_options.num_threads = options_.host_threads;
   host_ = std::make_unique<runtime::HostBackend>(layout_.devices, host_options);
   // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
   // the v2/v4 figure.
-  pcie_bytes_per_second_ = preset_->pcie_gbps.value_or(16.0) * 1e9;
+  pcie_bytes_per_second_ = preset_.pcie_gbps.value_or(16.0) * 1e9;
   pcie_free_.assign(layout_.num_chips, Picoseconds(0));
   variable_bytes_.assign(layout_.num_devices(), {});
   ResetProfile();
@@ -259,9 +390,8 @@ absl::StatusOr<std::unique_ptr<runtime::Buffer>> SimBackend::TransferToDevice(
   pcie_free_[chip] = end;
   arrival_[buffer.get()] = end;
   if (options_.record_spans && bytes > 0) {
-    spans_.push_back(runtime::TimelineSpan{
-        -1, absl::StrCat("infeed to device ", device_id), start.count(),
-        end.count(), "pcie", host});
+    spans_.push_back(Span{-1, absl::StrCat("infeed to device ", device_id),
+                          start.count(), end.count(), "pcie", host});
   }
   return buffer;
 }
@@ -275,9 +405,10 @@ absl::StatusOr<std::unique_ptr<runtime::Executable>> SimBackend::Compile(
     const runtime::Program& program, const runtime::CompileOptions& options) {
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> host,
                           host_->Compile(program, options));
-  LoweredProgram lowered = Lower(host->program());
+  TPUSIM_ASSIGN_OR_RETURN(CompiledProgram compiled,
+                          CompileProgram(host->program(), CompileOptions{}));
   return std::unique_ptr<runtime::Executable>(
-      new SimExecutable(std::move(host), std::move(lowered)));
+      new SimExecutable(std::move(host), std::move(compiled)));
 }
 
 absl::Status SimBackend::WriteVariable(int device_id, int slot,
@@ -321,20 +452,24 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
         "SimBackend: the executable was not compiled by this backend");
   }
   const runtime::Program& program = exe->program();
-  const LoweredProgram& lowered = exe->lowered();
-  // HBM capacity, per device, before anything runs. The host backend checks
-  // the assignment itself; only well-formed entries are looked at here.
+  const CompiledProgram& compiled = exe->compiled();
+  // HBM capacity, per device, before anything runs (sim/compile's footprint:
+  // variables, parameters, infeed buffers, constants and the schedule's peak
+  // live set). The host backend checks the assignment itself; only
+  // well-formed entries are looked at here.
   const int num_devices = layout_.num_devices();
   for (size_t r = 0; r < assignment.replica_devices.size(); ++r) {
     const std::vector<int>& devs = assignment.replica_devices[r];
-    for (size_t c = 0; c < devs.size() && c < lowered.peak_live_bytes.size();
-         ++c) {
+    for (size_t c = 0; c < devs.size() && c < compiled.memory.size(); ++c) {
       const int d = devs[c];
       if (d < 0 || d >= num_devices) continue;
-      int64_t variables = 0;
-      for (const auto& [slot, bytes] : variable_bytes_[d]) variables += bytes;
-      variables = std::max(variables, lowered.variable_bytes[c]);
-      const int64_t need = variables + lowered.peak_live_bytes[c];
+      const CoreMemory& m = compiled.memory[c];
+      int64_t written = 0;
+      for (const auto& [slot, bytes] : variable_bytes_[d]) written += bytes;
+      const int64_t variables =
+          std::max(written, m.variables + m.optimizer_state);
+      const int64_t need = m.total() - m.variables - m.optimizer_state +
+                           variables;
       const int64_t capacity = rates_.hbm_capacity.count();
       if (need > capacity) {
         const runtime::DeviceDescription& dd = layout_.devices[d];
@@ -342,10 +477,11 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
             "program ", program.name(), " does not fit in HBM of device ", d,
             " (task ", dd.task, ", TPU:", dd.ordinal, ", coords (",
             absl::StrJoin(dd.coords, ","), ")): needs ", need,
-            " bytes (variables ", variables, ", peak live values ",
-            lowered.peak_live_bytes[c], "), capacity ", capacity,
+            " bytes (variables ", variables, ", parameters ", m.parameters,
+            ", infeed buffers ", m.infeed, ", constants ", m.constants,
+            ", peak live values ", m.live_peak, "), capacity ", capacity,
             " bytes; largest live values: ",
-            absl::StrJoin(lowered.largest_at_peak[c], ", ")));
+            absl::StrJoin(m.largest_at_peak, ", ")));
       }
       timing_[d].peak_hbm_bytes = std::max(timing_[d].peak_hbm_bytes, need);
     }
@@ -367,7 +503,8 @@ absl::Status SimBackend::Simulate(
     const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
     absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations) {
   const runtime::Program& program = exe.program();
-  const LoweredProgram& lowered = exe.lowered();
+  const CompiledProgram& compiled = exe.compiled();
+  const std::vector<Kernel>& kernels = compiled.kernels;
   const int num_devices = layout_.num_devices();
   const std::vector<runtime::Op>& ops = program.ops();
   const int replicas = assignment.num_replicas();
@@ -375,10 +512,9 @@ absl::Status SimBackend::Simulate(
   const Picoseconds call = now_;
   const Picoseconds begin = call + options_.host_loop_overhead;
   auto dev = [&](int r, int c) { return assignment.replica_devices[r][c]; };
-  // Per (replica, core): the device clock and its collective accounting; per
-  // (op, replica): when the value is ready on its core's device.
+  // Per (replica, core): the device clock and its accounting; per (kernel,
+  // replica): when the kernel finished.
   std::vector<Picoseconds> clock(static_cast<size_t>(replicas) * cores, begin);
-  std::vector<Picoseconds> last_issue(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> exposed(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> infeed(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
@@ -390,41 +526,19 @@ absl::Status SimBackend::Simulate(
       }
     }
   }
-  std::vector<Picoseconds> ready(ops.size() * replicas, Picoseconds(0));
-  std::vector<int> collective_of(ops.size(), -1);
-  // Values that are (views of) collective results or infeed arguments:
-  // waiting for them is exposed collective / infeed time.
-  enum Source : uint8_t { kComputed, kCollective, kInfeed };
-  std::vector<Source> source(ops.size(), kComputed);
+  std::vector<Picoseconds> finished(kernels.size() * replicas, Picoseconds(0));
+  // The network collective of each start kernel (-1: none pending).
+  std::vector<int> collective_of(kernels.size(), -1);
   pod_->ClearCollectives();
-
-  // Resolves collective op `o` and fills in its ready times.
-  auto resolve = [&](int o) -> absl::Status {
-    SimPod::Collective& col = pod_->collective(collective_of[o]);
-    TPUSIM_RETURN_IF_ERROR(pod_->Resolve(collective_of[o]));
-    for (int r = 0; r < replicas; ++r) {
-      ready[o * replicas + r] = col.end[r];
-      const int c = ops[o].logical_core;
-      collective_time[r * cores + c] += col.end[r] - col.start[r];
-    }
-    collective_of[o] = -2;  // resolved
-    return absl::OkStatus();
-  };
-
   const double hbm_rate = rates_.hbm_bytes_per_second;
+
   for (size_t iteration = 0; iteration < iterations.size(); ++iteration) {
     const auto& args = iterations[iteration];
-    for (const int i : lowered.schedule) {
-      const runtime::Op& op = ops[i];
-      const LoweredOp& l = lowered.ops[i];
-      const int c = op.logical_core;
-      // Operands first: a pending collective is resolved when first used.
-      for (int o : op.operands) {
-        if (collective_of[o] >= 0) TPUSIM_RETURN_IF_ERROR(resolve(o));
-      }
-      if (l.kind == KernelKind::kCollective) {
-        // Replica groups on core c's devices; every other device of the slice
-        // in a group of its own.
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      const Kernel& kernel = kernels[k];
+      const int c = kernel.core;
+      if (kernel.kind == CompiledKernelKind::kCollectiveStart) {
+        const runtime::Op& op = ops[kernel.op_ids.back()];
         SimPod::Collective col;
         std::vector<std::vector<int>> groups;
         std::vector<bool> member(num_devices, false);
@@ -466,106 +580,117 @@ absl::Status SimBackend::Simulate(
         }
         // sim/net needs a size that divides by the group: XLA pads to it too.
         const int64_t n = group_size;
-        col.request.bytes = std::max<int64_t>(n, (l.bytes + n - 1) / n * n);
+        col.request.bytes =
+            std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
         for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
         const int id = pod_->AddCollective(std::move(col));
-        collective_of[i] = id;
-        source[i] = kCollective;
+        collective_of[k] = id;
         for (int r = 0; r < replicas; ++r) {
-          const size_t k = r * cores + c;
-          // The sequencer issues collectives in program order.
-          Picoseconds at = Max(clock[k], last_issue[k]);
-          for (int o : op.operands) at = Max(at, ready[o * replicas + r]);
-          last_issue[k] = at;
+          Picoseconds at = clock[r * cores + c];
+          for (int dep : kernel.deps) at = Max(at, finished[dep * replicas + r]);
+          // A start is issued and returns at once.
+          finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
           ++stats_.collectives;
         }
         continue;
       }
+      if (kernel.kind == CompiledKernelKind::kCollectiveDone) {
+        const int start = kernel.pair;
+        const int id = collective_of[start];
+        TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
+        SimPod::Collective& col = pod_->collective(id);
+        for (int r = 0; r < replicas; ++r) {
+          const size_t slot = r * cores + c;
+          const Picoseconds end = col.end[r];
+          collective_time[slot] += end - col.start[r];
+          Picoseconds ready = clock[slot];
+          for (int dep : kernel.deps) {
+            if (dep != start) ready = Max(ready, finished[dep * replicas + r]);
+          }
+          if (ready < end) {
+            exposed[slot] += end - ready;
+            if (options_.record_spans) {
+              spans_.push_back({dev(r, c), kernel.name, ready.count(),
+                                end.count(), "collective"});
+            }
+          }
+          const Picoseconds done = Max(ready, end);
+          clock[slot] = done;
+          finished[k * replicas + r] = done;
+        }
+        continue;
+      }
       for (int r = 0; r < replicas; ++r) {
-        const size_t k = r * cores + c;
+        const size_t slot = r * cores + c;
         const int d = dev(r, c);
-        if (op.code == OpCode::kParameter) {
-          // The argument is usable once its infeed has arrived.
-          Picoseconds at = clock[k];
-          const int64_t p = op.attrs.parameter_index;
-          if (r < static_cast<int>(args.size()) && p >= 0 &&
-              p < static_cast<int64_t>(args[r].size())) {
+        Picoseconds ready = clock[slot];
+        for (int dep : kernel.deps) ready = Max(ready, finished[dep * replicas + r]);
+        // Its arguments must have arrived over PCIe.
+        Picoseconds arrived(0);
+        for (int p : exe.kernel_parameters()[k]) {
+          if (r < static_cast<int>(args.size()) &&
+              p < static_cast<int>(args[r].size())) {
             auto it = arrival_.find(args[r][p]);
-            if (it != arrival_.end()) at = Max(at, it->second);
-          }
-          ready[i * replicas + r] = at;
-          source[i] = kInfeed;
-          continue;
-        }
-        Picoseconds data_ready = clock[k];
-        Source waited = kComputed;
-        for (int o : op.operands) {
-          Picoseconds at = ready[o * replicas + r];
-          const int oc = ops[o].logical_core;
-          if (oc != c) {
-            // Another logical core's value crosses to this device: one link
-            // (or the on-chip path) at B plus the hops' latency (tpusim's
-            // model of a cross-core copy; no contention).
-            const int from = dev(r, oc);
-            const int a = pod_->topology().chip_of_device(from);
-            const int b = pod_->topology().chip_of_device(d);
-            const int64_t bytes = ops[o].type.byte_size();
-            const bool on_chip = a == b;
-            const double rate = on_chip
-                                    ? pod_->config().on_chip_bytes_per_second
-                                    : pod_->config().link_bytes_per_second;
-            const Picoseconds latency =
-                on_chip ? pod_->config().on_chip_latency
-                        : pod_->config().hop_latency *
-                              std::max(1, pod_->topology().Hops(a, b));
-            at = at + latency + TimeAtRate(static_cast<double>(bytes), rate);
-          }
-          if (data_ready < at) {
-            data_ready = at;
-            waited = oc == c ? source[o] : kComputed;
+            if (it != arrival_.end()) arrived = Max(arrived, it->second);
           }
         }
-        if (l.kind == KernelKind::kNone) {
-          ready[i * replicas + r] = data_ready;
-          if (op.code == OpCode::kReshape) source[i] = source[op.operands[0]];
-          continue;
-        }
-        if (clock[k] < data_ready && waited != kComputed) {
-          const Picoseconds wait = data_ready - clock[k];
-          (waited == kCollective ? exposed : infeed)[k] += wait;
+        if (ready < arrived) {
+          infeed[slot] += arrived - ready;
           if (options_.record_spans) {
-            spans_.push_back({d, absl::StrCat("wait ", l.name),
-                              clock[k].count(), data_ready.count(),
-                              waited == kCollective ? "collective" : "infeed"});
+            spans_.push_back({d, absl::StrCat("infeed wait for ", kernel.name),
+                              ready.count(), arrived.count(), "infeed"});
+          }
+          ready = arrived;
+        }
+        Picoseconds end = ready;
+        if (kernel.kind == CompiledKernelKind::kCopy) {
+          // A value from another logical core: one link (or the on-chip path)
+          // at its rate plus the hops' latency (no contention modelled).
+          const int from = dev(r, kernel.copy_from_core);
+          const int a = pod_->topology().chip_of_device(from);
+          const int b = pod_->topology().chip_of_device(d);
+          const bool on_chip = a == b;
+          const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
+                                      : pod_->config().link_bytes_per_second;
+          const Picoseconds latency =
+              on_chip ? pod_->config().on_chip_latency
+                      : pod_->config().hop_latency *
+                            std::max(1, pod_->topology().Hops(a, b));
+          end = ready + latency +
+                TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
+          if (options_.record_spans) {
+            spans_.push_back(
+                {d, kernel.name, ready.count(), end.count(), "collective"});
+          }
+        } else {
+          const KernelTime t = KernelDuration(rates_, kernel.work, hbm_rate);
+          ++stats_.kernels;
+          end = ready + t.total;
+          DeviceTiming& tp = timing_[d];
+          tp.mxu_busy_ps += t.mxu.count();
+          tp.busy_ps += t.total.count();
+          tp.hbm_bytes += kernel.work.hbm_bytes;
+          if (options_.record_spans) {
+            spans_.push_back(
+                {d, kernel.name, ready.count(), end.count(), t.category});
           }
         }
-        const Picoseconds start = Max(clock[k], data_ready);
-        const KernelTime t = KernelDuration(rates_, l.work, hbm_rate);
-        ++stats_.kernels;
-        const Picoseconds end = start + t.total;
-        clock[k] = end;
-        ready[i * replicas + r] = end;
-        runtime::DeviceProfile& tp = timing_[d];
-        tp.mxu_busy_ps += t.mxu.count();
-        tp.busy_ps += t.total.count();
-        tp.hbm_bytes += l.work.hbm_bytes;
-        if (options_.record_spans) {
-          spans_.push_back({d, l.name, start.count(), end.count(), t.category});
-        }
+        clock[slot] = end;
+        finished[k * replicas + r] = end;
       }
     }
-    // The loop body ends when its collectives have: a TPU while loop carries
-    // its state into the next iteration.
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (collective_of[i] >= 0) {
-        TPUSIM_RETURN_IF_ERROR(resolve(static_cast<int>(i)));
-      }
-    }
-    for (runtime::Value v : program.outputs()) {
+    // Collectives nobody waited for still end within the iteration: a TPU
+    // while loop carries its state into the next one.
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
+      const int id = collective_of[k];
+      if (id < 0) continue;
+      TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
+      SimPod::Collective& col = pod_->collective(id);
       for (int r = 0; r < replicas; ++r) {
-        const size_t k = r * cores + ops[v.id].logical_core;
-        clock[k] = Max(clock[k], ready[v.id * replicas + r]);
+        const size_t slot = r * cores + kernels[k].core;
+        clock[slot] = Max(clock[slot], col.end[r]);
       }
     }
   }
@@ -578,7 +703,7 @@ absl::Status SimBackend::Simulate(
       last = k;
     }
   }
-  runtime::StepProfile step;
+  Step step;
   step.start_ps = call.count();
   step.end_ps = end.count();
   step.steps = static_cast<int64_t>(iterations.size());
@@ -594,40 +719,58 @@ absl::Status SimBackend::Simulate(
 
 absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
   TPUSIM_ASSIGN_OR_RETURN(runtime::Profile p, host_->CollectProfile());
-  p.backend = "sim";
-  for (size_t d = 0; d < p.devices.size() && d < timing_.size(); ++d) {
-    runtime::DeviceProfile& dp = p.devices[d];
-    const runtime::DeviceProfile& t = timing_[d];
-    dp.mxu_busy_ps = t.mxu_busy_ps;
-    dp.busy_ps = t.busy_ps;
-    dp.hbm_bytes = t.hbm_bytes;
-    dp.peak_hbm_bytes = t.peak_hbm_bytes;
-    dp.hbm_capacity_bytes = rates_.hbm_capacity.count();
+  p.set_backend("sim");
+  for (int d = 0; d < p.devices_size() && d < static_cast<int>(timing_.size());
+       ++d) {
+    runtime::DeviceProfile& dp = *p.mutable_devices(d);
+    const DeviceTiming& t = timing_[d];
+    dp.set_mxu_busy_ps(t.mxu_busy_ps);
+    dp.set_busy_ps(t.busy_ps);
+    dp.set_hbm_bytes(t.hbm_bytes);
+    dp.set_peak_hbm_bytes(t.peak_hbm_bytes);
+    dp.set_hbm_capacity_bytes(rates_.hbm_capacity.count());
   }
-  p.spans = spans_;
-  p.steps = steps_;
-  p.end_ps = now_.count();
+  for (const Span& s : spans_) {
+    runtime::TimelineSpan* span = p.add_spans();
+    span->set_device_id(s.device_id);
+    span->set_name(s.name);
+    span->set_start_ps(s.start_ps);
+    span->set_end_ps(s.end_ps);
+    span->set_category(s.category);
+    span->set_host(s.host);
+  }
+  for (const Step& s : steps_) {
+    runtime::StepProfile* step = p.add_steps();
+    step->set_start_ps(s.start_ps);
+    step->set_end_ps(s.end_ps);
+    step->set_steps(s.steps);
+    step->set_exposed_collective_ps(s.exposed_collective_ps);
+    step->set_hidden_collective_ps(s.hidden_collective_ps);
+    step->set_infeed_wait_ps(s.infeed_wait_ps);
+    step->set_host_overhead_ps(s.host_overhead_ps);
+  }
+  p.set_end_ps(now_.count());
   const net::Topology& topo = pod_->topology();
-  for (const net::LinkStats& l : pod_->network().Links()) {
-    runtime::LinkProfile lp;
-    lp.chip = l.chip;
-    const std::array<int, 3> xyz = topo.coords(l.chip);
-    lp.coords = {xyz[0], xyz[1], xyz[2]};
+  const std::vector<net::LinkStats> links = pod_->network().Links();
+  for (size_t index = 0; index < links.size(); ++index) {
+    const net::LinkStats& l = links[index];
+    runtime::LinkProfile* lp = p.add_links();
+    lp->set_chip(l.chip);
+    for (int c : topo.coords(l.chip)) lp->add_coords(c);
     if (l.dir < net::kNumDirections) {
-      lp.dim = net::DirectionDim(l.dir);
-      lp.direction = net::DirectionIsPositive(l.dir) ? 1 : -1;
+      lp->set_dim(net::DirectionDim(l.dir));
+      lp->set_direction(net::DirectionIsPositive(l.dir) ? 1 : -1);
     } else {
-      lp.dim = 3;
-      lp.direction = l.dir == net::kNumDirections ? 1 : -1;
+      lp->set_dim(3);
+      lp->set_direction(l.dir == net::kNumDirections ? 1 : -1);
     }
-    const size_t index = p.links.size();
-    lp.bytes = l.bytes;
-    lp.busy_ps = l.busy.count();
+    int64_t bytes = l.bytes, busy = l.busy.count();
     if (index < link_base_.size()) {
-      lp.bytes -= link_base_[index].first;
-      lp.busy_ps -= link_base_[index].second;
+      bytes -= link_base_[index].first;
+      busy -= link_base_[index].second;
     }
-    p.links.push_back(std::move(lp));
+    lp->set_bytes(bytes);
+    lp->set_busy_ps(busy);
   }
   return p;
 }
@@ -643,8 +786,7 @@ SimBackend::SimStats SimBackend::Stats() const {
 
 void SimBackend::ResetProfile() {
   host_->ResetProfile();
-  timing_.assign(layout_.num_devices(), runtime::DeviceProfile{});
-  for (int d = 0; d < layout_.num_devices(); ++d) timing_[d].device_id = d;
+  timing_.assign(layout_.num_devices(), DeviceTiming{});
   spans_.clear();
   steps_.clear();
   link_base_.clear();

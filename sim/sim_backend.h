@@ -55,6 +55,10 @@
 #include "strategy/runtime/host_backend.h"
 #include "strategy/runtime/slice.h"
 
+namespace tpusim::proto {
+class PodSpec;
+}  // namespace tpusim::proto
+
 namespace tpusim::sim {
 
 class SimExecutable;
@@ -84,6 +88,13 @@ class SimBackend final : public runtime::Backend {
   // From a laid-out slice (e.g. runtime::LayoutChipMesh for a custom shape).
   static absl::StatusOr<std::unique_ptr<SimBackend>> Create(
       runtime::SliceLayout layout, SimBackendOptions options = {});
+  // From a PodSpec (sim/pod.proto): a slice name, or a generation and shape,
+  // custom numbers replacing the preset's, and the model options.
+  // InvalidArgument naming the field and value: both or neither of slice and
+  // generation + shape, a shape the generation does not allow, a custom
+  // number <= 0, a bad wrap mode, a negative host-loop overhead.
+  static absl::StatusOr<std::unique_ptr<SimBackend>> Create(
+      const proto::PodSpec& spec);
   ~SimBackend() override;
 
   absl::string_view name() const override { return "sim"; }
@@ -117,7 +128,7 @@ class SimBackend final : public runtime::Backend {
   void ResetProfile() override;
 
   const runtime::SliceLayout& layout() const { return layout_; }
-  const ChipPreset& preset() const { return *preset_; }
+  const ChipPreset& preset() const { return preset_; }
   const DeviceRates& rates() const { return rates_; }
   // Simulated time now (the end of the last call).
   common::Picoseconds Now() const { return now_; }
@@ -132,8 +143,11 @@ class SimBackend final : public runtime::Backend {
   SimStats Stats() const;
 
  private:
-  SimBackend(runtime::SliceLayout layout, const ChipPreset* preset,
+  SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
              SimBackendOptions options);
+  static absl::StatusOr<std::unique_ptr<SimBackend>> CreateWithPreset(
+      runtime::SliceLayout layout, const ChipPreset& preset,
+      SimBackendOptions options);
   absl::StatusOr<runtime::SpmdOutputs> Execute(
       const runtime::Executable& executable,
       const runtime::SpmdAssignment& assignment,
@@ -145,7 +159,7 @@ class SimBackend final : public runtime::Backend {
       absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations);
 
   runtime::SliceLayout layout_;
-  const ChipPreset* preset_;
+  ChipPreset preset_;  // the generation's, with any custom numbers
   DeviceRates rates_;
   SimBackendOptions options_;
   std::unique_ptr<runtime::HostBackend> host_;
@@ -158,10 +172,34 @@ class SimBackend final : public runtime::Backend {
   std::vector<common::Picoseconds> pcie_free_;
   // Variable bytes per (device, slot).
   std::vector<std::map<int, int64_t>> variable_bytes_;
-  // Timing counters and spans since the last ResetProfile.
-  std::vector<runtime::DeviceProfile> timing_;
-  std::vector<runtime::TimelineSpan> spans_;
-  std::vector<runtime::StepProfile> steps_;
+  // Timing counters, spans and steps since the last ResetProfile (the
+  // Profile proto is built from them by CollectProfile).
+  struct DeviceTiming {
+    int64_t mxu_busy_ps = 0;
+    int64_t busy_ps = 0;
+    int64_t hbm_bytes = 0;
+    int64_t peak_hbm_bytes = 0;
+  };
+  struct Span {
+    int device_id;  // -1 for a host span
+    std::string name;
+    int64_t start_ps;
+    int64_t end_ps;
+    const char* category;
+    int host = -1;
+  };
+  struct Step {
+    int64_t start_ps = 0;
+    int64_t end_ps = 0;
+    int64_t steps = 1;
+    int64_t exposed_collective_ps = 0;
+    int64_t hidden_collective_ps = 0;
+    int64_t infeed_wait_ps = 0;
+    int64_t host_overhead_ps = 0;
+  };
+  std::vector<DeviceTiming> timing_;
+  std::vector<Span> spans_;
+  std::vector<Step> steps_;
   SimStats stats_;
   // Link counters at the last ResetProfile (the network's run on).
   std::vector<std::pair<int64_t, int64_t>> link_base_;

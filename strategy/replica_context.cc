@@ -286,16 +286,16 @@ absl::StatusOr<TracedValue> ReplicaContext::Sqrt(TracedValue x) {
 absl::StatusOr<TracedValue> ReplicaContext::Cast(TracedValue x, DType dtype) {
   TPUSIM_REPLICA_OP(Cast, Cast(x, dtype));
 }
-absl::StatusOr<TracedValue> ReplicaContext::MatMul(TracedValue a, TracedValue b,
-                                                   bool transpose_a,
-                                                   bool transpose_b) {
-  TPUSIM_REPLICA_OP(MatMul, MatMul(a, b, transpose_a, transpose_b));
+absl::StatusOr<TracedValue> ReplicaContext::MatMul(
+    TracedValue a, TracedValue b, bool transpose_a, bool transpose_b,
+    runtime::Precision precision) {
+  TPUSIM_REPLICA_OP(MatMul, MatMul(a, b, transpose_a, transpose_b, precision));
 }
-absl::StatusOr<TracedValue> ReplicaContext::Conv2D(TracedValue input,
-                                                   TracedValue filter,
-                                                   std::vector<int64_t> strides,
-                                                   runtime::Padding padding) {
-  TPUSIM_REPLICA_OP(Conv2D, Conv2D(input, filter, std::move(strides), padding));
+absl::StatusOr<TracedValue> ReplicaContext::Conv2D(
+    TracedValue input, TracedValue filter, std::vector<int64_t> strides,
+    runtime::Padding padding, runtime::Precision precision) {
+  TPUSIM_REPLICA_OP(Conv2D,
+                    Conv2D(input, filter, std::move(strides), padding, precision));
 }
 absl::StatusOr<TracedValue> ReplicaContext::ReduceSum(TracedValue x,
                                                       std::vector<int64_t> axes,

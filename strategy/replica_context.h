@@ -161,12 +161,16 @@ class ReplicaContext {
   absl::StatusOr<TracedValue> Sigmoid(TracedValue x);
   absl::StatusOr<TracedValue> Sqrt(TracedValue x);
   absl::StatusOr<TracedValue> Cast(TracedValue x, runtime::DType dtype);
-  absl::StatusOr<TracedValue> MatMul(TracedValue a, TracedValue b,
-                                     bool transpose_a = false,
-                                     bool transpose_b = false);
-  absl::StatusOr<TracedValue> Conv2D(TracedValue input, TracedValue filter,
-                                     std::vector<int64_t> strides,
-                                     runtime::Padding padding);
+  // `precision` (XLA's DEFAULT / HIGH / HIGHEST) only changes simulated MXU
+  // time; the values stay exact f32.
+  absl::StatusOr<TracedValue> MatMul(
+      TracedValue a, TracedValue b, bool transpose_a = false,
+      bool transpose_b = false,
+      runtime::Precision precision = runtime::Precision::kDefault);
+  absl::StatusOr<TracedValue> Conv2D(
+      TracedValue input, TracedValue filter, std::vector<int64_t> strides,
+      runtime::Padding padding,
+      runtime::Precision precision = runtime::Precision::kDefault);
   absl::StatusOr<TracedValue> ReduceSum(TracedValue x,
                                         std::vector<int64_t> axes,
                                         bool keepdims = false);

@@ -10,15 +10,20 @@
 
 #include "tools/cli.h"
 #include "tools/collective_command.h"
+#include "tools/compile_command.h"
 #include "tools/inspect_input_command.h"
 #include "tools/presets_command.h"
+#include "tools/run_command.h"
+#include "tools/sweep_command.h"
 #include "tools/topo_command.h"
+#include "tools/validate_command.h"
 
 namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
   return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
-          TopoCommand()};
+          TopoCommand(), RunCommand(), SweepCommand(),
+          ValidateCommand(), CompileCommand()};
 }
 
 }  // namespace tpusim::tools

@@ -48,6 +48,14 @@ int DeviceWithAxis(const Topology& t, int device, int axis, int value) {
   return t.device_at(t.chip_at(c), t.core_of_device(device));
 }
 
+// Prefetches the lines of `count` objects at `p` (at most 16 lines).
+template <typename T>
+void PrefetchRange(const T* p, size_t count) {
+  const char* begin = reinterpret_cast<const char*>(p);
+  const size_t bytes = std::min<size_t>(count * sizeof(T), 16 * 64);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(begin + off);
+}
+
 }  // namespace
 
 const char* CollectiveOpName(CollectiveOp op) {
@@ -558,6 +566,12 @@ struct CollectiveEndpoint::StreamState {
 struct CollectiveEndpoint::Active {
   uint32_t seq = 0;
   bool started = false;
+  // The streams running now (a prefetch hint only; `live_overflow` when more
+  // than fit, and then every stream is prefetched).
+  static constexpr int kMaxLive = 8;
+  bool live_overflow = false;
+  int num_live = 0;
+  std::array<int, kMaxLive> live = {};
   Plan plan;
   CollectiveResult result;
   DoneCallback done;
@@ -640,6 +654,13 @@ void CollectiveEndpoint::StartPhase(Active& a, int p, Picoseconds at) {
   const std::vector<int> streams = a.plan.pipelines[p][a.phase[p]];
   a.pending[p] = static_cast<int>(streams.size());
   a.phase_end[p] = at;
+  for (int s : streams) {
+    if (a.num_live < Active::kMaxLive) {
+      a.live[a.num_live++] = s;
+    } else {
+      a.live_overflow = true;
+    }
+  }
   for (int s : streams) StartStream(a, s, at);
 }
 
@@ -686,6 +707,57 @@ void CollectiveEndpoint::StartStream(Active& a, int s, Picoseconds at) {
   SendChunk(spec.next, ChunkBytes(spec.bytes, spec.n, spec.ring_pos),
             MessageTag{a.seq, static_cast<uint32_t>(s), 0}, ready);
   Drain(a, s);
+}
+
+void CollectiveEndpoint::Prefetch(int stage) const {
+  switch (stage) {
+    case 0:
+      __builtin_prefetch(this);
+      return;
+    case 1:
+      __builtin_prefetch(active_.data());
+      return;
+    case 2:
+      if (!active_.empty()) {
+        const char* p = reinterpret_cast<const char*>(active_.front().get());
+        __builtin_prefetch(p);
+        __builtin_prefetch(p + 64);
+        __builtin_prefetch(p + 128);
+      }
+      return;
+    case 3:
+      if (!active_.empty()) {
+        // The specs and states of the running streams.
+        const Active& a = *active_.front();
+        if (a.live_overflow) {
+          PrefetchRange(a.plan.streams.data(), a.plan.streams.size());
+          PrefetchRange(a.streams.data(), a.streams.size());
+          return;
+        }
+        for (int i = 0; i < a.num_live; ++i) {
+          PrefetchRange(&a.plan.streams[a.live[i]], 1);
+          PrefetchRange(&a.streams[a.live[i]], 1);
+        }
+      }
+      return;
+    case 4:
+      if (!active_.empty()) {
+        const Active& a = *active_.front();
+        if (a.live_overflow) return;
+        for (int i = 0; i < a.num_live; ++i) {
+          const StreamState& st = a.streams[a.live[i]];
+          if (!st.arrivals.empty()) {
+            // The slot of the next step and the one after it (Drain looks
+            // at both).
+            __builtin_prefetch(st.arrivals.data() + st.next_step);
+            if (st.next_step + 1 < static_cast<int>(st.arrivals.size())) {
+              __builtin_prefetch(st.arrivals.data() + st.next_step + 1);
+            }
+          }
+        }
+      }
+      return;
+  }
 }
 
 void CollectiveEndpoint::OnMessage(const MessageTag& tag, int64_t bytes,
@@ -760,6 +832,12 @@ void CollectiveEndpoint::Drain(Active& a, int s) {
 void CollectiveEndpoint::StreamDone(Active& a, int s, Picoseconds at) {
   StreamState& st = a.streams[s];
   std::vector<Arrival>().swap(st.arrivals);
+  for (int i = 0; i < a.num_live; ++i) {
+    if (a.live[i] == s) {
+      a.live[i] = a.live[--a.num_live];
+      break;
+    }
+  }
   const int p = a.plan.streams[s].pipeline;
   a.phase_end[p] = Max(a.phase_end[p], at);
   if (--a.pending[p] > 0) return;

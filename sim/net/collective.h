@@ -284,6 +284,12 @@ class CollectiveEndpoint {
   int device() const { return device_; }
   const EndpointStats& stats() const { return stats_; }
 
+  // Prefetch hints for the network's scheduler: stage 0 this object, each
+  // later stage one more level of the current collective's state. No effect
+  // on results.
+  static constexpr int kPrefetchStages = 5;
+  void Prefetch(int stage) const;
+
   // Called by the network.
   void OnMessage(const MessageTag& tag, int64_t bytes, common::Picoseconds head,
                  common::Picoseconds tail);

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <queue>
+#include <map>
+#include <algorithm>
 #include <string>
 #include <systemc>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -34,79 +34,135 @@ constexpr uint32_t kLinkFreeOrder = 16;
 constexpr uint32_t kTimerOrder = 32;
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
-struct Packet {
-  uint64_t msg_id = 0;
-  int32_t src_dev = 0;
-  int32_t dst_dev = 0;
-  int64_t bytes = 0;
-  int64_t msg_bytes = 0;
-  uint32_t index = 0;
-  uint32_t count = 1;
-  MessageTag tag;
-  int64_t head = 0;  // first byte available here
-  int64_t tail = 0;  // last byte available here
-};
-
+// One event of a chip's queue. Arrivals carry their packet inline (no pool
+// and no indirection: a chip's pending events are one small array).
 enum class EventType : uint8_t { kArrive, kLinkFree, kTimer };
 
 struct Event {
-  int64_t time = 0;
+  int64_t time = 0;    // kArrive: the packet's head here
   uint32_t order = 0;  // input port, or a link-free / timer key
   uint32_t sub = 0;    // packet index, link, or core
   uint64_t id = 0;     // message id or timer token
+  // kArrive: the packet.
+  int64_t tail = 0;  // last byte available here
+  int64_t bytes = 0;
+  int32_t dst_dev = 0;
+  uint32_t count = 1;
+  MessageTag tag;
   EventType type = EventType::kArrive;
-  uint32_t slot = 0;  // kArrive: the packet's slot in the chip's pool
 };
+static_assert(sizeof(Event) == 64, "an event is one cache line");
+
+inline bool Before(const Event& a, const Event& b) {
+  if (a.time != b.time) return a.time < b.time;
+  if (a.order != b.order) return a.order < b.order;
+  if (a.id != b.id) return a.id < b.id;
+  return a.sub < b.sub;
+}
 
 struct Later {
-  bool operator()(const Event& a, const Event& b) const {
-    return std::tie(a.time, a.order, a.id, a.sub) >
-           std::tie(b.time, b.order, b.id, b.sub);
-  }
+  bool operator()(const Event& a, const Event& b) const { return Before(b, a); }
 };
 
-// A packet waiting for a link: its input port and its slot in the pool.
+// A packet waiting for a link: its input port and the packet (an arrival
+// event's fields).
 struct Waiting {
   uint32_t port;
-  uint32_t slot;
+  Event packet;
 };
 
 }  // namespace
 
-class ChipNode : public sc_core::sc_module {
+// The one SystemC process of a network: it wakes at the earliest pending chip
+// event and runs every chip due then, in chip order. Each chip keeps its own
+// event queue; the calendar only says which chips have work at which time.
+// Chips at the same time cannot affect each other (a message takes at least
+// one hop latency > 0), so the chip order is a fixed choice, not a
+// dependency; a partitioned run would give each rank such a scheduler for
+// the chips it owns.
+class NetScheduler : public sc_core::sc_module {
  public:
-  SC_HAS_PROCESS(ChipNode);
+  SC_HAS_PROCESS(NetScheduler);
+  explicit NetScheduler(const sc_core::sc_module_name& name,
+                        std::vector<ChipNode>* chips)
+      : sc_core::sc_module(name), chips_(chips) {
+    SC_METHOD(Run);
+    sensitive << wake_;
+    dont_initialize();
+  }
 
-  ChipNode(const sc_core::sc_module_name& name, int chip,
-           const Topology* topology, const NetConfig* config,
-           CollectiveDataPath* data_path)
-      : sc_core::sc_module(name),
-        chip_(chip),
+  static int64_t Now() {
+    return static_cast<int64_t>(sc_core::sc_time_stamp().value());
+  }
+
+  // Chip `chip` has an event at `time` (>= now) earlier than any it had.
+  void Schedule(int64_t time, int chip) {
+    if (time != last_time_) {
+      last_time_ = time;
+      last_bucket_ = &calendar_[time];
+    }
+    last_bucket_->push_back(static_cast<int32_t>(chip));
+    if (!running_ && time < wake_time_) {
+      wake_time_ = time;
+      wake_.notify(sc_core::sc_time::from_value(
+          static_cast<sc_dt::uint64>(time - Now())));
+    }
+  }
+
+  int64_t activations() const { return activations_; }
+
+ private:
+  void Run();
+
+  // Chips between two prefetch stages of a batch.
+  static constexpr size_t kPrefetchSpacing = 2;
+  std::vector<ChipNode>* chips_;
+  // The chips to wake at each time (unsorted, possibly repeated or stale);
+  // the bucket of the last time scheduled is cached.
+  std::map<int64_t, std::vector<int32_t>> calendar_;
+  int64_t last_time_ = -1;
+  std::vector<int32_t>* last_bucket_ = nullptr;
+  std::vector<int32_t> batch_;
+  bool running_ = false;
+  int64_t wake_time_ = kNever;
+  int64_t activations_ = 0;
+  sc_core::sc_event wake_;
+};
+
+class ChipNode {
+ public:
+  ChipNode(int chip, NetScheduler* scheduler, const Topology* topology,
+           const NetConfig* config)
+      : chip_(chip),
+        scheduler_(scheduler),
         topology_(topology),
-        config_(config) {
-    heap_ = std::priority_queue<Event, std::vector<Event>, Later>();
-    const int cores = topology->devices_per_chip();
+        config_(config) {}
+  ChipNode(ChipNode&&) = default;
+
+  // Allocates the chip's endpoints and queue (separate from the constructor,
+  // so that the network can do it in either order).
+  void Init(CollectiveDataPath* data_path) {
+    heap_.reserve(8);
+    const int cores = topology_->devices_per_chip();
     next_msg_.assign(cores, 0);
     for (int core = 0; core < cores; ++core) {
       transports_.push_back(std::make_unique<Transport>(this, core));
     }
     for (int core = 0; core < cores; ++core) {
       endpoints_.push_back(std::make_unique<CollectiveEndpoint>(
-          topology->device_at(chip, core), topology, transports_[core].get(),
-          data_path));
+          topology_->device_at(chip_, core), topology_,
+          transports_[core].get(), data_path));
+      ep_[core] = endpoints_.back().get();
     }
-    SC_METHOD(Run);
-    sensitive << wake_;
-    dont_initialize();
   }
 
   // Connects the links to their destination chips.
-  void Wire(const std::vector<std::unique_ptr<ChipNode>>& chips) {
+  void Wire(std::vector<ChipNode>& chips) {
     for (int dir = 0; dir < kNumDirections; ++dir) {
       const int to = topology_->Neighbor(chip_, dir);
       if (to < 0) continue;
       Link& l = links_[dir];
-      l.dst = chips[to].get();
+      l.dst = &chips[to];
       l.dst_port = dir;
       l.ps_per_byte = 1e12 / config_->link_bytes_per_second;
       l.latency = config_->hop_latency.count();
@@ -124,7 +180,48 @@ class ChipNode : public sc_core::sc_module {
 
   CollectiveEndpoint& endpoint(int core) { return *endpoints_[core]; }
   int64_t events() const { return events_; }
-  int64_t activations() const { return activations_; }
+  int64_t runs() const { return runs_; }
+  int64_t wake_time() const { return wake_time_; }
+
+  // Prefetches the state a run of this chip touches, one level of pointers
+  // per stage (stage k reads what stage k-1 fetched). A hint only: it
+  // changes no state.
+  static constexpr int kPrefetchStages = 2 + CollectiveEndpoint::kPrefetchStages;
+  void Prefetch(int stage) const {
+    if (stage == 0) {
+      // The whole node (header and links; about 1 KiB).
+      const char* p = reinterpret_cast<const char*>(this);
+      for (size_t off = 0; off < sizeof(ChipNode); off += 64) {
+        __builtin_prefetch(p + off);
+      }
+      return;
+    }
+    if (stage == 1) {
+      // The queue (one line per event) and a slot for one more.
+      for (size_t i = 0; i <= heap_.size() && i < 16; ++i) {
+        __builtin_prefetch(heap_.data() + i);
+      }
+      for (const CollectiveEndpoint* ep : ep_) {
+        if (ep != nullptr) ep->Prefetch(0);
+      }
+      // The neighbours this chip sends to: their queue headers.
+      for (const Link& l : links_) {
+        if (l.dst != nullptr) __builtin_prefetch(&l.dst->wake_time_);
+      }
+      return;
+    }
+    if (stage == 2) {
+      // Where a packet sent to each neighbour lands in its queue.
+      for (const Link& l : links_) {
+        if (l.dst != nullptr) {
+          __builtin_prefetch(l.dst->heap_.data() + l.dst->heap_.size());
+        }
+      }
+    }
+    for (const CollectiveEndpoint* ep : ep_) {
+      if (ep != nullptr) ep->Prefetch(stage - 1);
+    }
+  }
 
   void AppendLinks(std::vector<LinkStats>& out) const {
     for (int i = 0; i < kNumLinks; ++i) {
@@ -141,16 +238,31 @@ class ChipNode : public sc_core::sc_module {
     }
   }
 
+  // Handles every event of this chip at or before `now` in the fixed key
+  // order (events it adds for `now` included).
+  void Run(int64_t now) {
+    ++runs_;
+    wake_time_ = now;  // pushes during the run need no calendar entry
+    while (!heap_.empty() && heap_.front().time <= now) {
+      std::pop_heap(heap_.begin(), heap_.end(), Later());
+      const Event e = heap_.back();
+      heap_.pop_back();
+      ++events_;
+      Handle(e, now);
+    }
+    wake_time_ = heap_.empty() ? kNever : heap_.front().time;
+    if (wake_time_ != kNever) scheduler_->Schedule(wake_time_, chip_);
+  }
+
  private:
   struct Link {
     ChipNode* dst = nullptr;
     int dst_port = 0;
-    double ps_per_byte = 0;
-    int64_t latency = 0;
-    int64_t busy_until = 0;     // the current packet's finish
     bool free_pending = false;  // a link-free event is scheduled
     int rr = 0;
-    int64_t queued = 0;
+    double ps_per_byte = 0;
+    int64_t latency = 0;
+    int64_t busy_until = 0;  // the current packet's finish
     // Waiting packets in arrival order (FIFO within a port).
     std::vector<Waiting> waiting;
     int64_t packets = 0;
@@ -162,7 +274,9 @@ class ChipNode : public sc_core::sc_module {
   class Transport : public EndpointTransport {
    public:
     Transport(ChipNode* node, int core) : node_(node), core_(core) {}
-    Picoseconds Now() const override { return Picoseconds(node_->Now()); }
+    Picoseconds Now() const override {
+      return Picoseconds(NetScheduler::Now());
+    }
     void Send(int dst_device, int64_t bytes, const MessageTag& tag,
               Picoseconds head_ready, Picoseconds tail_ready) override {
       node_->Send(core_, dst_device, bytes, tag, head_ready.count(),
@@ -170,7 +284,7 @@ class ChipNode : public sc_core::sc_module {
     }
     void ScheduleTimer(Picoseconds at, uint64_t token) override {
       Event e;
-      e.time = std::max(at.count(), node_->Now());
+      e.time = std::max(at.count(), NetScheduler::Now());
       e.order = kTimerOrder + core_;
       e.id = token;
       e.sub = core_;
@@ -183,93 +297,58 @@ class ChipNode : public sc_core::sc_module {
     int core_;
   };
 
-  static int64_t Now() {
-    return static_cast<int64_t>(sc_core::sc_time_stamp().value());
-  }
-
-  // Queues the arrival of `p` (a copy) on input `port` at p.head.
-  void PushPacket(const Packet& p, int port) {
-    const uint32_t slot = Store(p);
-    Event e;
-    e.time = p.head;
-    e.order = static_cast<uint32_t>(port);
-    e.id = p.msg_id;
-    e.sub = p.index;
-    e.type = EventType::kArrive;
-    e.slot = slot;
-    Push(e);
+  // Queues the arrival of packet `p` (its fields) on input `port` at p.time.
+  void PushPacket(Event p, int port) {
+    p.order = static_cast<uint32_t>(port);
+    p.type = EventType::kArrive;
+    Push(p);
   }
 
   void Push(const Event& e) {
-    heap_.push(e);
-    if (!running_ && e.time < wake_time_) {
+    heap_.push_back(e);
+    std::push_heap(heap_.begin(), heap_.end(), Later());
+    if (e.time < wake_time_) {
       wake_time_ = e.time;
-      wake_.notify(sc_core::sc_time::from_value(
-          static_cast<sc_dt::uint64>(e.time - Now())));
-    }
-  }
-
-  void Run() {
-    ++activations_;
-    const int64_t now = Now();
-    running_ = true;
-    while (!heap_.empty() && heap_.top().time <= now) {
-      const Event e = heap_.top();
-      heap_.pop();
-      ++events_;
-      Handle(e, now);
-    }
-    running_ = false;
-    if (heap_.empty()) {
-      wake_time_ = kNever;
-    } else {
-      wake_time_ = heap_.top().time;
-      wake_.notify(sc_core::sc_time::from_value(
-          static_cast<sc_dt::uint64>(wake_time_ - now)));
+      scheduler_->Schedule(e.time, chip_);
     }
   }
 
   void Handle(const Event& e, int64_t now) {
     switch (e.type) {
-      case EventType::kArrive: {
-        const Packet p = pool_[e.slot];
-        free_slots_.push_back(e.slot);
-        Route(p, static_cast<int>(e.order), now);
+      case EventType::kArrive:
+        Route(e, static_cast<int>(e.order), now);
         break;
-      }
       case EventType::kLinkFree:
         links_[e.sub].free_pending = false;
         TryStart(static_cast<int>(e.sub), now);
         break;
       case EventType::kTimer:
-        endpoints_[e.sub]->OnTimer(e.id);
+        ep_[e.sub]->OnTimer(e.id);
         break;
     }
   }
 
   void Send(int core, int dst_device, int64_t bytes, const MessageTag& tag,
             int64_t head, int64_t tail) {
-    const int64_t now = Now();
+    const int64_t now = NetScheduler::Now();
     head = std::max(head, now);
     tail = std::max(tail, head);
     const int src = topology_->device_at(chip_, core);
-    Packet p;
-    p.msg_id = (static_cast<uint64_t>(src) << 40) | next_msg_[core]++;
-    p.src_dev = src;
+    Event p;
+    p.id = (static_cast<uint64_t>(src) << 40) | next_msg_[core]++;
     p.dst_dev = dst_device;
-    p.msg_bytes = bytes;
     p.tag = tag;
     const int64_t size = config_->packet_bytes;
     const int64_t count =
         (size == 0 || bytes <= size) ? 1 : (bytes + size - 1) / size;
     p.count = static_cast<uint32_t>(count);
     for (int64_t i = 0; i < count; ++i) {
-      p.index = static_cast<uint32_t>(i);
+      p.sub = static_cast<uint32_t>(i);
       p.bytes = count == 1 ? bytes : std::min(size, bytes - i * size);
       // Bytes become available evenly between head and tail.
-      p.head = head + (tail - head) * i / count;
+      p.time = head + (tail - head) * i / count;
       p.tail = head + (tail - head) * (i + 1) / count;
-      if (p.head == now) {
+      if (p.time == now) {
         Route(p, kLocalPort + core, now);  // ready now: no event needed
       } else {
         PushPacket(p, kLocalPort + core);
@@ -277,7 +356,7 @@ class ChipNode : public sc_core::sc_module {
     }
   }
 
-  void Route(const Packet& p, int port, int64_t now) {
+  void Route(const Event& p, int port, int64_t now) {
     const int dst_chip = topology_->chip_of_device(p.dst_dev);
     if (dst_chip == chip_) {
       if (port >= kLocalPort) {
@@ -291,22 +370,18 @@ class ChipNode : public sc_core::sc_module {
     Enqueue(topology_->NextDirection(chip_, dst_chip), p, port, now);
   }
 
-  uint32_t Store(const Packet& p) {
-    if (free_slots_.empty()) {
-      pool_.push_back(p);
-      return static_cast<uint32_t>(pool_.size() - 1);
-    }
-    const uint32_t slot = free_slots_.back();
-    free_slots_.pop_back();
-    pool_[slot] = p;
-    return slot;
-  }
-
-  void Enqueue(int link, const Packet& p, int port, int64_t now) {
+  void Enqueue(int link, const Event& p, int port, int64_t now) {
     Link& l = links_[link];
-    l.waiting.push_back(Waiting{static_cast<uint32_t>(port), Store(p)});
-    ++l.queued;
-    if (l.queued > l.peak_queue) l.peak_queue = l.queued;
+    if (l.waiting.empty() && !l.free_pending && l.busy_until <= now) {
+      // An idle link with nothing waiting starts the packet at once.
+      if (l.peak_queue < 1) l.peak_queue = 1;
+      l.rr = (port + 1) % kNumPorts;
+      Transmit(l, link, p, now);
+      return;
+    }
+    l.waiting.push_back(Waiting{static_cast<uint32_t>(port), p});
+    const int64_t queued = static_cast<int64_t>(l.waiting.size());
+    if (queued > l.peak_queue) l.peak_queue = queued;
     if (l.free_pending) return;
     if (l.busy_until <= now) {
       TryStart(link, now);
@@ -328,78 +403,124 @@ class ChipNode : public sc_core::sc_module {
 
   void TryStart(int link, int64_t now) {
     Link& l = links_[link];
-    if (l.queued == 0) return;
-    {
-      // Round-robin between ports: the first waiting packet of the first
-      // port at or after rr (cyclically).
-      size_t pick = 0;
-      int best = kNumPorts;
-      for (size_t i = 0; i < l.waiting.size(); ++i) {
-        const int distance =
-            (static_cast<int>(l.waiting[i].port) - l.rr + kNumPorts) %
-            kNumPorts;
-        if (distance < best) {
-          best = distance;
-          pick = i;
-          if (distance == 0) break;
-        }
+    if (l.waiting.empty()) return;
+    // Round-robin between ports: the first waiting packet of the first port
+    // at or after rr (cyclically).
+    size_t pick = 0;
+    int best = kNumPorts;
+    for (size_t i = 0; i < l.waiting.size(); ++i) {
+      const int distance =
+          (static_cast<int>(l.waiting[i].port) - l.rr + kNumPorts) % kNumPorts;
+      if (distance < best) {
+        best = distance;
+        pick = i;
+        if (distance == 0) break;
       }
-      const Waiting w = l.waiting[pick];
-      l.waiting.erase(l.waiting.begin() + static_cast<std::ptrdiff_t>(pick));
-      Packet p = pool_[w.slot];
-      free_slots_.push_back(w.slot);
-      const int port = static_cast<int>(w.port);
-      --l.queued;
-      l.rr = (port + 1) % kNumPorts;
-      const int64_t tx = static_cast<int64_t>(
-          std::ceil(static_cast<double>(p.bytes) * l.ps_per_byte));
-      const int64_t finish = std::max(now + tx, p.tail);
-      l.busy_until = finish;
-      ++l.packets;
-      l.bytes += p.bytes;
-      l.busy_ps += finish - now;
-      p.head = now + l.latency;
-      p.tail = finish + l.latency;
-      l.dst->PushPacket(p, l.dst_port);
-      if (l.queued > 0) ScheduleLinkFree(link, finish);
-      return;
     }
+    const int port = static_cast<int>(l.waiting[pick].port);
+    const Event p = l.waiting[pick].packet;
+    l.waiting.erase(l.waiting.begin() + static_cast<std::ptrdiff_t>(pick));
+    l.rr = (port + 1) % kNumPorts;
+    Transmit(l, link, p, now);
+    if (!l.waiting.empty()) ScheduleLinkFree(link, l.busy_until);
   }
 
-  void Deliver(const Packet& p) {
-    CollectiveEndpoint& ep = *endpoints_[topology_->core_of_device(p.dst_dev)];
+  // Starts packet `p` on link `l` now and queues its arrival at the far end.
+  void Transmit(Link& l, int link, Event p, int64_t now) {
+    (void)link;
+    const int64_t tx = static_cast<int64_t>(
+        std::ceil(static_cast<double>(p.bytes) * l.ps_per_byte));
+    const int64_t finish = std::max(now + tx, p.tail);
+    l.busy_until = finish;
+    ++l.packets;
+    l.bytes += p.bytes;
+    l.busy_ps += finish - now;
+    p.time = now + l.latency;
+    p.tail = finish + l.latency;
+    l.dst->PushPacket(p, l.dst_port);
+  }
+
+  void Deliver(const Event& p) {
+    CollectiveEndpoint& ep = *ep_[topology_->core_of_device(p.dst_dev)];
     if (p.count == 1) {
-      ep.OnMessage(p.tag, p.msg_bytes, Picoseconds(p.head),
-                   Picoseconds(p.tail));
+      ep.OnMessage(p.tag, p.bytes, Picoseconds(p.time), Picoseconds(p.tail));
       return;
     }
-    auto [it, inserted] = partial_.try_emplace(p.msg_id, p.head, 0);
-    if (++it->second.second < p.count) return;
-    const int64_t head = it->second.first;
+    // Packets of one message: its bytes are the sum of theirs.
+    auto [it, inserted] = partial_.try_emplace(p.id, Partial{p.time, 0, 0});
+    Partial& part = it->second;
+    part.bytes += p.bytes;
+    if (++part.count < p.count) return;
+    const Partial done = part;
     partial_.erase(it);
-    ep.OnMessage(p.tag, p.msg_bytes, Picoseconds(head), Picoseconds(p.tail));
+    ep.OnMessage(p.tag, done.bytes, Picoseconds(done.head),
+                 Picoseconds(p.tail));
   }
 
   // The fields a message from another chip touches come first, together.
-  const int chip_;
-  bool running_ = false;
-  int64_t wake_time_ = kNever;
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
-  // Packets of pending arrival events, and the free slots.
-  std::vector<Packet> pool_;
-  std::vector<uint32_t> free_slots_;
+  int chip_;
+  int64_t wake_time_ = kNever;  // earliest event; now while running
+  NetScheduler* scheduler_;
+  std::vector<Event> heap_;  // a binary heap, earliest first (Later)
+  std::array<CollectiveEndpoint*, 2> ep_ = {nullptr, nullptr};  // by core
   int64_t events_ = 0;
-  int64_t activations_ = 0;
-  sc_core::sc_event wake_;
+  int64_t runs_ = 0;
   const Topology* topology_;
   const NetConfig* config_;
   std::array<Link, kNumLinks> links_;
   std::vector<std::unique_ptr<Transport>> transports_;
   std::vector<std::unique_ptr<CollectiveEndpoint>> endpoints_;
   std::vector<uint64_t> next_msg_;
-  // Packet mode: messages with some packets delivered (first head, count).
-  std::unordered_map<uint64_t, std::pair<int64_t, uint32_t>> partial_;
+  // Packet mode: messages with some packets delivered.
+  struct Partial {
+    int64_t head;   // the first packet's head
+    int64_t bytes;  // delivered so far
+    uint32_t count;
+  };
+  std::unordered_map<uint64_t, Partial> partial_;
 };
+
+void NetScheduler::Run() {
+  ++activations_;
+  const int64_t now = Now();
+  running_ = true;
+  std::vector<ChipNode>& chips = *chips_;
+  // The chips due now, in chip order (each time's bucket sorted), taken as a
+  // batch so that the state of the chips ahead can be prefetched while one
+  // runs: in a sweep every chip touches a few lines of its own state, and at
+  // thousands of chips that state is no longer in cache. Chips can be added
+  // for `now` while the batch runs (a timer at now); the loop takes them next.
+  while (!calendar_.empty() && calendar_.begin()->first <= now) {
+    const int64_t time = calendar_.begin()->first;
+    batch_.swap(calendar_.begin()->second);
+    calendar_.erase(calendar_.begin());
+    if (last_time_ == time) last_time_ = -1;
+    std::sort(batch_.begin(), batch_.end());
+    batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+    const size_t n = batch_.size();
+    for (size_t i = 0; i < n; ++i) {
+      for (int stage = 0; stage < ChipNode::kPrefetchStages; ++stage) {
+        const size_t ahead =
+            i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
+                    kPrefetchSpacing;
+        if (ahead < n) chips[batch_[ahead]].Prefetch(stage);
+      }
+      ChipNode& chip = chips[batch_[i]];
+      // An entry is stale when the chip has since been woken earlier.
+      if (chip.wake_time() != time) continue;
+      chip.Run(now);
+    }
+    batch_.clear();
+  }
+  running_ = false;
+  if (calendar_.empty()) {
+    wake_time_ = kNever;
+  } else {
+    wake_time_ = calendar_.begin()->first;
+    wake_.notify(sc_core::sc_time::from_value(
+        static_cast<sc_dt::uint64>(wake_time_ - now)));
+  }
+}
 
 Network::Network(const Topology& topology, const NetConfig& config)
     : topology_(topology), config_(config) {}
@@ -423,17 +544,21 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
     data_path = net->default_data_path_.get();
   }
   const int chips = topology.num_chips();
-  net->chips_.resize(chips);
+  net->scheduler_ = std::make_unique<NetScheduler>(options.name.c_str(),
+                                                   &net->chips_);
+  net->chips_.reserve(chips);  // never reallocated: links point into it
+  for (int chip = 0; chip < chips; ++chip) {
+    net->chips_.emplace_back(chip, net->scheduler_.get(), &net->topology_,
+                             &net->config_);
+  }
   for (int i = 0; i < chips; ++i) {
     const int chip = options.reverse_construction ? chips - 1 - i : i;
-    const std::string name = absl::StrCat(options.name, "_chip_", chip);
-    net->chips_[chip] = std::make_unique<ChipNode>(
-        name.c_str(), chip, &net->topology_, &net->config_, data_path);
+    net->chips_[chip].Init(data_path);
   }
-  for (const std::unique_ptr<ChipNode>& c : net->chips_) c->Wire(net->chips_);
+  for (ChipNode& c : net->chips_) c.Wire(net->chips_);
   net->endpoints_.resize(topology.num_devices());
   for (int d = 0; d < topology.num_devices(); ++d) {
-    net->endpoints_[d] = &net->chips_[topology.chip_of_device(d)]->endpoint(
+    net->endpoints_[d] = &net->chips_[topology.chip_of_device(d)].endpoint(
         topology.core_of_device(d));
   }
   return net;
@@ -441,19 +566,21 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
 
 std::vector<LinkStats> Network::Links() const {
   std::vector<LinkStats> out;
-  for (const std::unique_ptr<ChipNode>& c : chips_) c->AppendLinks(out);
+  for (const ChipNode& c : chips_) c.AppendLinks(out);
   return out;
 }
 
-int64_t Network::activations() const {
+int64_t Network::activations() const { return scheduler_->activations(); }
+
+int64_t Network::chip_runs() const {
   int64_t n = 0;
-  for (const std::unique_ptr<ChipNode>& c : chips_) n += c->activations();
+  for (const ChipNode& c : chips_) n += c.runs();
   return n;
 }
 
 int64_t Network::events() const {
   int64_t n = 0;
-  for (const std::unique_ptr<ChipNode>& c : chips_) n += c->events();
+  for (const ChipNode& c : chips_) n += c.events();
   return n;
 }
 

@@ -1,8 +1,10 @@
 // sim/net/network.h
 //
-// The SystemC model of the ICI network: one module per chip, each with its
+// The SystemC model of the ICI network: one node per chip, each with its
 // outgoing links (one per torus neighbour and direction, plus the on-chip
-// core-to-core path on v2/v3) and one CollectiveEndpoint per device.
+// core-to-core path on v2/v3), its own event queue and one CollectiveEndpoint
+// per device, and one SystemC process (the network's scheduler) that runs
+// the chips.
 //
 //   std::unique_ptr<Network> net;
 //   TPUSIM_ASSIGN_OR_RETURN(auto session, KernelSession::Create([&] {
@@ -14,12 +16,18 @@
 //
 // How time is kept (architecture.md "Built to be partitioned"):
 // * integer picoseconds (the kernel's resolution is 1 ps);
-// * each chip has one SC_METHOD and its own event queue ordered by the fixed
-//   key (time, input port, message id); same-time events never depend on
-//   SystemC's scheduling order;
+// * each chip has its own event queue ordered by the fixed key (time, input
+//   port, message id); same-time events never depend on insertion or
+//   scheduling order;
 // * chips interact only through link messages, which arrive at least one hop
 //   latency (> 0) after they leave, so a chip's events at time t are all known
-//   before it runs at t;
+//   before it runs at t, and chips due at the same time cannot affect each
+//   other;
+// * the scheduler (one SC_METHOD) keeps a calendar of (time, chip) wake-ups
+//   and is woken by SystemC only at the next time some chip has work; it then
+//   runs every chip due, in chip order (a fixed choice; by the rule above the
+//   order cannot change a result). A partitioned run gives each rank such a
+//   scheduler over the chips it owns;
 // * statistics are kept per link and per endpoint and read in chip order.
 //
 // Links (tpusim's model):
@@ -54,13 +62,14 @@
 namespace tpusim::sim::net {
 
 class ChipNode;
+class NetScheduler;
 
 struct NetworkOptions {
-  // Prefix of the chip modules' names ("<name>_chip_<id>"), so that several
+  // Name of the network's SystemC module (its scheduler), so that several
   // networks can be elaborated side by side.
   std::string name = "ici";
-  // Construct the chip modules in reverse id order (a determinism check: the
-  // results must not depend on it).
+  // Allocate the chips' endpoints and queues in reverse id order (a
+  // determinism check: the results must not depend on it).
   bool reverse_construction = false;
   // The data path of every device; nullptr uses a VectorRateDataPath owned by
   // the network.
@@ -97,8 +106,12 @@ class Network {
   // Sum over chips of the chips' event-queue events handled (a speed
   // figure).
   int64_t events() const;
-  // Sum over chips of the SystemC activations of their processes.
+  // SystemC activations of the network's process (one per distinct time
+  // with work, plus delta wake-ups).
   int64_t activations() const;
+  // Sum over chips of the times a chip ran its queue (at most one per chip
+  // and time).
+  int64_t chip_runs() const;
   // The default data path (nullptr when the options gave one).
   const VectorRateDataPath* default_data_path() const {
     return default_data_path_.get();
@@ -109,7 +122,8 @@ class Network {
   Topology topology_;
   NetConfig config_;
   std::unique_ptr<VectorRateDataPath> default_data_path_;
-  std::vector<std::unique_ptr<ChipNode>> chips_;  // by chip id
+  std::unique_ptr<NetScheduler> scheduler_;
+  std::vector<ChipNode> chips_;                   // by chip id
   std::vector<CollectiveEndpoint*> endpoints_;    // by device id
 };
 

@@ -124,7 +124,7 @@ class HostBuffer final : public Buffer {
 
 // Counters one step adds to the device of one logical core.
 struct CoreCounters {
-  std::vector<std::pair<OpCode, OpCounters>> per_op;  // non-empty op codes only
+  std::vector<std::pair<OpCode, OpTally>> per_op;  // non-empty op codes only
   int64_t cross_core_bytes = 0;
   int64_t collective_bytes = 0;
 };
@@ -270,8 +270,8 @@ absl::StatusOr<std::unique_ptr<Executable>> HostBackend::Compile(
   exe->parallel_.resize(n);
   exe->groups_.resize(n);
   exe->per_core_.resize(options.num_cores_per_replica);
-  std::vector<std::vector<OpCounters>> by_code(
-      options.num_cores_per_replica, std::vector<OpCounters>(kNumOpCodes));
+  std::vector<std::vector<OpTally>> by_code(
+      options.num_cores_per_replica, std::vector<OpTally>(kNumOpCodes));
   for (int i = 0; i < n; ++i) {
     const Op& op = ops[i];
     const OpCost c = exe->program_.CostOf(Value{i});
@@ -286,7 +286,7 @@ absl::StatusOr<std::unique_ptr<Executable>> HostBackend::Compile(
           ResolveReplicaGroups(op.code, op.attrs.replica_groups,
                                options.num_replicas));
     }
-    OpCounters& k = by_code[op.logical_core][static_cast<int>(op.code)];
+    OpTally& k = by_code[op.logical_core][static_cast<int>(op.code)];
     k.count += 1;
     k.flops += c.flops;
     k.transcendentals += c.transcendentals;
@@ -531,13 +531,14 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   // ---- counters ----
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < cores; ++c) {
-      DeviceProfile& dp = profile_[assignment.replica_devices[r][c]];
+      const int device = assignment.replica_devices[r][c];
+      DeviceTally& dp = profile_[device];
       dp.executions += 1;
       const CoreCounters& cc = exe->per_core_[c];
       dp.cross_core_bytes += cc.cross_core_bytes;
       dp.collective_bytes += cc.collective_bytes;
       for (const auto& [code, k] : cc.per_op) {
-        OpCounters& t = per_op_[dp.device_id][static_cast<int>(code)];
+        OpTally& t = per_op_[device][static_cast<int>(code)];
         t.count += k.count;
         t.flops += k.flops;
         t.transcendentals += k.transcendentals;
@@ -582,7 +583,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmdLoop(
     const Executable& executable, const SpmdAssignment& assignment,
     absl::Span<const std::vector<std::vector<Buffer*>>> per_iteration_args) {
   std::vector<int64_t> before;
-  for (const DeviceProfile& dp : profile_) before.push_back(dp.executions);
+  for (const DeviceTally& dp : profile_) before.push_back(dp.executions);
   absl::StatusOr<SpmdOutputs> out =
       Backend::ExecuteSpmdLoop(executable, assignment, per_iteration_args);
   // One device call: one execution per device that ran.
@@ -596,29 +597,40 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmdLoop(
 
 absl::StatusOr<Profile> HostBackend::CollectProfile() const {
   Profile p;
-  p.backend = "host";
-  p.devices = profile_;
+  p.set_backend("host");
   for (size_t d = 0; d < profile_.size(); ++d) {
-    DeviceProfile& dp = p.devices[d];
+    const DeviceTally& t = profile_[d];
+    DeviceProfile* dp = p.add_devices();
+    dp->set_device_id(static_cast<int>(d));
+    dp->set_executions(t.executions);
+    dp->set_host_to_device_bytes(t.host_to_device_bytes);
+    dp->set_device_to_host_bytes(t.device_to_host_bytes);
+    dp->set_cross_core_bytes(t.cross_core_bytes);
+    dp->set_collective_bytes(t.collective_bytes);
+    OpCounters* total = dp->mutable_total();
     for (int code = 0; code < kNumOpCodes; ++code) {
-      const OpCounters& k = per_op_[d][code];
+      const OpTally& k = per_op_[d][code];
       if (k.count == 0) continue;
-      dp.per_op[std::string(OpCodeName(static_cast<OpCode>(code)))] = k;
-      dp.total.count += k.count;
-      dp.total.flops += k.flops;
-      dp.total.transcendentals += k.transcendentals;
-      dp.total.bytes_read += k.bytes_read;
-      dp.total.bytes_written += k.bytes_written;
+      OpCounters& c =
+          (*dp->mutable_per_op())[std::string(OpCodeName(static_cast<OpCode>(code)))];
+      c.set_count(k.count);
+      c.set_flops(k.flops);
+      c.set_transcendentals(k.transcendentals);
+      c.set_bytes_read(k.bytes_read);
+      c.set_bytes_written(k.bytes_written);
+      total->set_count(total->count() + k.count);
+      total->set_flops(total->flops() + k.flops);
+      total->set_transcendentals(total->transcendentals() + k.transcendentals);
+      total->set_bytes_read(total->bytes_read() + k.bytes_read);
+      total->set_bytes_written(total->bytes_written() + k.bytes_written);
     }
   }
   return p;
 }
 
 void HostBackend::ResetProfile() {
-  profile_.assign(devices_.size(), DeviceProfile{});
-  for (size_t d = 0; d < devices_.size(); ++d)
-    profile_[d].device_id = static_cast<int>(d);
-  per_op_.assign(devices_.size(), std::vector<OpCounters>(kNumOpCodes));
+  profile_.assign(devices_.size(), DeviceTally{});
+  per_op_.assign(devices_.size(), std::vector<OpTally>(kNumOpCodes));
 }
 
 }  // namespace tpusim::runtime

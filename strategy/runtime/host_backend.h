@@ -39,6 +39,16 @@ namespace tpusim::runtime {
 
 class WorkerPool;
 
+// Counters of a set of op executions (internal to HostBackend; the Profile
+// carries them as OpCountersProto).
+struct OpTally {
+  int64_t count = 0;
+  int64_t flops = 0;
+  int64_t transcendentals = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+};
+
 struct HostBackendOptions {
   // Worker threads for large ops (0 = everything inline on the calling thread).
   int num_threads = 2;
@@ -95,9 +105,16 @@ class HostBackend final : public Backend {
   std::vector<Device*> device_ptrs_;
   // variables_[device][slot]
   std::vector<std::map<int, Tensor>> variables_;
-  std::vector<DeviceProfile>
-      profile_;  // per device; per_op filled by CollectProfile
-  std::vector<std::vector<OpCounters>> per_op_;  // [device][op code]
+  // Counters since the last ResetProfile; CollectProfile builds the Profile.
+  struct DeviceTally {
+    int64_t executions = 0;
+    int64_t host_to_device_bytes = 0;
+    int64_t device_to_host_bytes = 0;
+    int64_t cross_core_bytes = 0;
+    int64_t collective_bytes = 0;
+  };
+  std::vector<DeviceTally> profile_;              // per device
+  std::vector<std::vector<OpTally>> per_op_;      // [device][op code]
   std::unique_ptr<WorkerPool> pool_;
 };
 

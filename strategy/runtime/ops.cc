@@ -695,6 +695,26 @@ absl::StatusOr<OpCode> OpCodeFromName(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown op \"", name, "\""));
 }
 
+absl::string_view PrecisionName(Precision p) {
+  switch (p) {
+    case Precision::kDefault:
+      return "DEFAULT";
+    case Precision::kHigh:
+      return "HIGH";
+    case Precision::kHighest:
+      return "HIGHEST";
+  }
+  return "?";
+}
+
+absl::StatusOr<Precision> PrecisionFromName(absl::string_view name) {
+  if (name.empty() || name == "DEFAULT") return Precision::kDefault;
+  if (name == "HIGH") return Precision::kHigh;
+  if (name == "HIGHEST") return Precision::kHighest;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "precision \"", name, "\" is not DEFAULT, HIGH or HIGHEST"));
+}
+
 bool IsElementwiseUnary(OpCode c) {
   return c >= OpCode::kNeg && c <= OpCode::kCast;
 }
@@ -919,6 +939,12 @@ absl::StatusOr<ValueType> InferOpTypeImpl(
 absl::StatusOr<ValueType> InferOpType(
     OpCode code, const OpAttrs& attrs,
     absl::Span<const ValueType* const> operands, const InferContext& context) {
+  if (attrs.precision != Precision::kDefault && code != OpCode::kDot &&
+      code != OpCode::kConv2D) {
+    return Error(code, operands,
+                 absl::StrCat("precision=", PrecisionName(attrs.precision),
+                              " is only allowed on dot and conv2d"));
+  }
   TPUSIM_ASSIGN_OR_RETURN(ValueType type,
                           InferOpTypeImpl(code, attrs, operands, context));
   // Element and byte counts must fit in int64 (cost rules multiply further).

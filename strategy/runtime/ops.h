@@ -83,9 +83,9 @@ enum class OpCode : uint8_t {
   kMin,
   // Linear algebra.
   kDot,     // attrs.dot (dot_general): result = batch dims, lhs free dims, rhs
-            // free dims
+            // free dims; attrs.precision
   kConv2D,  // NHWC input, HWIO filter, attrs.window_strides {h, w},
-            // attrs.padding
+            // attrs.padding, attrs.precision
   kMaxPool2D,  // NHWC input, attrs.window {h, w}, attrs.window_strides,
                // attrs.padding (padded positions never win)
   // Reductions.
@@ -160,6 +160,16 @@ absl::string_view ShortDTypeName(DType dtype);
 enum class Padding : uint8_t { kValid, kSame };
 enum class CollectiveReduce : uint8_t { kSum, kMean };
 
+// XLA's PrecisionConfig of a dot or conv2d: how many bf16 MXU passes an f32
+// operand gets on a TPU (DEFAULT one, HIGH three, HIGHEST six; the timing in
+// sim/chip/kernel_timing.h). Values computed on the host stay exact f32 at
+// every precision; only the simulated time depends on it.
+enum class Precision : uint8_t { kDefault, kHigh, kHighest };
+// "DEFAULT", "HIGH", "HIGHEST" (text and proto form).
+absl::string_view PrecisionName(Precision p);
+// InvalidArgument naming the value and the allowed names; "" is DEFAULT.
+absl::StatusOr<Precision> PrecisionFromName(absl::string_view name);
+
 // dot_general dimension numbers (XLA's DotDimensionNumbers).
 struct DotDims {
   std::vector<int64_t> lhs_batch;
@@ -193,6 +203,7 @@ struct OpAttrs {
   DotDims dot;                   // dot
   std::vector<int64_t> window_strides = {1, 1};  // conv2d, max_pool2d {h, w}
   Padding padding = Padding::kValid;             // conv2d, max_pool2d
+  Precision precision = Precision::kDefault;     // dot, conv2d
   std::vector<int64_t> window;                   // max_pool2d {h, w}
   int64_t depth = 0;                             // one_hot
   double on_value = 1.0;                         // one_hot

@@ -143,6 +143,8 @@ std::vector<std::string> AttrStrings(const Op& op, const Program& program) {
         out.push_back("rhs_batch=" + Ints(a.dot.rhs_batch));
       out.push_back("lhs_contracting=" + Ints(a.dot.lhs_contracting));
       out.push_back("rhs_contracting=" + Ints(a.dot.rhs_contracting));
+      if (a.precision != Precision::kDefault)
+        out.push_back(absl::StrCat("precision=", PrecisionName(a.precision)));
       break;
     case OpCode::kMaxPool2D:
       out.push_back("window=" + Ints(a.window));
@@ -152,6 +154,8 @@ std::vector<std::string> AttrStrings(const Op& op, const Program& program) {
     case OpCode::kConv2D:
       out.push_back("window_strides=" + Ints(a.window_strides));
       out.push_back(absl::StrCat("padding=", PaddingName(a.padding)));
+      if (a.precision != Precision::kDefault)
+        out.push_back(absl::StrCat("precision=", PrecisionName(a.precision)));
       break;
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
@@ -306,6 +310,8 @@ void Program::ToProto(proto::ProgramProto* out) const {
     for (int64_t v : a.window_strides) p->add_window_strides(v);
     for (int64_t v : a.window) p->add_window(v);
     p->set_padding(std::string(PaddingName(a.padding)));
+    if (a.precision != Precision::kDefault)
+      p->set_precision(std::string(PrecisionName(a.precision)));
     p->set_depth(a.depth);
     p->set_on_value(a.on_value);
     p->set_off_value(a.off_value);
@@ -399,6 +405,11 @@ absl::StatusOr<Program> Program::FromProto(const proto::ProgramProto& proto) {
     } else {
       return where(absl::InvalidArgumentError(
           absl::StrCat("padding \"", p.padding(), "\" is not VALID or SAME")));
+    }
+    {
+      absl::StatusOr<Precision> precision = PrecisionFromName(p.precision());
+      if (!precision.ok()) return where(precision.status());
+      a.precision = *precision;
     }
     a.depth = p.depth();
     a.on_value = p.on_value();
@@ -626,14 +637,17 @@ absl::StatusOr<Value> ProgramBuilder::Cast(Value x, DType dtype) {
 }
 
 absl::StatusOr<Value> ProgramBuilder::DotGeneral(Value lhs, Value rhs,
-                                                 DotDims dims) {
+                                                 DotDims dims,
+                                                 Precision precision) {
   OpAttrs a;
   a.dot = std::move(dims);
+  a.precision = precision;
   return AddOp(OpCode::kDot, {lhs, rhs}, std::move(a));
 }
 
 absl::StatusOr<Value> ProgramBuilder::MatMul(Value a, Value b, bool transpose_a,
-                                             bool transpose_b) {
+                                             bool transpose_b,
+                                             Precision precision) {
   const int n = num_ops();
   for (Value v : {a, b}) {
     if (v.id < 0 || v.id >= n) {
@@ -657,15 +671,17 @@ absl::StatusOr<Value> ProgramBuilder::MatMul(Value a, Value b, bool transpose_a,
   }
   d.lhs_contracting.push_back(transpose_a ? r - 2 : r - 1);
   d.rhs_contracting.push_back(transpose_b ? r - 1 : r - 2);
-  return DotGeneral(a, b, std::move(d));
+  return DotGeneral(a, b, std::move(d), precision);
 }
 
 absl::StatusOr<Value> ProgramBuilder::Conv2D(Value input, Value filter,
                                              std::vector<int64_t> strides,
-                                             Padding padding) {
+                                             Padding padding,
+                                             Precision precision) {
   OpAttrs a;
   a.window_strides = std::move(strides);
   a.padding = padding;
+  a.precision = precision;
   return AddOp(OpCode::kConv2D, {input, filter}, std::move(a));
 }
 

@@ -218,15 +218,20 @@ class ProgramBuilder {
   absl::StatusOr<Value> Cast(Value x, DType dtype);
 
   // ---- linear algebra ----
-  absl::StatusOr<Value> DotGeneral(Value lhs, Value rhs, DotDims dims);
+  // `precision` (XLA's PrecisionConfig) only changes the simulated MXU time;
+  // values stay exact f32.
+  absl::StatusOr<Value> DotGeneral(Value lhs, Value rhs, DotDims dims,
+                                   Precision precision = Precision::kDefault);
   // tf.linalg.matmul: rank >= 2, equal leading batch dims, contracts a's last
   // (or, transposed, second-to-last) dim with b's second-to-last (or last).
   // Result [..., M, N].
   absl::StatusOr<Value> MatMul(Value a, Value b, bool transpose_a = false,
-                               bool transpose_b = false);
+                               bool transpose_b = false,
+                               Precision precision = Precision::kDefault);
   // NHWC input, HWIO filter, strides {h, w}.
   absl::StatusOr<Value> Conv2D(Value input, Value filter,
-                               std::vector<int64_t> strides, Padding padding);
+                               std::vector<int64_t> strides, Padding padding,
+                               Precision precision = Precision::kDefault);
 
   // NHWC input, window {h, w}, strides {h, w} (tf.nn.max_pool2d).
   absl::StatusOr<Value> MaxPool2D(Value input, std::vector<int64_t> window,

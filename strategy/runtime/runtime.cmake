@@ -8,7 +8,7 @@ tpusim_cc_library(NAME program SRCS program.cc HDRS program.h
 tpusim_cc_library(NAME kernels SRCS kernels.cc HDRS kernels.h
                   DEPS tpusim::strategy::runtime::ops tpusim::strategy::runtime::tensor
                        absl::status absl::statusor absl::strings absl::span)
-tpusim_cc_library(NAME profile SRCS profile.cc HDRS profile.h DEPS tpusim::proto)
+tpusim_cc_library(NAME profile HDRS profile.h DEPS tpusim::proto)
 tpusim_cc_library(NAME backend SRCS backend.cc HDRS backend.h
                   DEPS tpusim::strategy::runtime::program tpusim::strategy::runtime::profile
                        tpusim::strategy::runtime::device_description absl::status

@@ -112,8 +112,8 @@ absl::Status RunMlp(const std::string& slice, benchmark::State& state) {
   const double step = std::chrono::duration<double>(t2 - t1).count();
   const double events = static_cast<double>(stats.kernels + stats.collectives +
                                             stats.network_events);
-  const runtime::StepProfile& st = profile.steps.back();
-  const double sim_ms = (st.end_ps - st.start_ps) * 1e-9;
+  const runtime::StepProfile& st = profile.steps(profile.steps_size() - 1);
+  const double sim_ms = (st.end_ps() - st.start_ps()) * 1e-9;
   state.counters["sim_step_ms"] = sim_ms;
   state.counters["wall_s"] = setup + step;
   state.counters["step_wall_s"] = step;
@@ -126,7 +126,7 @@ absl::Status RunMlp(const std::string& slice, benchmark::State& state) {
       "collective starts, %lld network)  %6.2f M events/s  peak RSS %7.1f "
       "MB\n",
       slice.c_str(), sim->layout().num_chips, sim_ms,
-      st.exposed_collective_ps * 1e-9, setup + step, setup, step, events,
+      st.exposed_collective_ps() * 1e-9, setup + step, setup, step, events,
       static_cast<long long>(stats.kernels),
       static_cast<long long>(stats.collectives),
       static_cast<long long>(stats.network_events), events / step / 1e6,

@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "scenarios/backend_registry.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/data/dataset.h"
 #include "strategy/data/example.pb.h"
@@ -167,11 +168,13 @@ absl::StatusOr<std::unique_ptr<InputIterator>> MakeInputIterator(
 }
 // ===================================================================================
 
-absl::Status Main() {
-  // 1. The TPU: a v3-8 slice on the functional host backend.
-  TPUSIM_ASSIGN_OR_RETURN(tpusim::runtime::SliceLayout layout,
-                          tpusim::runtime::ParseSlice("v3-8"));
-  tpusim::runtime::HostBackend backend(layout.devices);
+absl::Status Main(const std::string& backend_name) {
+  // 1. The TPU: a v3-8 slice on the functional host backend ("host", the
+  // default) or on the simulated pod ("sim").
+  TPUSIM_ASSIGN_OR_RETURN(
+      std::unique_ptr<tpusim::runtime::Backend> backend_ptr,
+      tpusim::scenarios::CreateBackend(backend_name, "v3-8"));
+  tpusim::runtime::Backend& backend = *backend_ptr;
   TPUSIM_ASSIGN_OR_RETURN(TPUClusterResolver resolver,
                           TPUClusterResolver::Create(backend, "v3-8"));
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<TPUStrategy> strategy,
@@ -288,13 +291,24 @@ absl::Status Main() {
   }
   std::printf("final weights of all %zu replicas match single-device SGD\n",
               ws.size());
+  // On a timing backend: where the simulated time went.
+  absl::StatusOr<tpusim::runtime::Profile> profile = backend.CollectProfile();
+  if (profile.ok() && profile->steps_size() > 0) {
+    const auto& last = profile->steps(profile->steps_size() - 1);
+    std::printf("simulated: %d device calls, %.3f ms in all, last call %.3f ms\n",
+                profile->steps_size(), profile->end_ps() * 1e-9,
+                (last.end_ps() - last.start_ps()) * 1e-9);
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-int main() {
-  absl::Status status = Main();
+// The example links the pod model (SystemC), so its entry point is sc_main
+// (architecture.md): `train_loop_example [host|sim]`.
+extern "C" int sc_main(int argc, char* argv[]) {
+  const std::string backend = argc > 1 ? argv[1] : "host";
+  absl::Status status = Main(backend);
   if (!status.ok()) {
     std::fprintf(stderr, "train_loop: %s\n",
                  std::string(status.message()).c_str());

@@ -6,7 +6,9 @@
 // - every error is InvalidArgument;
 // - a program FromProto accepts prints (ToText), has a cost (TotalCost) and
 //   round-trips: FromProto(ToProto(p)) succeeds and prints the same text and
-//   proto.
+//   proto;
+// - it compiles (sim/compile) with and without fusion: every kernel depends
+//   only on earlier ones, fusion keeps the FLOPs and never adds HBM bytes.
 
 #include <string>
 
@@ -15,6 +17,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
+#include "sim/compile/compile.h"
 #include "strategy/runtime/program.h"
 #include "strategy/runtime/program.pb.h"
 #include "tests/fuzz/contract.h"
@@ -62,6 +65,28 @@ void FuzzProgram(absl::string_view input) {
   FUZZ_EXPECT(out_again.SerializeAsString() == out.SerializeAsString(),
               "program", "the round trip changed the proto:\n",
               out.DebugString(), "\n---\n", out_again.DebugString());
+
+  absl::StatusOr<sim::CompiledProgram> fused =
+      sim::CompileProgram(*program, sim::CompileOptions{});
+  sim::CompileOptions per_op;
+  per_op.fusion = false;
+  absl::StatusOr<sim::CompiledProgram> unfused =
+      sim::CompileProgram(*program, per_op);
+  FUZZ_EXPECT(fused.ok() && unfused.ok(), "program", "CompileProgram: ",
+              fused.status().ToString(), " / ", unfused.status().ToString());
+  for (const sim::CompiledProgram* c : {&*fused, &*unfused}) {
+    for (size_t k = 0; k < c->kernels.size(); ++k) {
+      for (int d : c->kernels[k].deps) {
+        FUZZ_EXPECT(d >= 0 && d < static_cast<int>(k), "program", "kernel #",
+                    k, " depends on #", d, "\n", c->FusionText(*program));
+      }
+    }
+  }
+  FUZZ_EXPECT(fused->total_flops() == unfused->total_flops(), "program",
+              "fusion changed the FLOPs\n", fused->FusionText(*program));
+  FUZZ_EXPECT(fused->total_hbm_bytes() <= unfused->total_hbm_bytes(),
+              "program", "fusion added HBM bytes\n",
+              fused->FusionText(*program));
 }
 
 }  // namespace tpusim::fuzz

@@ -11,7 +11,7 @@
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size,
                                           size_t max_size, unsigned seed) {
   static const auto* prototype = new tpusim::proto::ProgramProto;
-  // Op, dtype, padding and reduce names.
+  // Op, dtype, padding, precision and reduce names.
   static const auto* words = new std::vector<std::string>{"parameter",
                                                           "constant",
                                                           "replica_id",
@@ -60,6 +60,9 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size,
                                                           "string",
                                                           "VALID",
                                                           "SAME",
+                                                          "DEFAULT",
+                                                          "HIGH",
+                                                          "HIGHEST",
                                                           "sum",
                                                           "mean"};
   return tpusim::fuzz::MutateTextProto(*prototype, *words, data, size, max_size,

@@ -127,11 +127,11 @@ TEST_P(StrategyFeaturesTest, StepsPerRunRunsTheLoopInOneCall) {
     TPUSIM_RETURN_IF_ERROR(ctx.AssignAddVariable(*total, sum).status());
     return ms.SetLastStepOutput("x", inputs.leaf());
   };
-  const int64_t before = s.backend->CollectProfile()->devices[0].executions;
+  const int64_t before = s.backend->CollectProfile()->devices(0).executions();
   auto r = s.strategy->ExperimentalRunStepsOnIterator(body, it, 3);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->steps_run, 3);
-  EXPECT_EQ(s.backend->CollectProfile()->devices[0].executions - before, 1);
+  EXPECT_EQ(s.backend->CollectProfile()->devices(0).executions() - before, 1);
   EXPECT_EQ(total->Read()->scalar<float>(), 63.0f);
   EXPECT_THAT(ReplicaScalars(r->last_step_outputs.at("x")),
               ElementsAre(20, 21));
@@ -161,7 +161,7 @@ TEST_P(StrategyFeaturesTest, ModelParallelismWithTwoCoresPerReplica) {
   auto profile = s.backend->CollectProfile();
   ASSERT_THAT(profile, IsOk());
   const int core1 = s.strategy->input_workers().replica_device_ids[0][1];
-  EXPECT_GT(profile->devices[core1].cross_core_bytes, 0);
+  EXPECT_GT(profile->devices(core1).cross_core_bytes(), 0);
 }
 
 // Two replicas placed by hand on devices (1,1,1) and (1,0,0) of v3-8: the
@@ -193,13 +193,13 @@ TEST_P(StrategyFeaturesTest, ExplicitDeviceAssignmentPlacesTheReplicas) {
     auto profile = s.backend->CollectProfile();
     ASSERT_THAT(profile, IsOk());
     std::vector<int> devices_with_kernels;
-    for (const auto& span : profile->spans) {
-      if (span.device_id >= 0 && span.category != "host" &&
-          span.category != "infeed" &&
+    for (const auto& span : profile->spans()) {
+      if (span.device_id() >= 0 && span.category() != "host" &&
+          span.category() != "infeed" &&
           (devices_with_kernels.empty() ||
            std::find(devices_with_kernels.begin(), devices_with_kernels.end(),
-                     span.device_id) == devices_with_kernels.end())) {
-        devices_with_kernels.push_back(span.device_id);
+                     span.device_id()) == devices_with_kernels.end())) {
+        devices_with_kernels.push_back(span.device_id());
       }
     }
     std::sort(devices_with_kernels.begin(), devices_with_kernels.end());

@@ -11,6 +11,8 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "google/protobuf/text_format.h"
+#include "sim/pod.pb.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/runtime/host_backend.h"
 #include "strategy/tpu_strategy.h"
@@ -96,18 +98,19 @@ TEST(SimBackendTest, ValuesAreBitIdenticalToHostBackend) {
   // The step took simulated time and the profile says where it went.
   auto profile = (*sim)->CollectProfile();
   ASSERT_THAT(profile, IsOk());
-  EXPECT_EQ(profile->backend, "sim");
-  ASSERT_EQ(profile->steps.size(), 1u);
-  EXPECT_GT(profile->steps[0].end_ps, profile->steps[0].start_ps);
-  EXPECT_EQ(profile->end_ps, profile->steps[0].end_ps);
+  EXPECT_EQ(profile->backend(), "sim");
+  ASSERT_EQ(profile->steps_size(), 1);
+  EXPECT_GT(profile->steps(0).end_ps(), profile->steps(0).start_ps());
+  EXPECT_EQ(profile->end_ps(), profile->steps(0).end_ps());
   bool saw_host = false, saw_kernel = false;
-  for (const auto& span : profile->spans) {
-    saw_host |= span.category == "host";
-    saw_kernel |= span.name.rfind("dot.", 0) == 0;
+  for (const auto& span : profile->spans()) {
+    saw_host |= span.category() == "host";
+    // The dot with its fused tanh epilogue (sim/compile).
+    saw_kernel |= span.name().rfind("fusion.", 0) == 0 && span.category() == "mxu";
   }
   EXPECT_TRUE(saw_host);
   EXPECT_TRUE(saw_kernel);
-  EXPECT_FALSE(profile->links.empty());
+  EXPECT_GT(profile->links_size(), 0);
 }
 
 // One bf16 matmul on one v4 device takes exactly the tile formula plus the
@@ -143,9 +146,9 @@ TEST(SimBackendTest, MatmulStepIsTheTileFormula) {
   const int64_t cycles = 32 * (2048 + 254);
   const int64_t mxu_ps = (cycles * 1000000 + 1049) / 1050;  // ceil
   const int64_t kernel = mxu_ps + 1000000;                   // + 1 us issue
-  EXPECT_EQ(profile->steps[0].end_ps, infeed + kernel);
-  EXPECT_EQ(profile->steps[0].infeed_wait_ps, infeed - 100000000);
-  EXPECT_EQ(profile->devices[0].mxu_busy_ps, mxu_ps);
+  EXPECT_EQ(profile->steps(0).end_ps(), infeed + kernel);
+  EXPECT_EQ(profile->steps(0).infeed_wait_ps(), infeed - 100000000);
+  EXPECT_EQ(profile->devices(0).mxu_busy_ps(), mxu_ps);
 }
 
 // An all-reduce issued before independent compute is hidden by it: the step
@@ -181,20 +184,20 @@ TEST(SimBackendTest, CollectiveOverlapsIndependentCompute) {
   ASSERT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
   auto profile = s.CollectProfile();
   ASSERT_THAT(profile, IsOk());
-  const auto& step = profile->steps[0];
-  int64_t compute = 0, collective = step.hidden_collective_ps +
-                                   step.exposed_collective_ps;
-  for (const auto& span : profile->spans) {
-    if (span.device_id == 0 && (span.category == "mxu" ||
-                                span.category == "vector" ||
-                                span.category == "memory")) {
-      compute += span.end_ps - span.start_ps;
+  const auto& step = profile->steps(0);
+  int64_t compute = 0, collective = step.hidden_collective_ps() +
+                                   step.exposed_collective_ps();
+  for (const auto& span : profile->spans()) {
+    if (span.device_id() == 0 && (span.category() == "mxu" ||
+                                  span.category() == "vector" ||
+                                  span.category() == "memory")) {
+      compute += span.end_ps() - span.start_ps();
     }
   }
-  const int64_t device_time = step.end_ps - step.start_ps -
-                              step.host_overhead_ps - step.infeed_wait_ps;
+  const int64_t device_time = step.end_ps() - step.start_ps() -
+                              step.host_overhead_ps() - step.infeed_wait_ps();
   EXPECT_GT(collective, 0);
-  EXPECT_GT(step.hidden_collective_ps, 0);
+  EXPECT_GT(step.hidden_collective_ps(), 0);
   EXPECT_LT(device_time, compute + collective);
   EXPECT_GE(device_time, compute);
 }
@@ -203,7 +206,10 @@ TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
   auto sim = SimBackend::Create("v5litepod-4");  // 16 GiB per chip
   ASSERT_THAT(sim, IsOk());
   ProgramBuilder b("huge", 4);
-  Value x = *b.Parameter(DType::kF32, Shape({1 << 20, 1024}));  // 4 GiB
+  // 6 GiB of argument, 6 GiB of infeed buffer for the next step and 6 GiB of
+  // result do not fit in 16 GiB (the elementwise chain fuses: no other
+  // intermediate is live).
+  Value x = *b.Parameter(DType::kF32, Shape({3 << 19, 1024}));
   Value y = *b.Exp(x);
   Value z = *b.Add(*b.Exp(y), *b.Tanh(y));
   Value w = *b.Add(*b.Mul(z, y), x);
@@ -214,7 +220,7 @@ TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
   std::vector<std::vector<Buffer*>> args(4);
   for (int r = 0; r < 4; ++r) {
     owned.push_back(*(*sim)->TransferToDevice(
-        r, Tensor::Abstract(DType::kF32, Shape({1 << 20, 1024}))));
+        r, Tensor::Abstract(DType::kF32, Shape({3 << 19, 1024}))));
     args[r].push_back(owned.back().get());
   }
   EXPECT_THAT(
@@ -224,7 +230,24 @@ TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
                                "(task 0, TPU:0, coords (0,0,0))"),
                      HasSubstr("capacity 17179869184 bytes"),
                      HasSubstr("largest live values: %"),
-                     HasSubstr("f32[1048576,1024] (4294967296 bytes)"))));
+                     HasSubstr("f32[1572864,1024] (6442450944 bytes)"))));
+}
+
+TEST(SimBackendTest, AssignmentNamingADeviceThePodLacksIsInvalidArgument) {
+  auto sim = SimBackend::Create("v4-8");  // devices 0..3
+  ASSERT_THAT(sim, IsOk());
+  ProgramBuilder b("p", 1);
+  Value x = *b.Parameter(DType::kF32, Shape({2}));
+  Program p = *std::move(b).Build({*b.Exp(x)});
+  auto exe = (*sim)->Compile(p, {1, 1});
+  ASSERT_THAT(exe, IsOk());
+  auto arg = (*sim)->TransferToDevice(0, Tensor::Abstract(DType::kF32, Shape({2})));
+  ASSERT_THAT(arg, IsOk());
+  std::vector<std::vector<Buffer*>> args = {{arg->get()}};
+  EXPECT_THAT((*sim)->ExecuteSpmd(**exe, {{{9}}}, args),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("9")));
+  EXPECT_THAT((*sim)->TransferToDevice(4, Tensor::Abstract(DType::kF32, Shape({2}))),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4")));
 }
 
 TEST(SimBackendTest, BadSliceAndSecondBackendAreClearErrors) {
@@ -298,8 +321,63 @@ TEST(SimBackendTest, StepsPerRunPaysTheHostLoopOncePerCall) {
   EXPECT_EQ((t1 - t0).count() - (t2 - t1).count(), 99 * h);
   auto profile = s.CollectProfile();
   ASSERT_THAT(profile, IsOk());
-  ASSERT_EQ(profile->steps.size(), 101u);
-  EXPECT_EQ(profile->steps.back().steps, 100);
+  ASSERT_EQ(profile->steps_size(), 101);
+  EXPECT_EQ(profile->steps(100).steps(), 100);
+}
+
+proto::PodSpec Spec(const std::string& text) {
+  proto::PodSpec spec;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &spec));
+  return spec;
+}
+
+// A PodSpec: a generation and shape, custom numbers replacing the preset's,
+// and model options.
+TEST(SimBackendTest, PodSpecBuildsTheSliceWithCustomNumbers) {
+  auto sim = SimBackend::Create(Spec(R"pb(
+    generation: "v4" shape: [2, 2, 1]
+    custom { clock_ghz: 0.525 hbm_capacity_gib: 8 }
+    options { host_loop_overhead_us: 50 record_spans: false }
+  )pb"));
+  ASSERT_THAT(sim, IsOk());
+  EXPECT_EQ((*sim)->layout().num_chips, 4);
+  EXPECT_DOUBLE_EQ((*sim)->rates().clock_hz, 0.525e9);
+  EXPECT_EQ((*sim)->rates().hbm_capacity.count(), int64_t{8} << 30);
+  // Half the clock: half the preset's peak.
+  EXPECT_DOUBLE_EQ((*sim)->rates().peak_flops_per_second,
+                   8 * 2.0 * 128 * 128 * 0.525e9);
+}
+
+TEST(SimBackendTest, BadPodSpecsNameTheFieldAndValue) {
+  struct Case {
+    std::string spec;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"", "PodSpec: set either `slice` or `generation` and `shape`"},
+      {R"pb(slice: "v4-8" generation: "v4" shape: [2, 2, 1])pb",
+       "PodSpec: set either `slice` or `generation` and `shape`"},
+      {R"pb(slice: "v4-12")pb", "v4-12"},
+      {R"pb(generation: "v4" shape: [3, 3, 3])pb",
+       "PodSpec: shape=3x3x3: not a v4 slice shape (slices: v4-8, v4-16"},
+      {R"pb(generation: "v9" shape: [2, 2])pb",
+       "PodSpec: generation=v9: TPU generation \"v9\" is not known"},
+      {R"pb(generation: "v5e" shape: [2, 2, 2, 2])pb",
+       "PodSpec: shape=2x2x2x2: must have 1 to 3 entries (x, y[, z])"},
+      {R"pb(slice: "v4-8" custom { hbm_gbps: -1 })pb",
+       "PodSpec: custom.hbm_gbps=-1: must be > 0"},
+      {R"pb(slice: "v4-8" custom { mxus_per_core: 0 })pb",
+       "PodSpec: custom.mxus_per_core=0: must be > 0"},
+      {R"pb(slice: "v4-8" options { host_loop_overhead_us: -3 })pb",
+       "PodSpec: options.host_loop_overhead_us=-3: must be >= 0"},
+      {R"pb(slice: "v4-8" options { wrap: "sideways" })pb", "sideways"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(SimBackend::Create(Spec(c.spec)),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(c.message)))
+        << c.spec;
+  }
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(StepsPerRunTest,
   EXPECT_EQ(x.f.strategy->steps_per_run(), 4);
   VectorInputIterator it = Steps(5, 2);
   const int64_t executions_before =
-      x.f.backend->CollectProfile()->devices[0].executions;
+      x.f.backend->CollectProfile()->devices(0).executions();
   // The caller passes iterations (normally = steps_per_run); 3 here: 3 steps
   // run.
   absl::StatusOr<MultiStepResult> r =
@@ -93,7 +93,7 @@ TEST(StepsPerRunTest,
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->steps_run, 3);
   EXPECT_EQ(
-      x.f.backend->CollectProfile()->devices[0].executions - executions_before,
+      x.f.backend->CollectProfile()->devices(0).executions() - executions_before,
       1);
   // total = (0+1) + (10+11) + (20+21) = 63.
   EXPECT_EQ(x.total->Read()->scalar<float>(), 63.0f);

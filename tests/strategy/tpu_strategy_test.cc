@@ -623,7 +623,7 @@ TEST(ModelParallelTest, TwoLogicalCoresPerReplicaRunEndToEnd) {
   absl::StatusOr<runtime::Profile> profile = f.backend->CollectProfile();
   ASSERT_THAT(profile, IsOk());
   const int core1_device = f.strategy->input_workers().replica_device_ids[0][1];
-  EXPECT_GT(profile->devices[core1_device].cross_core_bytes, 0);
+  EXPECT_GT(profile->devices(core1_device).cross_core_bytes(), 0);
 }
 
 TEST(UpdateConfigProtoTest, DelegatesToTheResolversClusterSpec) {

@@ -803,5 +803,29 @@ TEST(CollectiveNetworkTest, AStartErrorStartsNothing) {
   EXPECT_EQ(sim.network->endpoint(0).stats().messages_sent, 0);
 }
 
+
+// The network's scheduler is woken by SystemC once per time with work and runs
+// every chip due then: on a symmetric 8x8 torus all 64 chips are due at the
+// same times, so SystemC activations are a small fraction of the chip runs
+// (the per-chip process model needed about one activation per chip run).
+TEST(CollectiveSchedulerTest, OneSystemCWakeUpRunsEveryChipDueThen) {
+  const Topology t = *MakeTopology("v5e", {8, 8, 1}, WrapMode::kOn);
+  ASSERT_OK_AND_ASSIGN(testing::Sim sim, MakeSim(t, TestConfig()));
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {AllDevices(t)}));
+  const CollectiveRequest r =
+      Request(CollectiveOp::kAllReduce, 1 << 20, Algorithm::kAuto, groups);
+  ASSERT_TRUE(
+      RunCollectives(*sim.session, *sim.network, {{r, AllDevices(t)}}).ok());
+  int64_t messages = 0;
+  for (int d = 0; d < t.num_devices(); ++d) {
+    messages += sim.network->endpoint(d).stats().messages_sent;
+  }
+  const int64_t runs = sim.network->chip_runs();
+  EXPECT_GT(sim.network->activations(), 0);
+  EXPECT_LE(sim.network->activations() * 32, runs);
+  EXPECT_LE(runs, sim.network->events());
+  EXPECT_GE(sim.network->events(), messages);
+}
+
 }  // namespace
 }  // namespace tpusim::sim::net

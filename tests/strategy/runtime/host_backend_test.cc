@@ -101,6 +101,46 @@ TEST(HostBackendTest, AllReduceSumAndMeanOverEightReplicas) {
   }
 }
 
+// Precision only changes simulated MXU time: the host computes exact f32 at
+// every precision, bit for bit the same.
+TEST(HostBackendTest, DotAndConvValuesDoNotDependOnPrecision) {
+  ProgramBuilder b("prec");
+  Value x = *b.Parameter(DType::kF32, Shape({2, 3}));
+  Value w = *b.Parameter(DType::kF32, Shape({3, 2}));
+  Value img = *b.Parameter(DType::kF32, Shape({1, 3, 3, 1}));
+  Value f = *b.Parameter(DType::kF32, Shape({2, 2, 1, 1}));
+  std::vector<Value> outs;
+  for (Precision pr :
+       {Precision::kDefault, Precision::kHigh, Precision::kHighest}) {
+    outs.push_back(*b.MatMul(x, w, false, false, pr));
+    outs.push_back(*b.Conv2D(img, f, {1, 1}, Padding::kValid, pr));
+  }
+  Program p = *std::move(b).Build(outs);
+  HostBackend backend(1);
+  // 1/3 and friends: not representable in bf16, so a bf16 pass would differ.
+  const float third = 1.0f / 3.0f;
+  auto out = RunSpmd(
+      backend, p, OneCorePerReplica(1),
+      {{Tensor::FromVector<float>(Shape({2, 3}),
+                                  {third, 1.1f, -2.7f, 0.3f, 5.5f, 1e-3f}),
+        Tensor::FromVector<float>(Shape({3, 2}),
+                                  {1.7f, third, -0.9f, 2.2f, 0.77f, 3.1f}),
+        Tensor::FromVector<float>(Shape({1, 3, 3, 1}),
+                                  {0.1f, 0.2f, third, 0.4f, 0.5f, 0.6f, 0.7f,
+                                   0.8f, 0.9f}),
+        Tensor::FromVector<float>(Shape({2, 2, 1, 1}),
+                                  {1.3f, -0.7f, third, 2.9f})}});
+  ASSERT_THAT(out, IsOk());
+  const std::vector<Tensor>& o = (*out)[0];
+  // Exact f32: x[0]·w[:,0] = third*1.7 + 1.1*-0.9 + -2.7*0.77 in f32.
+  const float dot00 = third * 1.7f + 1.1f * -0.9f + -2.7f * 0.77f;
+  EXPECT_EQ(F(o[0])[0], dot00);
+  for (int k = 1; k < 3; ++k) {
+    EXPECT_EQ(F(o[2 * k]), F(o[0])) << k;
+    EXPECT_EQ(F(o[2 * k + 1]), F(o[1])) << k;
+  }
+}
+
 TEST(HostBackendTest, SpecAllReduceExampleFourReplicas) {
   // Spec (a) all_reduce: N=4, value = replica_id+1 -> SUM 10, MEAN 2.5 on every
   // replica.
@@ -289,9 +329,9 @@ TEST(HostBackendTest, DynamicBatchRunsOnTrueRowsAndCostsTheBound) {
   // true rows.
   absl::StatusOr<Profile> prof = backend.CollectProfile();
   ASSERT_THAT(prof, IsOk());
-  EXPECT_EQ(prof->devices[0].per_op.at("mul").flops, 16);
-  EXPECT_EQ(prof->devices[3].per_op.at("mul").flops, 16);
-  EXPECT_EQ(prof->devices[0].per_op.at("mul").bytes_read, 8 * 2 * 4 + 4);
+  EXPECT_EQ(prof->devices(0).per_op().at("mul").flops(), 16);
+  EXPECT_EQ(prof->devices(3).per_op().at("mul").flops(), 16);
+  EXPECT_EQ(prof->devices(0).per_op().at("mul").bytes_read(), 8 * 2 * 4 + 4);
 }
 
 // Replica r gets r + 1 rows; row i of replica r is (10 r + i) * [1, 2].
@@ -435,12 +475,12 @@ TEST(HostBackendTest, LogicalCoresRunOnTheirDevicesAndCountTransfers) {
             18.0f);
   absl::StatusOr<Profile> prof = backend.CollectProfile();
   ASSERT_THAT(prof, IsOk());
-  EXPECT_EQ(prof->devices[2].cross_core_bytes,
+  EXPECT_EQ(prof->devices(2).cross_core_bytes(),
             8);  // x (f32[1,2]) moved core 0 -> core 1
-  EXPECT_EQ(prof->devices[0].cross_core_bytes, 0);
-  EXPECT_EQ(prof->devices[2].per_op.at("dot").flops, 4);
-  EXPECT_EQ(prof->devices[0].per_op.count("dot"), 0u);
-  EXPECT_EQ(prof->devices[3].collective_bytes, 4);
+  EXPECT_EQ(prof->devices(0).cross_core_bytes(), 0);
+  EXPECT_EQ(prof->devices(2).per_op().at("dot").flops(), 4);
+  EXPECT_EQ(prof->devices(0).per_op().count("dot"), 0u);
+  EXPECT_EQ(prof->devices(3).collective_bytes(), 4);
   // An argument on the wrong core's device is rejected.
   std::vector<std::vector<Buffer*>> wrong = {{b1->get()}, {b0->get()}};
   EXPECT_THAT(
@@ -491,8 +531,8 @@ TEST(HostBackendTest, AbstractTensorsFlowThroughWithCosts) {
   EXPECT_EQ((*out)[1][0].shape(), Shape({4, 16}));
   EXPECT_EQ((*out)[1][1].shape(), Shape({16}));
   absl::StatusOr<Profile> prof = backend.CollectProfile();
-  EXPECT_EQ(prof->devices[1].per_op.at("dot").flops, 2 * 4 * 16 * 8);
-  EXPECT_EQ(prof->devices[1].executions, 1);
+  EXPECT_EQ(prof->devices(1).per_op().at("dot").flops(), 2 * 4 * 16 * 8);
+  EXPECT_EQ(prof->devices(1).executions(), 1);
 }
 
 TEST(HostBackendTest, VariablesLivePerDeviceAndUpdateInPlace) {
@@ -640,26 +680,27 @@ TEST(HostBackendTest, ProfileCountsOpsTransfersAndResets) {
   ASSERT_THAT(RunSpmd(backend, p, OneCorePerReplica(2), args), IsOk());
   absl::StatusOr<Profile> prof = backend.CollectProfile();
   ASSERT_THAT(prof, IsOk());
-  EXPECT_EQ(prof->backend, "host");
-  EXPECT_TRUE(prof->spans.empty());
-  const DeviceProfile& d1 = prof->devices[1];
-  EXPECT_EQ(d1.device_id, 1);
-  EXPECT_EQ(d1.executions, 2);
-  EXPECT_EQ(d1.per_op.at("exp").count, 2);
-  EXPECT_EQ(d1.per_op.at("exp").flops, 8);
-  EXPECT_EQ(d1.per_op.at("exp").transcendentals, 8);
-  EXPECT_EQ(d1.per_op.at("all_reduce").flops, 8);  // (2-1) * 4 per step
-  EXPECT_EQ(d1.per_op.at("parameter").count, 2);
-  EXPECT_EQ(d1.total.flops, 16);
-  EXPECT_EQ(d1.host_to_device_bytes, 32);
-  EXPECT_EQ(d1.device_to_host_bytes, 32);
-  EXPECT_EQ(d1.collective_bytes, 32);
+  EXPECT_EQ(prof->backend(), "host");
+  EXPECT_EQ(prof->spans_size(), 0);
+  const DeviceProfile& d1 = prof->devices(1);
+  EXPECT_EQ(d1.device_id(), 1);
+  EXPECT_EQ(d1.executions(), 2);
+  EXPECT_EQ(d1.per_op().at("exp").count(), 2);
+  EXPECT_EQ(d1.per_op().at("exp").flops(), 8);
+  EXPECT_EQ(d1.per_op().at("exp").transcendentals(), 8);
+  EXPECT_EQ(d1.per_op().at("all_reduce").flops(), 8);  // (2-1) * 4 per step
+  EXPECT_EQ(d1.per_op().at("parameter").count(), 2);
+  EXPECT_EQ(d1.total().flops(), 16);
+  EXPECT_EQ(d1.host_to_device_bytes(), 32);
+  EXPECT_EQ(d1.device_to_host_bytes(), 32);
+  EXPECT_EQ(d1.collective_bytes(), 32);
   backend.ResetProfile();
-  EXPECT_EQ(backend.CollectProfile()->devices[1].executions, 0);
-  EXPECT_TRUE(backend.CollectProfile()->devices[1].per_op.empty());
+  EXPECT_EQ(backend.CollectProfile()->devices(1).executions(), 0);
+  EXPECT_TRUE(backend.CollectProfile()->devices(1).per_op().empty());
 }
 
-TEST(HostBackendTest, ProfileConvertsToProto) {
+// The Profile is its proto: it prints as textproto directly.
+TEST(HostBackendTest, ProfileIsItsProto) {
   ProgramBuilder b("prof", 1);
   Value x = *b.Parameter(DType::kF32, Shape({2}));
   Program p = *std::move(b).Build({*b.Relu(x)});
@@ -667,8 +708,7 @@ TEST(HostBackendTest, ProfileConvertsToProto) {
   ASSERT_THAT(RunSpmd(backend, p, OneCorePerReplica(1),
                       {{Tensor::Vector<float>({1, -1})}}),
               IsOk());
-  proto::ProfileProto pb;
-  ProfileToProto(*backend.CollectProfile(), &pb);
+  const proto::ProfileProto pb = *backend.CollectProfile();
   std::string text;
   google::protobuf::TextFormat::PrintToString(pb.devices(0).per_op().at("relu"),
                                               &text);

@@ -467,4 +467,63 @@ TEST(ProgramTest, ParsingChecksLiteralAndVariableSizes) {
                        "2^63-1 bytes"));
 }
 
+TEST(ProgramTest, DotAndConvPrecisionPrintsAndRoundTrips) {
+  ProgramBuilder b("prec");
+  Value x = *b.Parameter(DType::kF32, Shape({2, 3}));
+  Value w = *b.Parameter(DType::kF32, Shape({3, 4}));
+  Value d = *b.MatMul(x, w, false, false, Precision::kHigh);
+  Value d0 = *b.MatMul(x, w);  // DEFAULT is not printed
+  Value img = *b.Parameter(DType::kF32, Shape({1, 4, 4, 2}));
+  Value f = *b.Parameter(DType::kF32, Shape({3, 3, 2, 5}));
+  Value c = *b.Conv2D(img, f, {1, 1}, Padding::kValid, Precision::kHighest);
+  Program p = *std::move(b).Build({d, d0, c});
+  const std::string text = p.ToText();
+  EXPECT_THAT(text, HasSubstr("%2 = f32[2,4] dot(%0, %1), lhs_contracting={1}, "
+                              "rhs_contracting={0}, precision=HIGH\n"));
+  EXPECT_THAT(text, HasSubstr("%3 = f32[2,4] dot(%0, %1), lhs_contracting={1}, "
+                              "rhs_contracting={0}\n"));
+  EXPECT_THAT(text, HasSubstr("conv2d(%4, %5), window_strides={1,1}, "
+                              "padding=VALID, precision=HIGHEST\n"));
+  proto::ProgramProto pb;
+  p.ToProto(&pb);
+  EXPECT_EQ(pb.ops(2).precision(), "HIGH");
+  EXPECT_EQ(pb.ops(3).precision(), "");
+  EXPECT_EQ(pb.ops(6).precision(), "HIGHEST");
+  absl::StatusOr<Program> back = Program::FromProto(pb);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->ToText(), text);
+  EXPECT_EQ(back->ops()[2].attrs.precision, Precision::kHigh);
+  EXPECT_EQ(back->ops()[3].attrs.precision, Precision::kDefault);
+  EXPECT_EQ(back->ops()[6].attrs.precision, Precision::kHighest);
+  // "DEFAULT" spelled out parses too.
+  pb.mutable_ops(3)->set_precision("DEFAULT");
+  ASSERT_THAT(Program::FromProto(pb), IsOk());
+  // The values do not depend on it: the cost rule neither.
+  EXPECT_EQ(p.CostOf(d).flops, p.CostOf(d0).flops);
+}
+
+TEST(ProgramTest, UnknownOrMisplacedPrecisionIsInvalidArgument) {
+  ProgramBuilder b("prec");
+  Value x = *b.Parameter(DType::kF32, Shape({2, 2}));
+  Value d = *b.MatMul(x, x);
+  Value y = *b.Add(d, d);
+  Program p = *std::move(b).Build({y});
+  proto::ProgramProto pb;
+  p.ToProto(&pb);
+  pb.mutable_ops(1)->set_precision("high");
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "program prec op %1: precision \"high\" is not DEFAULT, "
+                       "HIGH or HIGHEST"));
+  EXPECT_THAT(PrecisionFromName("BF16_3X"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "precision \"BF16_3X\" is not DEFAULT, HIGH or HIGHEST"));
+  p.ToProto(&pb);
+  pb.mutable_ops(2)->set_precision("HIGH");
+  EXPECT_THAT(Program::FromProto(pb),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("precision=HIGH is only allowed on dot and "
+                                 "conv2d")));
+}
+
 }  // namespace tpusim::runtime

@@ -1,0 +1,353 @@
+#include "scenarios/train_runner.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "scenarios/backend_registry.h"
+#include "sim/chip/chip_preset.h"
+#include "sim/chip/kernel_timing.h"
+#include "sim/sim_backend.h"
+#include "strategy/cluster_resolver.h"
+#include "strategy/device_assignment.h"
+#include "strategy/input_iterator.h"
+#include "strategy/tpu_strategy.h"
+
+namespace tpusim::scenarios {
+namespace {
+
+using runtime::DType;
+using runtime::Shape;
+using runtime::Tensor;
+using strategy::MirroredVariable;
+using strategy::ReplicaContext;
+using strategy::TracedNest;
+using strategy::TracedValue;
+
+// A workload: its variables, its step and the shape of one example.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual absl::Status CreateVariables() = 0;
+  virtual strategy::StepFunction Step() = 0;
+  // One example's input (without the batch dimension) and its dtype.
+  virtual std::vector<int64_t> example_shape() const = 0;
+  virtual DType input_dtype() const = 0;
+  // Model FLOPs of one training step over `global_batch` examples.
+  virtual double FlopsPerStep(int64_t global_batch) const = 0;
+};
+
+// Typed access to run.workload.params; every key must be consumed.
+class Params {
+ public:
+  explicit Params(const WorkloadSpec& spec) : spec_(spec) {}
+  absl::StatusOr<int64_t> Int(const std::string& name, int64_t fallback,
+                              int64_t min, int64_t max) {
+    used_.push_back(name);
+    auto it = spec_.params().find(name);
+    if (it == spec_.params().end()) return fallback;
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(it->second, &v) || v < min || v > max) {
+      return Bad(name, it->second,
+                 absl::StrCat("an integer in [", min, ", ", max, "]"));
+    }
+    return v;
+  }
+  absl::StatusOr<std::string> OneOf(const std::string& name,
+                                    const std::string& fallback,
+                                    const std::vector<std::string>& allowed) {
+    used_.push_back(name);
+    auto it = spec_.params().find(name);
+    if (it == spec_.params().end()) return fallback;
+    for (const std::string& a : allowed) {
+      if (a == it->second) return a;
+    }
+    return Bad(name, it->second,
+               absl::StrCat("one of ", absl::StrJoin(allowed, ", ")));
+  }
+  absl::Status CheckAllUsed() const {
+    std::vector<std::string> names(spec_.params().size());
+    names.clear();
+    for (const auto& [k, v] : spec_.params()) names.push_back(k);
+    std::sort(names.begin(), names.end());
+    for (const std::string& k : names) {
+      if (std::find(used_.begin(), used_.end(), k) == used_.end()) {
+        std::vector<std::string> known = used_;
+        std::sort(known.begin(), known.end());
+        return absl::InvalidArgumentError(absl::StrCat(
+            "run.workload.params[", k, "]: workload ", spec_.name(),
+            " has no parameter \"", k, "\"; parameters: ",
+            absl::StrJoin(known, ", ")));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Bad(const std::string& name, const std::string& value,
+                   const std::string& want) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.workload.params[", name, "]=", value, ": workload ",
+                     spec_.name(), " wants ", want));
+  }
+  const WorkloadSpec& spec_;
+  std::vector<std::string> used_;
+};
+
+// The MLP of the header comment.
+class Mlp final : public Workload {
+ public:
+  static absl::StatusOr<std::unique_ptr<Workload>> Create(
+      const WorkloadSpec& spec) {
+    Params p(spec);
+    auto w = std::make_unique<Mlp>();
+    TPUSIM_ASSIGN_OR_RETURN(w->layers_, p.Int("layers", 4, 1, 1000));
+    TPUSIM_ASSIGN_OR_RETURN(w->width_, p.Int("width", 1024, 1, 1 << 16));
+    TPUSIM_ASSIGN_OR_RETURN(
+        std::string dtype,
+        p.OneOf("dtype", "bfloat16", {"bfloat16", "float32"}));
+    w->dtype_ = dtype == "float32" ? DType::kF32 : DType::kBF16;
+    TPUSIM_RETURN_IF_ERROR(p.CheckAllUsed());
+    return std::unique_ptr<Workload>(std::move(w));
+  }
+
+  absl::Status CreateVariables() override {
+    for (int64_t l = 0; l < layers_; ++l) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          MirroredVariable * v,
+          strategy::CreateVariable(
+              Tensor::Abstract(dtype_, Shape({width_, width_})),
+              {absl::StrCat("dense_", l, "/kernel")}));
+      weights_.push_back(v);
+    }
+    return absl::OkStatus();
+  }
+
+  strategy::StepFunction Step() override {
+    std::vector<MirroredVariable*> weights = weights_;
+    const DType dtype = dtype_;
+    return strategy::StepFunction(
+        [weights, dtype](ReplicaContext& ctx,
+                         const TracedNest& args) -> absl::StatusOr<TracedNest> {
+          const TracedValue x = args.children()[0].leaf();
+          std::vector<TracedValue> h = {x}, w;
+          for (MirroredVariable* v : weights) {
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue wl, ctx.ReadVariable(*v));
+            w.push_back(wl);
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue z, ctx.MatMul(h.back(), wl));
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue a, ctx.Tanh(z));
+            h.push_back(a);
+          }
+          // loss = 0.5 * sum(h_L^2): dL/dh_L = h_L.
+          TracedValue dh = h.back();
+          TPUSIM_ASSIGN_OR_RETURN(TracedValue one, ctx.ScalarConstant(1, dtype));
+          TPUSIM_ASSIGN_OR_RETURN(TracedValue lr,
+                                  ctx.ScalarConstant(0.01, dtype));
+          for (int l = static_cast<int>(weights.size()) - 1; l >= 0; --l) {
+            // tanh' = 1 - h^2.
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue sq, ctx.Mul(h[l + 1], h[l + 1]));
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue d, ctx.Sub(one, sq));
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue dz, ctx.Mul(dh, d));
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue dw,
+                                    ctx.MatMul(h[l], dz, /*transpose_a=*/true));
+            TPUSIM_ASSIGN_OR_RETURN(
+                TracedValue g, ctx.AllReduce(strategy::ReduceOp::kSum, dw));
+            TPUSIM_ASSIGN_OR_RETURN(TracedValue step, ctx.Mul(g, lr));
+            TPUSIM_RETURN_IF_ERROR(
+                ctx.AssignSubVariable(*weights[l], step).status());
+            if (l > 0) {
+              TPUSIM_ASSIGN_OR_RETURN(
+                  dh, ctx.MatMul(dz, w[l], false, /*transpose_b=*/true));
+            }
+          }
+          return TracedNest();
+        },
+        "mlp_train_step");
+  }
+
+  std::vector<int64_t> example_shape() const override { return {width_}; }
+  DType input_dtype() const override { return dtype_; }
+  double FlopsPerStep(int64_t global_batch) const override {
+    // Forward 2 B w^2 per layer, backward twice that (the data gradient of
+    // the first layer is not computed: 2 B w^2 less).
+    const double per = 2.0 * global_batch * width_ * width_;
+    return 3 * per * layers_ - per;
+  }
+
+ private:
+  int64_t layers_ = 4;
+  int64_t width_ = 1024;
+  DType dtype_ = DType::kBF16;
+  std::vector<MirroredVariable*> weights_;
+};
+
+using Factory =
+    std::function<absl::StatusOr<std::unique_ptr<Workload>>(const WorkloadSpec&)>;
+
+const std::map<std::string, Factory>& Workloads() {
+  static const auto* w = new std::map<std::string, Factory>{
+      {"mlp", &Mlp::Create},
+  };
+  return *w;
+}
+
+}  // namespace
+
+std::vector<std::string> WorkloadNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, f] : Workloads()) names.push_back(name);
+  return names;
+}
+
+absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
+                                        const TrainOptions& options) {
+  const Scenario& sc = scenario.proto;
+  if (!sc.has_run()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        scenario.source_name,
+        ": the scenario has no `run` section; `tpusim run` needs run { "
+        "workload { name: \"mlp\" } } (inspect-input lists input-only "
+        "scenarios)"));
+  }
+  if (sc.pipeline_size() > 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        scenario.source_name,
+        ": `tpusim run` trains on synthetic input; a scenario pipeline is not "
+        "fed to the workload yet (remove `pipeline` or use inspect-input)"));
+  }
+  const RunSpec& run = sc.run();
+  auto it = Workloads().find(run.workload().name());
+  if (it == Workloads().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.workload.name=\"", run.workload().name(),
+                     "\": unknown workload; workloads: ",
+                     absl::StrJoin(WorkloadNames(), ", ")));
+  }
+  TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload,
+                          it->second(run.workload()));
+  TrainResult result;
+  result.backend = !options.backend.empty() ? options.backend
+                   : run.has_backend()      ? run.backend()
+                                            : "sim";
+  proto::PodSpec pod = run.pod();
+  if (!run.has_pod()) pod.set_slice(sc.cluster().slice());
+  std::unique_ptr<runtime::Backend> backend;
+  runtime::SliceLayout layout;
+  if (result.backend == "sim") {
+    TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> s,
+                            sim::SimBackend::Create(pod));
+    layout = s->layout();
+    result.peak_flops_per_device = s->rates().peak_flops_per_second;
+    result.hbm_bytes_per_second_per_device = s->rates().hbm_bytes_per_second;
+    result.hbm_capacity_per_device = s->rates().hbm_capacity.count();
+    backend = std::move(s);
+  } else if (result.backend == "host") {
+    if (!pod.has_slice()) {
+      return absl::InvalidArgumentError(
+          "run.backend=\"host\" needs a slice name (run.pod.slice or "
+          "cluster.slice)");
+    }
+    TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(pod.slice()));
+    TPUSIM_ASSIGN_OR_RETURN(backend, CreateBackend("host", pod.slice()));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--backend=", result.backend, ": must be \"sim\" or \"host\""));
+  }
+  result.slice = layout.name;
+  result.generation =
+      layout.generation != nullptr ? layout.generation->name : "";
+  result.num_chips = layout.num_chips;
+  result.num_devices = layout.num_devices();
+  result.devices_per_chip = layout.devices_per_chip;
+  if (result.peak_flops_per_device == 0 && layout.generation != nullptr) {
+    TPUSIM_ASSIGN_OR_RETURN(const sim::ChipPreset* preset,
+                            sim::FindChipPreset(layout.generation->name));
+    const sim::DeviceRates rates = sim::DeviceRates::FromPreset(*preset);
+    result.peak_flops_per_device = rates.peak_flops_per_second;
+    result.hbm_bytes_per_second_per_device = rates.hbm_bytes_per_second;
+    result.hbm_capacity_per_device = rates.hbm_capacity.count();
+  }
+  TPUSIM_ASSIGN_OR_RETURN(
+      strategy::TPUClusterResolver resolver,
+      strategy::TPUClusterResolver::Create(layout.devices, layout.name));
+  strategy::TPUStrategyOptions strategy_options;
+  result.steps_per_run = run.has_steps_per_run() ? run.steps_per_run() : 1;
+  strategy_options.steps_per_run = result.steps_per_run;
+  if (run.has_device_assignment()) {
+    const DeviceAssignmentSpec& da = run.device_assignment();
+    absl::StatusOr<strategy::DeviceAssignment> built =
+        strategy::DeviceAssignment::Build(
+            resolver.topology(),
+            std::vector<int>(da.computation_shape().begin(),
+                             da.computation_shape().end()),
+            std::vector<int>(da.computation_stride().begin(),
+                             da.computation_stride().end()),
+            da.has_num_replicas() ? da.num_replicas() : 1);
+    if (!built.ok()) {
+      return absl::Status(built.status().code(),
+                          absl::StrCat("run.device_assignment: ",
+                                       built.status().message()));
+    }
+    strategy_options.device_assignment = *built;
+  }
+  TPUSIM_ASSIGN_OR_RETURN(
+      std::unique_ptr<strategy::TPUStrategy> strategy,
+      strategy::TPUStrategy::Create(*backend, resolver, strategy_options));
+  const int n = strategy->num_replicas_in_sync();
+  result.num_replicas = n;
+  result.global_batch = sc.global_batch_size();
+  if (result.global_batch % n != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "global_batch_size=", result.global_batch, ": must be divisible by the ",
+        n, " replicas (each replica gets global_batch_size / replicas rows)"));
+  }
+  {
+    TPUSIM_ASSIGN_OR_RETURN(strategy::StrategyScope scope, strategy->Scope());
+    TPUSIM_RETURN_IF_ERROR(workload->CreateVariables());
+  }
+  std::vector<int64_t> dims = {result.global_batch / n};
+  for (int64_t d : workload->example_shape()) dims.push_back(d);
+  const Tensor batch = Tensor::Abstract(workload->input_dtype(), Shape(dims));
+  const strategy::StepFunction step = workload->Step();
+  result.steps = run.has_steps() ? run.steps() : 10;
+  result.model_flops_per_step = workload->FlopsPerStep(result.global_batch);
+  TPUSIM_RETURN_IF_ERROR(backend->CollectProfile().status());
+  backend->ResetProfile();
+  if (result.steps_per_run == 1) {
+    const strategy::ValueNest args = strategy::ValueNest::Tuple(
+        {strategy::Value(strategy::PerReplica<Tensor>::FromFn(
+            n, [&](int) { return batch; }))});
+    for (int64_t s = 0; s < result.steps; ++s) {
+      TPUSIM_RETURN_IF_ERROR(strategy->Run(step, args).status());
+    }
+  } else {
+    // Loops of steps_per_run steps (the last one shorter if needed).
+    const strategy::MultiStepFn body =
+        [&step](ReplicaContext& ctx, strategy::MultiStepContext&,
+                const TracedNest& inputs) -> absl::Status {
+      return step.fn()(ctx, TracedNest::Tuple({inputs})).status();
+    };
+    for (int64_t done = 0; done < result.steps;) {
+      const int k = static_cast<int>(
+          std::min<int64_t>(result.steps_per_run, result.steps - done));
+      std::vector<strategy::PerReplica<strategy::ReplicaElement>> elements(
+          k, strategy::PerReplica<strategy::ReplicaElement>::FromFn(
+                 n, [&](int) { return strategy::ReplicaElement(batch); }));
+      strategy::VectorInputIterator inputs(std::move(elements));
+      TPUSIM_RETURN_IF_ERROR(
+          strategy->ExperimentalRunStepsOnIterator(body, inputs, k).status());
+      done += k;
+    }
+  }
+  TPUSIM_ASSIGN_OR_RETURN(result.profile, backend->CollectProfile());
+  return result;
+}
+
+}  // namespace tpusim::scenarios

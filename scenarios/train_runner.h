@@ -1,0 +1,65 @@
+// scenarios/train_runner.h
+//
+// `tpusim run`: trains a scenario's workload with a real TPUStrategy on the
+// scenario's backend ("sim" by default) and returns the backend's Profile.
+//
+//   TPUSIM_ASSIGN_OR_RETURN(LoadedScenario s, LoadScenarioFile(path));
+//   TPUSIM_ASSIGN_OR_RETURN(TrainResult r, RunTraining(s, {}));
+//   r.profile.steps(0) ...
+//
+// The input is synthetic: every step each replica gets an abstract batch of
+// global_batch_size / num_replicas rows of the workload's input shape (timed,
+// never computed). Workloads (WorkloadNames()):
+//   mlp  layers (int, default 4), width (int, default 1024), dtype
+//        ("bfloat16" default, or "float32"): tanh layers of width x width
+//        weights; forward, the backward pass written out, each layer's
+//        gradient all-reduced (SUM) as backward produces it, and SGD.
+// Each parameter is checked: an unknown name or a value of the wrong type is
+// InvalidArgument naming run.workload.params[NAME] and what is allowed.
+
+#ifndef TPUSIM_SCENARIOS_TRAIN_RUNNER_H_
+#define TPUSIM_SCENARIOS_TRAIN_RUNNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scenarios/scenario_loader.h"
+#include "strategy/runtime/profile.h"
+
+namespace tpusim::scenarios {
+
+struct TrainOptions {
+  // Overrides run.backend when not empty.
+  std::string backend;
+};
+
+struct TrainResult {
+  std::string backend;
+  std::string slice;
+  std::string generation;
+  int num_chips = 0;
+  int num_devices = 0;
+  int devices_per_chip = 1;
+  int num_replicas = 0;
+  int64_t global_batch = 0;
+  int64_t steps = 0;
+  int steps_per_run = 1;
+  // Model FLOPs of one global step (all replicas), from the workload.
+  double model_flops_per_step = 0;
+  // Per device: peak FLOP/s (the MXU identity), HBM bytes/s and capacity.
+  double peak_flops_per_device = 0;
+  double hbm_bytes_per_second_per_device = 0;
+  int64_t hbm_capacity_per_device = 0;
+  runtime::Profile profile;
+};
+
+std::vector<std::string> WorkloadNames();
+
+absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
+                                        const TrainOptions& options);
+
+}  // namespace tpusim::scenarios
+
+#endif  // TPUSIM_SCENARIOS_TRAIN_RUNNER_H_

@@ -1,0 +1,229 @@
+#include "sim/validation.h"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "sim/kernel.h"
+#include "sim/net/collective_runner.h"
+#include "sim/net/network.h"
+#include "sim/net_preset.h"
+#include "sim/sim_backend.h"
+#include "strategy/device_assignment.h"
+#include "strategy/topology.h"
+
+namespace tpusim::sim {
+namespace {
+
+using runtime::DType;
+using runtime::Program;
+using runtime::ProgramBuilder;
+using runtime::Shape;
+using runtime::Tensor;
+using runtime::Value;
+
+// Compiles and runs `p` once on `sim` with abstract arguments; returns the
+// profile.
+absl::StatusOr<runtime::Profile> RunAbstract(
+    SimBackend& sim, const Program& p,
+    const runtime::SpmdAssignment& assignment) {
+  TPUSIM_ASSIGN_OR_RETURN(
+      auto exe, sim.Compile(p, {p.num_replicas(), p.num_cores_per_replica()}));
+  std::vector<std::unique_ptr<runtime::Buffer>> owned;
+  std::vector<std::vector<runtime::Buffer*>> args(p.num_replicas());
+  for (int r = 0; r < p.num_replicas(); ++r) {
+    for (Value v : p.parameters()) {
+      const runtime::Op& op = p.op(v);
+      TPUSIM_ASSIGN_OR_RETURN(
+          auto b, sim.TransferToDevice(
+                      assignment.replica_devices[r][op.logical_core],
+                      Tensor::Abstract(op.type.dtype, op.type.shape)));
+      args[r].push_back(b.get());
+      owned.push_back(std::move(b));
+    }
+  }
+  TPUSIM_RETURN_IF_ERROR(sim.ExecuteSpmd(*exe, assignment, args).status());
+  return sim.CollectProfile();
+}
+
+// A network of `slice` (one per process) with its session.
+struct Net {
+  std::unique_ptr<KernelSession> session;
+  std::unique_ptr<net::Network> network;
+  std::unique_ptr<net::Topology> topology;
+};
+
+absl::StatusOr<Net> MakeNet(absl::string_view slice) {
+  TPUSIM_ASSIGN_OR_RETURN(runtime::SliceLayout layout,
+                          runtime::ParseSlice(slice));
+  TPUSIM_ASSIGN_OR_RETURN(net::Topology t,
+                          net::Topology::Create(layout, net::WrapMode::kGeneration));
+  TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* preset,
+                          FindChipPreset(layout.generation->name));
+  TPUSIM_ASSIGN_OR_RETURN(net::NetConfig config, NetConfigFromPreset(*preset));
+  Net n;
+  n.topology = std::make_unique<net::Topology>(std::move(t));
+  Net* np = &n;
+  TPUSIM_ASSIGN_OR_RETURN(
+      n.session, KernelSession::Create([np, &config]() -> absl::Status {
+        TPUSIM_ASSIGN_OR_RETURN(np->network,
+                                net::Network::Create(*np->topology, config));
+        return absl::OkStatus();
+      }));
+  return n;
+}
+
+absl::StatusOr<double> TimeOne(Net& n, net::CollectiveOp op, int64_t bytes,
+                               std::vector<std::vector<int>> groups) {
+  TPUSIM_ASSIGN_OR_RETURN(auto partition,
+                          net::GroupPartition::Create(*n.topology, groups));
+  net::CollectiveRequest r;
+  r.op = op;
+  r.bytes = bytes;
+  r.algorithm = net::Algorithm::kAuto;
+  r.groups = partition;
+  TPUSIM_ASSIGN_OR_RETURN(
+      std::vector<net::JobResult> res,
+      net::RunCollectives(*n.session, *n.network,
+                          {{r, net::AllDevices(*n.topology)}}));
+  return (res[0].end - res[0].start).seconds();
+}
+
+}  // namespace
+
+absl::StatusOr<double> B6FfwMatmulSeconds() {
+  TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<SimBackend> sim,
+                          SimBackend::Create("v2-8"));
+  TPUSIM_ASSIGN_OR_RETURN(strategy::Topology topology,
+                          strategy::Topology::FromDevices(
+                              sim->layout().mesh_shape, sim->layout().devices));
+  // Computation shape 2x1x1: each model-parallel pair on neighbouring chips.
+  TPUSIM_ASSIGN_OR_RETURN(
+      strategy::DeviceAssignment da,
+      strategy::DeviceAssignment::Build(topology, {2, 1, 1}, {}, 4));
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<std::vector<int>> ids,
+                          da.ReplicaDeviceIds(sim->layout().devices));
+  ProgramBuilder b("ffw", 4, 2);
+  runtime::DotDims dims;
+  dims.lhs_contracting = {2};
+  dims.rhs_contracting = {0};
+  std::vector<Value> outs;
+  for (int core = 0; core < 2; ++core) {
+    TPUSIM_RETURN_IF_ERROR(b.set_logical_core(core));
+    TPUSIM_ASSIGN_OR_RETURN(Value x,
+                            b.Parameter(DType::kBF16, Shape({8, 1024, 8192})));
+    TPUSIM_ASSIGN_OR_RETURN(Value w,
+                            b.Parameter(DType::kBF16, Shape({8192, 16384})));
+    TPUSIM_ASSIGN_OR_RETURN(Value y, b.DotGeneral(x, w, dims));
+    outs.push_back(y);
+  }
+  TPUSIM_ASSIGN_OR_RETURN(Program p, std::move(b).Build(outs));
+  TPUSIM_ASSIGN_OR_RETURN(runtime::Profile profile,
+                          RunAbstract(*sim, p, {ids}));
+  double seconds = 0;
+  for (const runtime::TimelineSpan& span : profile.spans()) {
+    if (span.name().rfind("dot.", 0) == 0) {
+      seconds = std::max(seconds, (span.end_ps() - span.start_ps()) * 1e-12);
+    }
+  }
+  return seconds;
+}
+
+absl::StatusOr<double> B6ReduceScatterSeconds() {
+  TPUSIM_ASSIGN_OR_RETURN(Net n, MakeNet("v2-8"));
+  const net::Topology& t = *n.topology;
+  const int a = t.device_at(t.chip_at({0, 0, 0}), 0);
+  const int b = t.device_at(t.chip_at({1, 0, 0}), 0);
+  std::vector<std::vector<int>> groups = {{a, b}};
+  for (int d = 0; d < t.num_devices(); ++d) {
+    if (d != a && d != b) groups.push_back({d});
+  }
+  return TimeOne(n, net::CollectiveOp::kReduceScatter, 134217728, groups);
+}
+
+absl::StatusOr<double> B5AllGatherSeconds(int64_t bytes) {
+  TPUSIM_ASSIGN_OR_RETURN(Net n, MakeNet("v5litepod-32"));  // 8x4, no wrap
+  const net::Topology& t = *n.topology;
+  std::vector<std::vector<int>> groups;  // lines along y
+  for (int x = 0; x < t.dims()[0]; ++x) {
+    std::vector<int> g;
+    for (int y = 0; y < t.dims()[1]; ++y) {
+      g.push_back(t.device_at(t.chip_at({x, y, 0}), 0));
+    }
+    groups.push_back(std::move(g));
+  }
+  return TimeOne(n, net::CollectiveOp::kAllGather, bytes, groups);
+}
+
+absl::StatusOr<C4Result> C4DataParallelStep(absl::string_view slice) {
+  TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<SimBackend> sim,
+                          SimBackend::Create(slice));
+  const int n = sim->layout().num_devices();
+  constexpr int kLayers = 6, kBatch = 1024, kWidth = 2048;
+  ProgramBuilder b("mlp_step", n);
+  TPUSIM_ASSIGN_OR_RETURN(Value x,
+                          b.Parameter(DType::kBF16, Shape({kBatch, kWidth})));
+  std::vector<Value> w, h = {x};
+  for (int l = 0; l < kLayers; ++l) {
+    TPUSIM_ASSIGN_OR_RETURN(Value wl,
+                            b.Parameter(DType::kBF16, Shape({kWidth, kWidth})));
+    w.push_back(wl);
+  }
+  for (int l = 0; l < kLayers; ++l) {
+    TPUSIM_ASSIGN_OR_RETURN(Value z, b.MatMul(h[l], w[l]));
+    TPUSIM_ASSIGN_OR_RETURN(Value a, b.Relu(z));
+    h.push_back(a);
+  }
+  Value g = h.back();
+  std::vector<Value> updated;
+  for (int l = kLayers - 1; l >= 0; --l) {
+    TPUSIM_ASSIGN_OR_RETURN(Value dw, b.MatMul(h[l], g, /*transpose_a=*/true));
+    TPUSIM_ASSIGN_OR_RETURN(Value sum,
+                            b.AllReduce(dw, runtime::CollectiveReduce::kSum));
+    TPUSIM_ASSIGN_OR_RETURN(Value u, b.Sub(w[l], sum));
+    updated.push_back(u);
+    if (l > 0) {
+      TPUSIM_ASSIGN_OR_RETURN(g, b.MatMul(g, w[l], false, /*transpose_b=*/true));
+    }
+  }
+  TPUSIM_ASSIGN_OR_RETURN(Program p, std::move(b).Build(updated));
+  std::vector<std::vector<int>> assignment;
+  for (int r = 0; r < n; ++r) assignment.push_back({r});
+  TPUSIM_ASSIGN_OR_RETURN(runtime::Profile profile,
+                          RunAbstract(*sim, p, {assignment}));
+  if (profile.steps_size() != 1) {
+    return absl::InternalError("C.4: expected one device call");
+  }
+  const runtime::StepProfile& step = profile.steps(0);
+  const DeviceRates& rates = sim->rates();
+  double model = 0;
+  for (size_t i = 0; i < p.ops().size(); ++i) {
+    const runtime::Op& op = p.ops()[i];
+    if (op.code == runtime::OpCode::kParameter ||
+        runtime::IsCollective(op.code)) {
+      continue;
+    }
+    const runtime::OpCost c = p.CostOf(Value{static_cast<int>(i)});
+    const double compute =
+        op.code == runtime::OpCode::kDot
+            ? c.flops / rates.peak_flops_per_second
+            : c.flops / (rates.vector_elements_per_cycle * rates.clock_hz);
+    const double hbm =
+        (c.bytes_read + c.bytes_written) / rates.hbm_bytes_per_second;
+    model += std::max(compute, hbm);
+  }
+  C4Result r;
+  r.exposed_collective = step.exposed_collective_ps() * 1e-12;
+  r.hidden_collective = step.hidden_collective_ps() * 1e-12;
+  model += r.exposed_collective + step.infeed_wait_ps() * 1e-12;
+  r.model = model;
+  r.simulated =
+      (step.end_ps() - step.start_ps() - step.host_overhead_ps()) * 1e-12;
+  return r;
+}
+
+}  // namespace tpusim::sim

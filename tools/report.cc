@@ -1,0 +1,352 @@
+#include "tools/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tpusim::tools {
+namespace {
+
+const char* const kCategories[] = {"mxu",   "vector", "memory", "collective",
+                                   "infeed", "input", "host"};
+
+std::string Escape(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string LinkName(const LinkUse& l) {
+  const char* axes = "xyzc";
+  return absl::StrCat("chip ", l.chip, " (", absl::StrJoin(l.coords, ","),
+                      ") ", l.direction > 0 ? "+" : "-",
+                      std::string(1, axes[std::min(l.dim, 3)]));
+}
+
+}  // namespace
+
+RunStats ComputeRunStats(const std::string& scenario,
+                         const scenarios::TrainResult& r) {
+  RunStats s;
+  s.scenario = scenario;
+  s.backend = r.backend;
+  s.slice = r.slice;
+  s.num_chips = r.num_chips;
+  s.num_replicas = r.num_replicas;
+  s.global_batch = r.global_batch;
+  s.steps = r.steps;
+  const runtime::Profile& p = r.profile;
+  s.timed = p.steps_size() > 0;
+  if (!s.timed) {
+    s.bottleneck = absl::StrCat("backend ", r.backend,
+                                " has no timing: run with --backend=sim");
+    return s;
+  }
+  std::vector<double> per_step;
+  double total_ps = 0;
+  for (const runtime::StepProfile& st : p.steps()) {
+    const double call = static_cast<double>(st.end_ps() - st.start_ps());
+    total_ps += call;
+    for (int64_t k = 0; k < st.steps(); ++k) {
+      per_step.push_back(call / st.steps() * 1e-9);
+    }
+  }
+  std::sort(per_step.begin(), per_step.end());
+  const double n = static_cast<double>(per_step.size());
+  double sum = 0;
+  for (double v : per_step) sum += v;
+  s.step_ms_mean = sum / n;
+  s.step_ms_p50 = per_step[static_cast<size_t>((n - 1) * 0.5)];
+  s.step_ms_p99 = per_step[static_cast<size_t>(std::ceil((n - 1) * 0.99))];
+  s.examples_per_second = s.global_batch / (s.step_ms_mean * 1e-3);
+  // Breakdown: device span time per category, averaged over devices that ran
+  // and over steps.
+  std::map<std::string, double> by_category;
+  std::vector<bool> ran(p.devices_size(), false);
+  for (const runtime::TimelineSpan& span : p.spans()) {
+    if (span.device_id() < 0) continue;
+    ran[span.device_id()] = true;
+    by_category[span.category()] += span.end_ps() - span.start_ps();
+  }
+  const double devices =
+      std::max<double>(1, std::count(ran.begin(), ran.end(), true));
+  double accounted = 0;
+  for (const char* c : kCategories) {
+    const double ms = by_category[c] / devices / n * 1e-9;
+    s.breakdown_ms[c] = ms;
+    accounted += ms;
+  }
+  s.breakdown_ms["idle"] = std::max(0.0, s.step_ms_mean - accounted);
+  const double step_s = s.step_ms_mean * 1e-3;
+  s.mfu = r.model_flops_per_step /
+          (step_s * r.peak_flops_per_device * std::max(1, r.num_devices));
+  int64_t hbm = 0;
+  for (const runtime::DeviceProfile& d : p.devices()) {
+    hbm += d.hbm_bytes();
+    s.peak_hbm_bytes = std::max(s.peak_hbm_bytes, d.peak_hbm_bytes());
+    s.hbm_capacity_bytes = d.hbm_capacity_bytes();
+  }
+  s.hbm_gbps_per_chip = hbm / (total_ps * 1e-12) / std::max(1, r.num_chips) / 1e9;
+  std::vector<LinkUse> links;
+  for (const runtime::LinkProfile& l : p.links()) {
+    if (l.busy_ps() == 0) continue;
+    LinkUse u;
+    u.chip = l.chip();
+    u.coords.assign(l.coords().begin(), l.coords().end());
+    u.dim = l.dim();
+    u.direction = l.direction();
+    u.bytes = l.bytes();
+    u.utilisation = l.busy_ps() / total_ps;
+    links.push_back(std::move(u));
+  }
+  std::stable_sort(links.begin(), links.end(),
+                   [](const LinkUse& a, const LinkUse& b) {
+                     return a.utilisation > b.utilisation;
+                   });
+  if (links.size() > 5) links.resize(5);
+  s.busiest_links = links;
+  // The bottleneck: the largest share of the step.
+  std::string worst = "idle";
+  for (const auto& [c, ms] : s.breakdown_ms) {
+    if (ms > s.breakdown_ms[worst]) worst = c;
+  }
+  const double share = 100 * s.breakdown_ms[worst] / s.step_ms_mean;
+  static const std::map<std::string, std::string>* what =
+      new std::map<std::string, std::string>{
+          {"mxu", "compute-bound on the MXU"},
+          {"vector", "bound by the vector unit"},
+          {"memory", "HBM-bandwidth-bound"},
+          {"collective", "communication-bound (exposed collectives)"},
+          {"infeed", "infeed-bound (waiting for PCIe transfers)"},
+          {"input", "input-bound (the host pipeline is too slow)"},
+          {"host", "host-overhead-bound (raise steps_per_run)"},
+          {"idle", "mostly idle (waiting on other devices or the host)"}};
+  s.bottleneck = absl::StrFormat("The step is %s: %s takes %.1f%% of it (%.3f ms of %.3f ms).",
+                                 what->at(worst), worst, share,
+                                 s.breakdown_ms[worst], s.step_ms_mean);
+  return s;
+}
+
+std::string TextReport(const RunStats& s) {
+  std::string out = absl::StrFormat(
+      "scenario %s: backend %s, slice %s (%d chips), %d replicas, global "
+      "batch %d, %d steps\n",
+      s.scenario, s.backend, s.slice, s.num_chips, s.num_replicas,
+      s.global_batch, s.steps);
+  if (!s.timed) return out + s.bottleneck + "\n";
+  absl::StrAppendFormat(&out,
+                        "step time: mean %.3f ms, p50 %.3f ms, p99 %.3f ms; "
+                        "%.1f examples/s\n",
+                        s.step_ms_mean, s.step_ms_p50, s.step_ms_p99,
+                        s.examples_per_second);
+  absl::StrAppend(&out, "breakdown of a step (mean per device):\n");
+  for (const char* c : {"input", "infeed", "mxu", "vector", "memory",
+                        "collective", "host", "idle"}) {
+    const double ms = s.breakdown_ms.at(c);
+    absl::StrAppendFormat(&out, "  %-10s %9.3f ms  %5.1f%%\n", c, ms,
+                          100 * ms / s.step_ms_mean);
+  }
+  absl::StrAppendFormat(&out,
+                        "MFU %.1f%%; HBM %.1f GB/s per chip; peak HBM %.3f GiB "
+                        "of %.3f GiB per device\n",
+                        100 * s.mfu, s.hbm_gbps_per_chip,
+                        s.peak_hbm_bytes / double(int64_t{1} << 30),
+                        s.hbm_capacity_bytes / double(int64_t{1} << 30));
+  absl::StrAppend(&out, "busiest ICI links:\n");
+  if (s.busiest_links.empty()) absl::StrAppend(&out, "  (none used)\n");
+  for (const LinkUse& l : s.busiest_links) {
+    absl::StrAppendFormat(&out, "  %-24s %5.1f%% busy, %d bytes\n", LinkName(l),
+                          100 * l.utilisation, l.bytes);
+  }
+  absl::StrAppend(&out, "bottleneck: ", s.bottleneck, "\n");
+  return out;
+}
+
+Json StatsJson(const RunStats& s) {
+  std::map<std::string, Json> breakdown;
+  for (const auto& [c, ms] : s.breakdown_ms) breakdown[c] = Json::Float64(ms);
+  std::vector<Json> links;
+  for (const LinkUse& l : s.busiest_links) {
+    std::vector<Json> coords;
+    for (int c : l.coords) coords.push_back(Json::Int(c));
+    links.push_back(Json::Object({{"chip", Json::Int(l.chip)},
+                                  {"coords", Json::Array(std::move(coords))},
+                                  {"dim", Json::Int(l.dim)},
+                                  {"direction", Json::Int(l.direction)},
+                                  {"bytes", Json::Int(l.bytes)},
+                                  {"utilisation", Json::Float64(l.utilisation)}}));
+  }
+  return Json::Object({
+      {"schema", Json::String("tpusim.run.stats/1")},
+      {"scenario", Json::String(s.scenario)},
+      {"backend", Json::String(s.backend)},
+      {"slice", Json::String(s.slice)},
+      {"chips", Json::Int(s.num_chips)},
+      {"replicas", Json::Int(s.num_replicas)},
+      {"global_batch", Json::Int(s.global_batch)},
+      {"steps", Json::Int(s.steps)},
+      {"timed", Json::Bool(s.timed)},
+      {"step_time_ms", Json::Object({{"mean", Json::Float64(s.step_ms_mean)},
+                                     {"p50", Json::Float64(s.step_ms_p50)},
+                                     {"p99", Json::Float64(s.step_ms_p99)}})},
+      {"examples_per_second", Json::Float64(s.examples_per_second)},
+      {"breakdown_ms", Json::Object(std::move(breakdown))},
+      {"mfu", Json::Float64(s.mfu)},
+      {"hbm_gbps_per_chip", Json::Float64(s.hbm_gbps_per_chip)},
+      {"peak_hbm_bytes", Json::Int(s.peak_hbm_bytes)},
+      {"hbm_capacity_bytes", Json::Int(s.hbm_capacity_bytes)},
+      {"busiest_links", Json::Array(std::move(links))},
+      {"bottleneck", Json::String(s.bottleneck)},
+  });
+}
+
+std::string ChromeTrace(const scenarios::TrainResult& r) {
+  // Processes: one per chip (pid = chip + 1) with a thread per core, one per
+  // host (pid = 100000 + task) for its PCIe transfers; times in microseconds.
+  std::vector<std::string> events;
+  const runtime::Profile& p = r.profile;
+  const int dpc = std::max(1, r.devices_per_chip);
+  auto chip_of = [&](int device) { return device / dpc; };
+  std::vector<bool> named_chip(std::max(1, r.num_chips), false);
+  for (const runtime::TimelineSpan& span : p.spans()) {
+    int pid, tid;
+    if (span.device_id() >= 0) {
+      // Devices are numbered task-major; the chip index is only a grouping
+      // for the trace (device / devices_per_chip).
+      pid = chip_of(span.device_id()) + 1;
+      tid = span.device_id() % dpc;
+      if (pid - 1 < static_cast<int>(named_chip.size()) && !named_chip[pid - 1]) {
+        named_chip[pid - 1] = true;
+        events.push_back(absl::StrFormat(
+            "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, "
+            "\"args\": {\"name\": \"chip of devices %d-%d\"}}",
+            pid, (pid - 1) * dpc, (pid - 1) * dpc + dpc - 1));
+      }
+    } else {
+      pid = 100000 + span.host();
+      tid = 0;
+    }
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"X\", \"name\": %s, \"cat\": %s, \"pid\": %d, \"tid\": %d, "
+        "\"ts\": %s, \"dur\": %s}",
+        JsonQuote(span.name()), JsonQuote(span.category()), pid, tid,
+        ShortestFloat64(span.start_ps() * 1e-6),
+        ShortestFloat64((span.end_ps() - span.start_ps()) * 1e-6)));
+  }
+  // Counter tracks: the five busiest links' utilisation over the run.
+  RunStats stats = ComputeRunStats("", r);
+  for (const LinkUse& l : stats.busiest_links) {
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": 0, \"args\": "
+        "{\"utilisation\": %s}}",
+        JsonQuote(absl::StrCat("link ", LinkName(l))),
+        ShortestFloat64(l.utilisation)));
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": %s, \"args\": "
+        "{\"utilisation\": 0}}",
+        JsonQuote(absl::StrCat("link ", LinkName(l))),
+        ShortestFloat64(p.end_ps() * 1e-6)));
+  }
+  events.push_back(
+      "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": "
+      "{\"name\": \"ICI links (busiest)\"}}");
+  return absl::StrCat("{\"traceEvents\": [\n", absl::StrJoin(events, ",\n"),
+                      "\n], \"displayTimeUnit\": \"ms\"}\n");
+}
+
+std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
+                       const std::string& scenario_text) {
+  std::string html = absl::StrCat(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tpusim ",
+      Escape(s.scenario),
+      "</title><style>body{font-family:sans-serif;margin:2em}pre{background:"
+      "#f4f4f4;padding:1em}</style></head><body>\n<h1>",
+      Escape(s.scenario), "</h1>\n<pre>", Escape(TextReport(s)), "</pre>\n");
+  if (s.timed) {
+    // Step breakdown bar.
+    absl::StrAppend(&html, "<h2>Step breakdown</h2>\n<svg width=\"820\" "
+                           "height=\"60\" xmlns=\"http://www.w3.org/2000/svg\">");
+    static const std::map<std::string, std::string>* colour =
+        new std::map<std::string, std::string>{
+            {"mxu", "#4e79a7"},   {"vector", "#76b7b2"}, {"memory", "#f28e2b"},
+            {"collective", "#e15759"}, {"infeed", "#edc948"},
+            {"input", "#b07aa1"}, {"host", "#9c755f"},   {"idle", "#bab0ac"}};
+    double x = 10;
+    for (const char* c : {"mxu", "vector", "memory", "collective", "infeed",
+                          "input", "host", "idle"}) {
+      const double w = 800 * s.breakdown_ms.at(c) / s.step_ms_mean;
+      if (w <= 0) continue;
+      absl::StrAppendFormat(
+          &html,
+          "<rect x=\"%.2f\" y=\"10\" width=\"%.2f\" height=\"30\" "
+          "fill=\"%s\"><title>%s %.3f ms</title></rect>",
+          x, w, colour->at(c), c, s.breakdown_ms.at(c));
+      x += w;
+    }
+    absl::StrAppend(&html, "</svg>\n");
+    // Per-chip utilisation: busy time over the run.
+    absl::StrAppend(&html, "<h2>Per-device busy time</h2>\n");
+    const int n = r.profile.devices_size();
+    const double end = std::max<double>(1, r.profile.end_ps());
+    absl::StrAppendFormat(&html,
+                          "<svg width=\"820\" height=\"%d\" "
+                          "xmlns=\"http://www.w3.org/2000/svg\">",
+                          std::min(n, 512) * 4 + 20);
+    for (int d = 0; d < n && d < 512; ++d) {
+      const double util = r.profile.devices(d).busy_ps() / end;
+      absl::StrAppendFormat(&html,
+                            "<rect x=\"10\" y=\"%d\" width=\"%.2f\" height=\"3\" "
+                            "fill=\"#4e79a7\"><title>device %d: %.1f%%</title>"
+                            "</rect>",
+                            10 + 4 * d, 800 * util, d, 100 * util);
+    }
+    absl::StrAppend(&html, "</svg>\n");
+    // Link heat map: every link by chip, coloured by utilisation.
+    absl::StrAppend(&html, "<h2>ICI link utilisation</h2>\n");
+    const double total = std::max<double>(1, end);
+    int count = 0;
+    std::string cells;
+    for (const runtime::LinkProfile& l : r.profile.links()) {
+      const double u = l.busy_ps() / total;
+      const int shade = 255 - static_cast<int>(std::min(1.0, u) * 200);
+      absl::StrAppendFormat(
+          &cells,
+          "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" "
+          "fill=\"rgb(255,%d,%d)\"><title>chip %d (%s) dim %d dir %d: "
+          "%.1f%%</title></rect>",
+          10 + (count % 64) * 12, 10 + (count / 64) * 12, shade, shade,
+          l.chip(), absl::StrJoin(l.coords(), ","), l.dim(), l.direction(),
+          100 * u);
+      ++count;
+    }
+    absl::StrAppendFormat(&html,
+                          "<svg width=\"800\" height=\"%d\" "
+                          "xmlns=\"http://www.w3.org/2000/svg\">%s</svg>\n",
+                          20 + (count / 64 + 1) * 12, cells);
+  }
+  absl::StrAppend(&html, "<h2>Scenario</h2>\n<pre>", Escape(scenario_text),
+                  "</pre>\n</body></html>\n");
+  return html;
+}
+
+}  // namespace tpusim::tools

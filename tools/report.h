@@ -1,0 +1,79 @@
+// tools/report.h
+//
+// What `tpusim run` writes, computed from a run's Profile and nothing else
+// (architecture.md: every report, trace and chart is drawn from the Profile):
+//
+//   RunStats stats = ComputeRunStats(result);
+//   out << TextReport(stats);                 // people
+//   files: StatsJson(stats)                   // stats.json (schema: README)
+//          ChromeTrace(result)                // trace.json (Perfetto, chrome://tracing)
+//          HtmlReport(stats, result, text)    // report.html (self-contained)
+//
+// Everything here is deterministic: the same run gives the same bytes (no wall
+// clock; the CLI prints wall time on stderr only).
+
+#ifndef TPUSIM_TOOLS_REPORT_H_
+#define TPUSIM_TOOLS_REPORT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scenarios/train_runner.h"
+#include "tools/json_writer.h"
+
+namespace tpusim::tools {
+
+struct LinkUse {
+  int chip = 0;
+  std::vector<int> coords;
+  int dim = 0;
+  int direction = 1;
+  int64_t bytes = 0;
+  double utilisation = 0;  // busy time over the run's time
+};
+
+struct RunStats {
+  std::string scenario;
+  std::string backend;
+  std::string slice;
+  int num_chips = 0;
+  int num_replicas = 0;
+  int64_t global_batch = 0;
+  int64_t steps = 0;
+  // Per training step (a device call of K steps counts K steps of 1/K of its
+  // time), in milliseconds.
+  double step_ms_mean = 0;
+  double step_ms_p50 = 0;
+  double step_ms_p99 = 0;
+  double examples_per_second = 0;
+  // Mean per device and step, in milliseconds, by span category ("mxu",
+  // "vector", "memory", "collective", "infeed", "input", "host"), plus "idle"
+  // (the rest of the step).
+  std::map<std::string, double> breakdown_ms;
+  // Model FLOPs over (step time x peak FLOP/s of all devices).
+  double mfu = 0;
+  // HBM bytes moved by kernels per second, per chip (GB/s), and the largest
+  // footprint of any device (bytes) against its capacity.
+  double hbm_gbps_per_chip = 0;
+  int64_t peak_hbm_bytes = 0;
+  int64_t hbm_capacity_bytes = 0;
+  std::vector<LinkUse> busiest_links;  // at most five, busiest first
+  std::string bottleneck;              // one sentence with its number
+  bool timed = false;                  // false on backends without timing
+};
+
+RunStats ComputeRunStats(const std::string& scenario,
+                         const scenarios::TrainResult& result);
+
+std::string TextReport(const RunStats& stats);
+Json StatsJson(const RunStats& stats);
+std::string ChromeTrace(const scenarios::TrainResult& result);
+std::string HtmlReport(const RunStats& stats,
+                       const scenarios::TrainResult& result,
+                       const std::string& scenario_text);
+
+}  // namespace tpusim::tools
+
+#endif  // TPUSIM_TOOLS_REPORT_H_

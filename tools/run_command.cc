@@ -1,0 +1,112 @@
+#include "tools/run_command.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/file_io.h"
+#include "common/status_macros.h"
+#include "google/protobuf/text_format.h"
+#include "scenarios/scenario_loader.h"
+#include "scenarios/train_runner.h"
+#include "tools/report.h"
+
+namespace tpusim::tools {
+namespace {
+
+absl::Status WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream o(path, std::ios::binary | std::ios::trunc);
+  if (o) o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (o) o.close();
+  if (!o) return common::ErrnoStatus("cannot write", path, errno);
+  return absl::OkStatus();
+}
+
+absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
+  const std::string backend = args.Get("backend");
+  if (args.Has("backend") && backend != "sim" && backend != "host") {
+    return UsageError(
+        absl::StrCat("--backend=", backend, " must be sim or host"));
+  }
+  const std::string format = args.Get("format", "text");
+  if (format != "text" && format != "json") {
+    return UsageError(absl::StrCat("--format=", format, " must be text or json"));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string& path = args.positional()[0];
+  TPUSIM_ASSIGN_OR_RETURN(
+      scenarios::LoadedScenario scenario,
+      scenarios::LoadScenarioFile(path, args.GetAll("set")));
+  scenarios::TrainOptions options;
+  options.backend = backend;
+  TPUSIM_ASSIGN_OR_RETURN(scenarios::TrainResult result,
+                          scenarios::RunTraining(scenario, options));
+  const std::string name = scenario.proto.has_name() ? scenario.proto.name()
+                                                     : path;
+  const RunStats stats = ComputeRunStats(name, result);
+  if (format == "json") {
+    out << StatsJson(stats).Dump() << "\n";
+  } else {
+    out << TextReport(stats);
+  }
+  if (args.Has("out")) {
+    const std::string dir = args.Get("out");
+    if (dir.empty()) return absl::InvalidArgumentError("--out= needs a directory");
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return common::ErrnoStatus("cannot create", dir, errno);
+    }
+    std::string scenario_text;
+    google::protobuf::TextFormat::PrintToString(scenario.proto, &scenario_text);
+    std::string profile_text;
+    google::protobuf::TextFormat::PrintToString(result.profile, &profile_text);
+    TPUSIM_RETURN_IF_ERROR(
+        WriteFile(dir + "/stats.json", StatsJson(stats).Dump() + "\n"));
+    TPUSIM_RETURN_IF_ERROR(WriteFile(dir + "/stats.textproto", profile_text));
+    TPUSIM_RETURN_IF_ERROR(WriteFile(dir + "/trace.json", ChromeTrace(result)));
+    TPUSIM_RETURN_IF_ERROR(WriteFile(dir + "/report.html",
+                                     HtmlReport(stats, result, scenario_text)));
+  }
+  const double wall = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
+  std::fprintf(stderr, "tpusim run: %.2f s wall\n", wall);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Subcommand RunCommand() {
+  Subcommand s;
+  s.name = "run";
+  s.summary = "train a scenario's workload and report where the step time goes";
+  s.usage =
+      "tpusim run SCENARIO [--backend=host|sim] [--out DIR] [--set "
+      "PATH=VALUE]... [--format=text|json]";
+  s.flags = {
+      {"backend", true, "sim (default: the simulated pod) or host (values only)"},
+      {"out", true,
+       "write stats.json, stats.textproto, trace.json and report.html there"},
+      {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
+      {"format", true, "text (default: the report) or json (stats.json)"},
+  };
+  s.min_positional = 1;
+  s.max_positional = 1;
+  s.run = &RunRun;
+  s.description = absl::StrCat(
+      "The scenario's `run` section names the workload (",
+      absl::StrJoin(scenarios::WorkloadNames(), ", "),
+      "), the pod, steps_per_run, a device assignment and the steps; input is "
+      "synthetic. The text report gives the step time (mean, p50, p99), "
+      "examples/s, the breakdown of a step by category, MFU, HBM use, the "
+      "busiest ICI links and the bottleneck.");
+  return s;
+}
+
+}  // namespace tpusim::tools
