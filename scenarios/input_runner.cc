@@ -212,6 +212,14 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
   for (const std::string& w : dist->warnings()) {
     listing.warnings.push_back(HideDataDir(w, data_dir));
   }
+  if (options.explain) {
+    for (data::WorkerExplanation e : dist->explanations()) {
+      e.before = HideDataDir(e.before, data_dir);
+      e.after = HideDataDir(e.after, data_dir);
+      e.shard_reason = HideDataDir(e.shard_reason, data_dir);
+      listing.explain.push_back(std::move(e));
+    }
+  }
   TPUSIM_RETURN_IF_ERROR(sink.Begin(listing));
   absl::StatusOr<data::DistributedIterator> it = dist->MakeIterator();
   if (!it.ok()) {

@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/dataset.h"
+#include "strategy/data/distribute.h"
 
 namespace tpusim::scenarios {
 
@@ -57,6 +58,9 @@ struct InputListing {
   absl::Status end;
   int64_t end_at_step = 0;  // the step at which it ended (= steps.size())
   std::vector<std::string> warnings;
+  // With RunInputOptions::explain: why each worker got its pipeline (worker
+  // order; empty when the dataset could not be distributed).
+  std::vector<data::WorkerExplanation> explain;
 };
 
 struct RunInputOptions {
@@ -69,6 +73,8 @@ struct RunInputOptions {
   std::string data_dir;
   // The memory budget of each input buffer (data::Options::max_memory).
   common::Bytes max_memory = data::kDefaultMaxMemory;
+  // Fill InputListing::explain (before the header goes to the sink).
+  bool explain = false;
 };
 
 // Receives a listing while it is made, so that a caller can print step by

@@ -48,7 +48,10 @@ using runtime::TensorSpec;
 uint64_t Fingerprint(const FileSet& set) {
   const std::string key =
       absl::StrCat("tpusim-fileset-v1|", set.name(), "|", set.num_files(), "|",
-                   set.records_per_file(), "|", set.float_feature() ? 1 : 0);
+                   set.records_per_file(), "|", set.float_feature() ? 1 : 0,
+                   set.compression_type().empty()
+                       ? ""
+                       : absl::StrCat("|", set.compression_type()));
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) {
     h ^= c;
@@ -368,6 +371,7 @@ class Builder {
       switch (st.kind_case()) {
         case Stage::kTfrecord: {
           data::TFRecordOptions o;
+          o.compression_type = r.compression_type();
           o.num_parallel_reads = parallel;
           return Dataset::TFRecord(std::move(files), o);
         }
@@ -384,6 +388,7 @@ class Builder {
     switch (st.kind_case()) {
       case Stage::kTfrecord: {
         data::TFRecordOptions o;
+        o.compression_type = r.compression_type();
         o.num_parallel_reads = parallel;
         return Dataset::TFRecord(*input, o);
       }
@@ -658,10 +663,13 @@ constexpr char kManifest[] = "MANIFEST";
 
 // The manifest's first lines: the format and the definition.
 std::string ManifestHeader(const FileSet& set) {
-  return absl::StrCat("tpusim-fileset-v1\nname=", set.name(),
-                      "\nnum_files=", set.num_files(),
-                      "\nrecords_per_file=", set.records_per_file(),
-                      "\nfloat_feature=", set.float_feature() ? 1 : 0, "\n");
+  return absl::StrCat(
+      "tpusim-fileset-v1\nname=", set.name(), "\nnum_files=", set.num_files(),
+      "\nrecords_per_file=", set.records_per_file(),
+      "\nfloat_feature=", set.float_feature() ? 1 : 0, "\n",
+      set.compression_type().empty()
+          ? ""
+          : absl::StrCat("compression_type=", set.compression_type(), "\n"));
 }
 
 std::string FileName(const FileSet& set, int f) {
@@ -731,7 +739,14 @@ int64_t FileSetMaxBytes(const FileSet& set) {
                                             set.records_per_file() - 1))
           .size());
   // At most 10000 x 1000000 records (the validator's bounds): no overflow.
-  return int64_t{set.num_files()} * set.records_per_file() * record;
+  int64_t per_file = int64_t{set.records_per_file()} * record;
+  // A compressed file is at most zlib's bound (compressBound: n + n/4096 +
+  // n/16384 + n/2^25 + 13) plus the GZIP header and trailer (18 bytes).
+  if (!set.compression_type().empty()) {
+    per_file +=
+        per_file / 4096 + per_file / 16384 + per_file / (1 << 25) + 13 + 18;
+  }
+  return int64_t{set.num_files()} * per_file;
 }
 
 absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
@@ -779,6 +794,12 @@ absl::StatusOr<FileSetPaths> MaterializeFileSets(const LoadedScenario& scenario,
       for (int r = 0; r < set.records_per_file(); ++r) {
         bytes += data::EncodeTFRecord(SyntheticExample(set, f, r));
       }
+      TPUSIM_ASSIGN_OR_RETURN(
+          const data::Compression compression,
+          data::ParseCompressionType(
+              set.compression_type(),
+              absl::StrCat("file_set \"", set.name(), "\": compression_type")));
+      bytes = data::CompressAll(compression, bytes);
       TPUSIM_RETURN_IF_ERROR(WriteAtomically(paths[f], bytes, set));
       absl::StrAppend(&manifest, FileName(set, f), " ", bytes.size(), "\n");
     }

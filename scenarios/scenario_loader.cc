@@ -20,6 +20,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "scenarios/field_override.h"
 #include "strategy/data/dataset.h"
+#include "strategy/data/zlib_stream.h"
 #include "strategy/runtime/slice.h"
 #include "strategy/runtime/tensor.h"
 
@@ -238,6 +239,8 @@ std::string AllStageNames() {
 constexpr const char* kMapFns[] = {"identity", "square", "negate", "add_one",
                                    "parse_example"};
 constexpr const char* kPredicates[] = {"even", "odd", "positive"};
+constexpr const char kCompressionRule[] =
+    "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\"";
 constexpr const char* kReaders[] = {"tfrecord", "text_line", "fixed_length"};
 
 template <size_t N>
@@ -351,6 +354,10 @@ class Validator {
       if (fs.records_per_file() < 0 || fs.records_per_file() > 1000000) {
         return c.Error("records_per_file", absl::StrCat(fs.records_per_file()),
                        "must be in [0, 1000000]");
+      }
+      if (!data::ParseCompressionType(fs.compression_type()).ok()) {
+        return c.Error("compression_type", Quote(fs.compression_type()),
+                       kCompressionRule);
       }
     }
     file_sets_ = names;
@@ -624,6 +631,16 @@ class Validator {
       TPUSIM_RETURN_IF_ERROR(
           CheckRecordSizes(c, r.has_record_bytes(), r.record_bytes(),
                            r.header_bytes(), r.footer_bytes()));
+    if (r.has_compression_type()) {
+      if (name != "tfrecord") {
+        return c.Error("compression_type", Quote(r.compression_type()),
+                       "only tfrecord readers take a compression_type");
+      }
+      if (!data::ParseCompressionType(r.compression_type()).ok()) {
+        return c.Error("compression_type", Quote(r.compression_type()),
+                       kCompressionRule);
+      }
+    }
     return absl::OkStatus();
   }
 

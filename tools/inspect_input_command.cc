@@ -104,6 +104,7 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   options.max_steps = steps;
   options.data_dir = args.Get("data-dir");
   options.max_memory = max_memory;
+  options.explain = args.Has("explain");
   // The text listing is printed step by step; the JSON document (also what a
   // golden compares) is held until complete, within a bounded size.
   const bool text = format == "text";
@@ -177,7 +178,7 @@ Subcommand InspectInputCommand() {
       "tpusim inspect-input SCENARIO [--format=text|json] [--steps K] "
       "[--golden FILE] "
       "[--update-golden] [--data-dir DIR] [--max-memory BYTES] "
-      "[--set PATH=VALUE]...";
+      "[--set PATH=VALUE]... [--explain]";
   s.flags = {
       {"format", true, "text (default) or json"},
       {"steps", true, "list at most K steps (K >= 1; default 1000)"},
@@ -191,6 +192,10 @@ Subcommand InspectInputCommand() {
       {"data-dir", true,
        "where synthetic file sets are written (default $TPUSIM_DATA_DIR or "
        "$TMPDIR/tpusim-data)"},
+      {"explain", false,
+       "also print, per worker, the pipeline before and after the auto-shard "
+       "and rebatch rewrites, the shard policy applied and why, and the "
+       "rebatch case with its numbers (JSON: an \"explain\" object)"},
       {"set", true,
        "PATH=VALUE: change one scenario field before validation, e.g. "
        "global_batch_size=64 or pipeline[1].batch.drop_remainder=true "

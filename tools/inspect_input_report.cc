@@ -133,7 +133,7 @@ Json ListingToJson(const scenarios::InputListing& l) {
   for (int w : l.replica_workers) workers.push_back(Json::Int(w));
   for (const std::string& w : l.warnings) warnings.push_back(Json::String(w));
   const std::string code = absl::StatusCodeToString(l.end.code());
-  return Json::Object({
+  std::map<std::string, Json> doc = {
       {"end", Json::Object({{"at_step", Json::Int(l.end_at_step)},
                             {"code", Json::String(code)},
                             {"message", Json::String(EndMessage(l))}})},
@@ -143,7 +143,34 @@ Json ListingToJson(const scenarios::InputListing& l) {
       {"steps", Json::Array(std::move(steps))},
       {"warnings", Json::Array(std::move(warnings))},
       {"workers", Json::Int(l.workers)},
-  });
+  };
+  if (!l.explain.empty()) {
+    auto lines = [](const std::string& graph) {
+      std::vector<Json> out;
+      for (absl::string_view line :
+           absl::StrSplit(graph, '\n', absl::SkipEmpty()))
+        out.push_back(Json::String(std::string(line)));
+      return Json::Array(std::move(out));
+    };
+    std::vector<Json> workers;
+    for (const data::WorkerExplanation& e : l.explain) {
+      workers.push_back(Json::Object({
+          {"after", lines(e.after)},
+          {"before", lines(e.before)},
+          {"rebatch",
+           Json::Object({{"case", Json::String(e.rebatch)},
+                         {"detail", Json::String(e.rebatch_detail)}})},
+          {"shard",
+           Json::Object({{"applied", Json::String(e.applied_policy)},
+                         {"reason", Json::String(e.shard_reason)},
+                         {"requested", Json::String(e.requested_policy)}})},
+          {"worker", Json::Int(e.worker)},
+      }));
+    }
+    doc["explain"] =
+        Json::Object({{"workers", Json::Array(std::move(workers))}});
+  }
+  return Json::Object(std::move(doc));
 }
 
 std::string FormatListingJson(const scenarios::InputListing& listing) {
@@ -154,6 +181,11 @@ std::string FormatListingJson(const scenarios::InputListing& listing) {
       [](const std::string& key, const Json& value, std::string& o) {
         if (key == "warnings") {
           DumpArrayLines(value, "  ", o);
+        } else if (key == "explain") {
+          // One worker per line.
+          o += "{\"workers\": ";
+          DumpArrayLines(value.members().at("workers"), "  ", o);
+          o += "}";
         } else if (key == "steps" && !value.items().empty()) {
           o += "[\n";
           for (size_t i = 0; i < value.items().size(); ++i) {
@@ -194,6 +226,27 @@ std::string FormatListingHeaderText(const scenarios::InputListing& l) {
                   " replica(s) (replica->worker: ",
                   absl::StrJoin(placement, " "), "); semantics ", l.semantics,
                   "; ", l.api, "; shard policy ", l.shard_policy, "\n");
+  out += FormatExplainText(l);
+  return out;
+}
+
+std::string FormatExplainText(const scenarios::InputListing& l) {
+  std::string out;
+  for (const data::WorkerExplanation& e : l.explain) {
+    absl::StrAppend(&out, "explain worker ", e.worker, "\n");
+    absl::StrAppend(&out, "  shard policy ", e.requested_policy, " -> ",
+                    e.applied_policy, ": ", e.shard_reason, "\n");
+    absl::StrAppend(&out, "  rebatch ", e.rebatch, ": ", e.rebatch_detail,
+                    "\n");
+    for (const auto& [title, graph] :
+         {std::pair<const char*, const std::string*>{"before", &e.before},
+          {"after", &e.after}}) {
+      absl::StrAppend(&out, "  pipeline ", title, " the rewrites:\n");
+      for (absl::string_view line :
+           absl::StrSplit(*graph, '\n', absl::SkipEmpty()))
+        absl::StrAppend(&out, "    ", line, "\n");
+    }
+  }
   return out;
 }
 

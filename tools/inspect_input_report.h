@@ -36,6 +36,10 @@
 //   '/' for nested dicts ("features/x"). values are flattened row-major; an
 //   empty batch has shape [0, ...] and values []; a tensor without data
 //   (abstract) has "values": null.
+// * explain (only with RunInputOptions::explain): {"workers": [{"after":
+//   [graph lines], "before": [graph lines], "rebatch": {"case", "detail"},
+//   "shard": {"applied", "reason", "requested"}, "worker": i}, ...]}, one
+//   worker per line (data::WorkerExplanation).
 
 #ifndef TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_
 #define TPUSIM_TOOLS_INSPECT_INPUT_REPORT_H_
@@ -65,6 +69,9 @@ std::string FormatListingText(const scenarios::InputListing& listing);
 // The three parts of the text listing, for printing it step by step: the
 // header lines, one step's lines, and the end line with the warnings.
 std::string FormatListingHeaderText(const scenarios::InputListing& listing);
+// The `explain worker i` blocks of --explain (part of the header text; "" when
+// the listing has no explanations).
+std::string FormatExplainText(const scenarios::InputListing& listing);
 std::string FormatStepText(const scenarios::InputStep& step);
 std::string FormatListingEndText(const scenarios::InputListing& listing);
 

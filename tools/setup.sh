@@ -11,6 +11,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev
   libbenchmark-dev
+  zlib1g-dev            # compressed TFRecord files (GZIP / ZLIB), found by CMake's FindZLIB
   clang libclang-rt-dev # the fuzz targets: clang++ with libFuzzer, ASan, UBSan (tools/fuzz.sh);
                         # Debian's default-version packages, so compiler and runtime match
 )

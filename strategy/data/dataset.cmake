@@ -1,8 +1,9 @@
 # Dataset graph, node types, readers and file formats.
 tpusim_cc_library(NAME crc32c SRCS crc32c.cc HDRS crc32c.h DEPS absl::strings)
-tpusim_cc_library(NAME tfrecord SRCS tfrecord.cc HDRS tfrecord.h
+tpusim_cc_library(NAME tfrecord SRCS tfrecord.cc zlib_stream.cc HDRS tfrecord.h zlib_stream.h
                   DEPS tpusim::strategy::data::crc32c tpusim::common::file_io
-                       absl::status absl::statusor
+                       tpusim::common::check tpusim::common::status_macros
+                       ZLIB::ZLIB absl::status absl::statusor
                        absl::strings)
 tpusim_cc_library(NAME dataset
                   SRCS dataset.cc dataset_nodes.cc readers.cc glob.cc

@@ -388,7 +388,8 @@ struct MapFunction {
 
 // Options of the file readers.
 struct TFRecordOptions {
-  // Only "" (no compression) is supported; others give Unimplemented.
+  // "" (none), "ZLIB" or "GZIP" (strategy/data/zlib_stream.h); anything else
+  // is InvalidArgument naming the value.
   std::string compression_type;
   // Absent (TF's None): files are read one after the other (flat_map). A value
   // (> 0, or kAutotune → kAutotuneCycleLength) reads them through an

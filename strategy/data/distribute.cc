@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "strategy/data/auto_shard.h"
@@ -164,6 +165,97 @@ AutoShardPolicy DistributedDataset::applied_policy(int i) const {
 
 // ---- entry points ----
 
+namespace {
+
+// The require-non-empty shards FILE sharding inserted into `root`'s graph
+// (top level, through every input) and the number of file names each reads
+// (-1 when not a constant list).
+void FindFileShards(const NodePtr& root, std::vector<int64_t>* files,
+                    int64_t* num_shards, int64_t* index) {
+  std::vector<const DatasetNode*> stack = {root.get()};
+  while (!stack.empty()) {
+    const DatasetNode* n = stack.back();
+    stack.pop_back();
+    if (n == nullptr) continue;
+    if (n->op() == ShardNode::kOp) {
+      const auto* shard = static_cast<const ShardNode*>(n);
+      if (shard->require_non_empty() && !shard->inputs().empty() &&
+          shard->inputs()[0]->op() == TensorSliceNode::kOp) {
+        const auto* slices =
+            static_cast<const TensorSliceNode*>(shard->inputs()[0].get());
+        int64_t count = -1;
+        const auto leaves = slices->components().Flatten();
+        if (!leaves.empty() && leaves[0]->spec().shape.rank() > 0)
+          count = leaves[0]->spec().shape.dim(0);
+        files->push_back(count);
+        *num_shards = shard->num_shards();
+        *index = shard->index();
+      }
+    }
+    for (const NodePtr& in : n->inputs()) stack.push_back(in.get());
+  }
+}
+
+std::string ShardReason(AutoShardPolicy requested, const AutoShardResult& r,
+                        int workers, int index) {
+  if (workers == 1) return "one input worker: the pipeline is not sharded";
+  if (requested == AutoShardPolicy::kOff)
+    return "policy OFF: every worker reads the whole pipeline";
+  std::string why;
+  if (requested == AutoShardPolicy::kAuto) {
+    why = r.applied == AutoShardPolicy::kFile
+              ? "AUTO: FILE sharding found readers; "
+              : "AUTO: FILE sharding found nothing to shard, fallback to "
+                "DATA (";
+    for (const std::string& w : r.warnings) absl::StrAppend(&why, w);
+    if (r.applied != AutoShardPolicy::kFile) absl::StrAppend(&why, "); ");
+  }
+  if (r.applied == AutoShardPolicy::kFile) {
+    std::vector<int64_t> files;
+    int64_t shards = workers, at = index;
+    FindFileShards(r.node, &files, &shards, &at);
+    int64_t total = 0;
+    bool known = true;
+    for (int64_t f : files) {
+      if (f < 0) known = false;
+      total += f;
+    }
+    std::vector<std::string> lists;
+    for (int64_t f : files) {
+      if (f < 0) {
+        lists.push_back(absl::StrCat("files ", at, ", ", at + shards,
+                                     ", ... of an unknown number"));
+        continue;
+      }
+      std::vector<int64_t> mine;
+      for (int64_t k = at; k < f; k += shards) mine.push_back(k);
+      lists.push_back(
+          mine.empty()
+              ? absl::StrCat("no file of ", f,
+                             " (the shard fails at run "
+                             "time: require_non_empty)")
+              : absl::StrCat("files ", absl::StrJoin(mine, ", "), " of ", f));
+    }
+    absl::StrAppend(
+        &why, "FILE: found ", files.size(),
+        files.size() == 1 ? " reader" : " readers", " over ",
+        known ? absl::StrCat(total) : std::string("an unknown number of"),
+        " files; worker ", at, " of ", shards, " reads ",
+        absl::StrJoin(lists, "; "), " (shard(", shards, ", ", at,
+        ", require_non_empty) on the file names)");
+  } else if (r.applied == AutoShardPolicy::kData) {
+    absl::StrAppend(&why, "DATA: shard(", workers, ", ", index,
+                    ") appended after the rebatch: worker ", index,
+                    " keeps elements ", index, ", ", index + workers, ", ",
+                    index + 2 * workers, ", ... of the rebatched stream");
+  } else {
+    absl::StrAppend(&why, "no sharding applied");
+  }
+  return why;
+}
+
+}  // namespace
+
 absl::StatusOr<DistributedDataset> DistributeDataset(
     const Dataset& dataset, const InputWorkers& workers,
     const DistributeOptions& options) {
@@ -181,6 +273,21 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
   std::vector<std::string> warnings;
   ElementSpec spec;
   std::optional<RebatchKind> kind;
+  std::vector<WorkerExplanation> explain;
+  const std::string before = dataset.node()->DebugString();
+  auto explained = [&](int i, const AutoShardResult& sharded,
+                       std::string rebatch, std::string detail) {
+    WorkerExplanation e;
+    e.worker = i;
+    e.before = before;
+    e.after = sharded.node->DebugString();
+    e.requested_policy = std::string(AutoShardPolicyName(policy));
+    e.applied_policy = std::string(AutoShardPolicyName(sharded.applied));
+    e.shard_reason = ShardReason(policy, sharded, w, i);
+    e.rebatch = std::move(rebatch);
+    e.rebatch_detail = std::move(detail);
+    explain.push_back(std::move(e));
+  };
 
   if (version == SemanticsVersion::k2_2) {
     TPUSIM_RETURN_IF_ERROR(CheckNoScalarComponents(dataset.element_spec()));
@@ -190,9 +297,44 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
     TPUSIM_ASSIGN_OR_RETURN(NodePtr root,
                             PrefetchNode::Make(rebatched.node, n));
     spec = RebatchedElementSpec(dataset.element_spec(), n);
+    const int64_t b = ComputeBatchSize(dataset.node());
+    const std::string bs = b >= 0 ? absl::StrCat(b) : std::string("unknown");
+    std::string detail;
+    switch (rebatched.kind) {
+      case RebatchKind::kCase1:
+        detail = absl::StrCat(
+            "Case 1: global batch ", bs, " over ", n,
+            " replicas: the batch op is rewritten to batch(", bs, "/", n,
+            b >= 0 ? absl::StrCat(" = ", b / n) : std::string(), ")");
+        break;
+      case RebatchKind::kCase2:
+        detail = absl::StrCat(
+            "Case 2: global batch ", bs, " over ", n,
+            " replicas does not divide: a flat_map after the batch op splits "
+            "each batch into pieces of ceil(",
+            bs, "/", n,
+            b >= 0 ? absl::StrCat(") = ", (b + n - 1) / n) : std::string(")"));
+        break;
+      case RebatchKind::kFallback: {
+        const auto leaves = dataset.element_spec().Flatten();
+        const int64_t l = leaves.empty() || leaves[0]->shape.rank() == 0
+                              ? -1
+                              : leaves[0]->shape.dim(0);
+        const std::string ls = l >= 0 ? absl::StrCat(l) : std::string("L");
+        detail = absl::StrCat(
+            "fallback: no batch op found; each element (",
+            ElementSpecToString(dataset.element_spec()), ", dimension 0 = ", ls,
+            ") is reshaped to (", n, ", ", ls, "/", n,
+            l >= 0 ? absl::StrCat(" = ", l / n) : std::string(),
+            ", ...) and unbatched into ", n, " pieces");
+      } break;
+    }
     for (int i = 0; i < w; ++i) {
       TPUSIM_ASSIGN_OR_RETURN(AutoShardResult sharded,
                               AutoShard(root, w, i, policy, n, version));
+      explained(i, sharded,
+                std::string(n > 1 ? RebatchKindName(rebatched.kind) : "none"),
+                n > 1 ? detail : "one replica: batches are used as they are");
       worker_datasets.emplace_back(sharded.node, worker_options);
       applied.push_back(sharded.applied);
       for (std::string& warning : sharded.warnings)
@@ -217,7 +359,24 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
     }
     for (int i = 0; i < w; ++i) {
       NodePtr node = dataset.node();
+      std::string rebatch = "none";
+      std::string detail = "one replica: batches are used as they are";
       if (n > 1) {
+        if (global_batch > 0) {
+          const std::vector<int64_t> sizes =
+              BatchSizesForWorker(global_batch, w, r, i);
+          rebatch = "batch_sizes";
+          detail = absl::StrCat("2.4: global batch ", global_batch, ", ", w,
+                                " workers x ", r,
+                                " replicas: RebatchDatasetV2(batch_sizes=[",
+                                absl::StrJoin(sizes, ", "), "]) on worker ", i);
+        } else {
+          rebatch = "legacy_split";
+          detail = absl::StrCat(
+              "2.4: the global batch size is not known statically: the legacy "
+              "RebatchDataset(num_replicas=",
+              n, ") splits every batch into ", n, " pieces");
+        }
         if (global_batch > 0) {
           TPUSIM_ASSIGN_OR_RETURN(
               node, RebatchV2Node::Make(
@@ -230,6 +389,7 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
       if (i == 0) spec = node->element_spec();
       TPUSIM_ASSIGN_OR_RETURN(AutoShardResult sharded,
                               AutoShard(node, w, i, policy, n, version));
+      explained(i, sharded, rebatch, detail);
       worker_datasets.emplace_back(sharded.node, worker_options);
       applied.push_back(sharded.applied);
       for (std::string& warning : sharded.warnings)
@@ -238,9 +398,11 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
   }
   const bool optional =
       options.enable_get_next_as_optional && !IsStaticallyShaped(spec);
-  return DistributedDataset(workers, std::move(worker_datasets),
-                            std::move(applied), std::move(spec), optional, kind,
-                            std::move(warnings));
+  DistributedDataset out(workers, std::move(worker_datasets),
+                         std::move(applied), std::move(spec), optional, kind,
+                         std::move(warnings));
+  out.set_explanations(std::move(explain));
+  return out;
 }
 
 absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunctionWithContexts(
@@ -264,8 +426,26 @@ absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunctionWithContexts(
   const bool optional =
       options.enable_get_next_as_optional && !IsStaticallyShaped(spec);
   std::vector<AutoShardPolicy> applied(datasets.size(), AutoShardPolicy::kOff);
-  return DistributedDataset(workers, std::move(datasets), std::move(applied),
-                            std::move(spec), optional, std::nullopt, {});
+  std::vector<WorkerExplanation> explain;
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    WorkerExplanation e;
+    e.worker = static_cast<int>(i);
+    e.before = e.after = datasets[i].node()->DebugString();
+    e.requested_policy = std::string(
+        AutoShardPolicyName(datasets[i].options().auto_shard_policy));
+    e.applied_policy = "OFF";
+    e.shard_reason =
+        "datasets from a function: each worker's dataset is used as it is "
+        "(no auto-shard; the function shards with its InputContext)";
+    e.rebatch = "none";
+    e.rebatch_detail =
+        "datasets from a function hold per-replica batches: no rebatch";
+    explain.push_back(std::move(e));
+  }
+  DistributedDataset out(workers, std::move(datasets), std::move(applied),
+                         std::move(spec), optional, std::nullopt, {});
+  out.set_explanations(std::move(explain));
+  return out;
 }
 
 absl::StatusOr<DistributedDataset> DistributeDatasetsFromFunction(

@@ -114,6 +114,22 @@ class DistributedIterator {
   bool optional_ = false;
 };
 
+// Why worker i got its pipeline (`tpusim inspect-input --explain`).
+struct WorkerExplanation {
+  int worker = 0;
+  std::string before;  // the input graph (DebugString) before the rewrites
+  std::string after;   // the worker's graph after rebatch and auto-shard
+  std::string requested_policy;  // "AUTO", "FILE", "DATA", "OFF"
+  std::string applied_policy;    // "FILE", "DATA", "OFF"
+  // Why: "FILE: 1 reader over 4 files; worker 0 reads files 0, 2 (shard(2,
+  // 0))", "AUTO: FILE sharding failed: <reason>; DATA: ...", ...
+  std::string shard_reason;
+  // "case1", "case2", "fallback" (2.2), "batch_sizes" or "legacy_split"
+  // (2.4), "none" (one replica or datasets from a function).
+  std::string rebatch;
+  std::string rebatch_detail;  // the numbers, e.g. "batch(8) -> batch(2) ..."
+};
+
 // A distributed dataset: one pipeline per input worker. It offers no
 // transformations, only iteration and its per-replica element_spec. Copyable
 // (shares the immutable graphs).
@@ -141,6 +157,13 @@ class DistributedDataset {
   // Warnings to show the user (AUTO's "switching to DATA-based sharding"),
   // worker order.
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // One explanation per worker (worker order).
+  const std::vector<WorkerExplanation>& explanations() const {
+    return explanations_;
+  }
+  void set_explanations(std::vector<WorkerExplanation> e) {
+    explanations_ = std::move(e);
+  }
 
   // Prefer the entry points below.
   DistributedDataset(InputWorkers workers, std::vector<Dataset> worker_datasets,
@@ -157,6 +180,7 @@ class DistributedDataset {
   bool optional_ = false;
   std::optional<RebatchKind> rebatch_kind_;
   std::vector<std::string> warnings_;
+  std::vector<WorkerExplanation> explanations_;
 };
 
 // experimental_distribute_dataset(dataset): `dataset` carries GLOBAL batches.

@@ -258,11 +258,10 @@ TFRecordReaderNode::TFRecordReaderNode(TensorRef filenames,
 absl::StatusOr<NodePtr> TFRecordReaderNode::Make(TensorRef filenames,
                                                  std::string compression_type) {
   TPUSIM_RETURN_IF_ERROR(CheckFilenamesSpec(kOp, filenames));
-  if (!compression_type.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat("TFRecordDataset: compression_type \"", compression_type,
-                     "\" is not supported; only \"\" (uncompressed)"));
-  }
+  TPUSIM_RETURN_IF_ERROR(
+      ParseCompressionType(compression_type,
+                           "TFRecordDataset: compression_type")
+          .status());
   return NodePtr(std::make_shared<TFRecordReaderNode>(
       std::move(filenames), std::move(compression_type)));
 }
@@ -277,12 +276,15 @@ absl::StatusOr<IteratorPtr> TFRecordReaderNode::MakeIterator(
   TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
                           ResolveFilenames(ctx));
   const common::Bytes budget = ctx.max_memory;
+  TPUSIM_ASSIGN_OR_RETURN(const Compression compression,
+                          ParseCompressionType(compression_type_));
   return IteratorPtr(std::make_unique<FileRecordIterator>(
       std::move(files),
-      [budget](const std::string& path)
+      [budget, compression](const std::string& path)
           -> absl::StatusOr<std::unique_ptr<RecordSource>> {
-        TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordFileReader> r,
-                                TFRecordFileReader::Open(path, budget.count()));
+        TPUSIM_ASSIGN_OR_RETURN(
+            std::unique_ptr<TFRecordFileReader> r,
+            TFRecordFileReader::Open(path, budget.count(), compression));
         return std::unique_ptr<RecordSource>(
             std::make_unique<TFRecordSource>(std::move(r)));
       }));

@@ -16,6 +16,12 @@
 //
 // A corrupt (CRC mismatch) or truncated record is DataLoss naming the file and
 // the byte offset of the record's first byte.
+//
+// Compressed files (TF's compression_type "ZLIB" / "GZIP", see
+// zlib_stream.h) hold the same record stream deflated; their record offsets
+// are offsets in the decompressed stream, and the messages also give the
+// compressed byte offset. A corrupt or truncated compressed stream is
+// DataLoss naming the file and the compressed byte offset.
 
 #ifndef TPUSIM_STRATEGY_DATA_TFRECORD_H_
 #define TPUSIM_STRATEGY_DATA_TFRECORD_H_
@@ -31,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "strategy/data/zlib_stream.h"
 
 namespace tpusim::data {
 
@@ -56,42 +63,55 @@ class TFRecordWriter {
   // Creates or truncates `path`. Errors from the file system (NotFound,
   // PermissionDenied, ...) name the path.
   static absl::StatusOr<std::unique_ptr<TFRecordWriter>> Open(
-      const std::string& path);
+      const std::string& path, Compression compression = Compression::kNone);
   ~TFRecordWriter();
   absl::Status Write(absl::string_view record);
-  // Flushes and closes; later Writes fail with FailedPrecondition.
+  // Flushes and closes; later Writes fail with FailedPrecondition. For a
+  // compressed file Close also ends the stream: a writer destroyed without
+  // Close leaves a stream without its end, which reads as truncated.
   absl::Status Close();
 
  private:
   TFRecordWriter(std::string path, std::FILE* file)
       : path_(std::move(path)), file_(file) {}
+  absl::Status Put(absl::string_view bytes);
   std::string path_;
   std::FILE* file_;
+  std::unique_ptr<Deflater> deflater_;  // null when uncompressed
+  std::string packed_;                  // compressed output to write
 };
 
 // Writes `records` to a new file at `path`.
 absl::Status WriteTFRecordFile(const std::string& path,
-                               const std::vector<std::string>& records);
+                               const std::vector<std::string>& records,
+                               Compression compression = Compression::kNone);
 
 class TFRecordFileReader {
  public:
   // NotFound (naming the path) when the file does not exist. A record longer
   // than `max_record_bytes` is ResourceExhausted naming the file, the offset
   // and the length, before it is allocated.
+  // `compression` other than kNone reads the file through an InflateReader;
+  // an uncompressed read of a file that starts with a GZIP or ZLIB header
+  // says so in its DataLoss message.
   static absl::StatusOr<std::unique_ptr<TFRecordFileReader>> Open(
       const std::string& path,
-      int64_t max_record_bytes = std::numeric_limits<int64_t>::max());
+      int64_t max_record_bytes = std::numeric_limits<int64_t>::max(),
+      Compression compression = Compression::kNone);
   ~TFRecordFileReader();
   // The next record, nullopt at a clean end of file. DataLoss "<path>:
   // truncated record at byte offset N" / "<path>: corrupted record at byte
   // offset N (... checksum mismatch)".
   absl::StatusOr<std::optional<std::string>> ReadNext();
-  // Byte offset of the next record.
+  // Byte offset of the next record (in the decompressed stream).
   int64_t offset() const { return offset_; }
 
  private:
   TFRecordFileReader(std::string path, std::FILE* file)
       : path_(std::move(path)), file_(file) {}
+  absl::StatusOr<std::optional<std::string>> ReadNextCompressed();
+  std::unique_ptr<InflateReader> inflate_;  // null when uncompressed
+  Compression compression_ = Compression::kNone;
   std::string path_;
   std::FILE* file_;
   int64_t file_size_ = 0;
@@ -101,7 +121,7 @@ class TFRecordFileReader {
 
 // Every record of the file at `path`.
 absl::StatusOr<std::vector<std::string>> ReadTFRecordFile(
-    const std::string& path);
+    const std::string& path, Compression compression = Compression::kNone);
 
 }  // namespace tpusim::data
 

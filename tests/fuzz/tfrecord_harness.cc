@@ -8,7 +8,11 @@
 // - a clean end of file comes exactly at the end of the input;
 // - anything else is DataLoss naming the file and the byte offset of the
 //   record that is truncated or corrupted;
-// - ReadTFRecordFile agrees with the record-by-record reading.
+// - ReadTFRecordFile agrees with the record-by-record reading;
+// - the same bytes compressed (GZIP and ZLIB) read back to the same records
+//   or the same error at the same decompressed offset, and the raw bytes read
+//   as a compressed file are records or DataLoss naming the file and an
+//   offset, never a crash.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -117,6 +121,41 @@ void FuzzTFRecord(absl::string_view input) {
     FUZZ_EXPECT(all.status() == error, "tfrecord", "ReadTFRecordFile error ",
                 all.status().ToString(), " differs from ReadNext's ",
                 error.ToString());
+  }
+
+  for (data::Compression c :
+       {data::Compression::kGzip, data::Compression::kZlib}) {
+    const std::string name =
+        absl::StrCat("TFRecord file \"", path, "\" (compression_type \"",
+                     data::CompressionName(c), "\"): ");
+    WriteMemFile(file.fd, data::CompressAll(c, input));
+    absl::StatusOr<std::vector<std::string>> packed =
+        data::ReadTFRecordFile(path, c);
+    if (error.ok()) {
+      FUZZ_EXPECT(packed.ok() && *packed == records, "tfrecord", "compressed ",
+                  data::CompressionName(c),
+                  " read disagrees: ", packed.status().ToString());
+    } else {
+      const int64_t start = static_cast<int64_t>(
+          (*reader)->offset());  // the failing record's offset
+      FUZZ_EXPECT(
+          packed.status().code() == absl::StatusCode::kDataLoss &&
+              absl::StartsWith(packed.status().message(), name) &&
+              absl::StrContains(packed.status().message(),
+                                absl::StrCat(" record at byte offset ", start,
+                                             " of the decompressed stream")),
+          "tfrecord", "compressed ", data::CompressionName(c), " error ",
+          packed.status().ToString(), " differs from ", error.ToString());
+    }
+    WriteMemFile(file.fd, input);
+    absl::StatusOr<std::vector<std::string>> raw =
+        data::ReadTFRecordFile(path, c);
+    FUZZ_EXPECT(
+        raw.ok() || (raw.status().code() == absl::StatusCode::kDataLoss &&
+                     absl::StartsWith(raw.status().message(), name) &&
+                     absl::StrContains(raw.status().message(), "byte offset ")),
+        "tfrecord", "raw bytes read as ", data::CompressionName(c), ": ",
+        raw.status().ToString());
   }
 }
 

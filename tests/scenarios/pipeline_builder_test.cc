@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/example.pb.h"
+#include "strategy/data/tfrecord.h"
 
 namespace tpusim::scenarios {
 namespace {
@@ -365,6 +366,34 @@ TEST(PipelineBuilderTest, OnlyTheFileSetsAStageReadsAreWritten) {
   EXPECT_EQ(
       Entries(dir + "/" + entries[0]),
       (std::vector<std::string>{"MANIFEST", "nested-00000-of-00001.tfrecord"}));
+}
+
+TEST(PipelineBuilderTest,
+     CompressedFileSetsAreOneStreamPerFileOfTheSameRecords) {
+  const std::string dir = FreshDir("compressed");
+  const LoadedScenario plain = MustParse(
+      "file_set { name: \"train\" num_files: 2 records_per_file: 3 }\n"
+      "pipeline { tfrecord { file_set: \"train\" } }\n");
+  const LoadedScenario gzip = MustParse(
+      "file_set { name: \"train\" num_files: 2 records_per_file: 3 "
+      "compression_type: \"GZIP\" }\n"
+      "pipeline { tfrecord { file_set: \"train\" compression_type: \"GZIP\" "
+      "} }\n");
+  absl::StatusOr<FileSetPaths> a = MaterializeFileSets(plain, dir);
+  absl::StatusOr<FileSetPaths> b = MaterializeFileSets(gzip, dir);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  // The compression is part of the fingerprint: another directory.
+  EXPECT_NE(a->at("train")[1], b->at("train")[1]);
+  for (int f = 0; f < 2; ++f) {
+    const std::string raw = Slurp(a->at("train")[f]);
+    const std::string packed = Slurp(b->at("train")[f]);
+    EXPECT_EQ(packed, data::CompressAll(data::Compression::kGzip, raw));
+    absl::StatusOr<std::vector<std::string>> records =
+        data::ReadTFRecordFile(b->at("train")[f], data::Compression::kGzip);
+    ASSERT_THAT(records, IsOk());
+    EXPECT_EQ(*records, *data::ReadTFRecordFile(a->at("train")[f]));
+  }
 }
 
 TEST(PipelineBuilderTest, ACompleteFileSetIsReusedAndABrokenOneRewritten) {

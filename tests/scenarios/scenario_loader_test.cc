@@ -318,6 +318,33 @@ TEST(ScenarioLoaderTest, FileSetNeedsAtLeastOneFile) {
           "s.textproto:2: file_set[0].num_files=0: must be in [1, 10000]"));
 }
 
+TEST(ScenarioLoaderTest, CompressionTypeMustBeTFsSpelling) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "file_set { name: \"train\" num_files: 1 records_per_file: 2 "
+              "compression_type: \"gzip\" }\n"
+              "pipeline { tfrecord { file_set: \"train\" } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:2: file_set[0].compression_type=\"gzip\": "
+               "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\""));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { tfrecord { file: \"a\" compression_type: \"BZIP2\" "
+              "} }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2: pipeline[0].tfrecord.compression_type=\"BZIP2\": "
+          "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\""));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { text_line { file: \"a\" compression_type: \"GZIP\" "
+              "} }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:2: pipeline[0].text_line.compression_type=\"GZIP\": "
+          "only tfrecord readers take a compression_type"));
+}
+
 TEST(ScenarioLoaderTest, ReaderAtStageZeroNeedsExactlyOneFileSource) {
   EXPECT_THAT(ErrorOf(std::string(kCluster) + "pipeline { tfrecord { } }\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -7,3 +7,6 @@ tpusim_cc_test(NAME example_parser_test SRCS example_parser_test.cc
                DEPS tpusim::strategy::data::example_parser)
 tpusim_cc_test(NAME hardening_test SRCS hardening_test.cc
                DEPS tpusim::strategy::data::dataset tpusim::common::status_matchers)
+tpusim_cc_test(NAME compressed_tfrecord_test SRCS compressed_tfrecord_test.cc
+               DEPS tpusim::strategy::data::tfrecord tpusim::strategy::data::dataset
+                    tpusim::common::status_matchers absl::strings)

@@ -879,8 +879,11 @@ TEST(DatasetTest, ReaderOverDatasetRequiresStringScalars) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("must be a string scalar or vector")));
   EXPECT_THAT(
-      Dataset::TFRecord({"a"}, TFRecordOptions{"GZIP", std::nullopt}).status(),
-      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("GZIP")));
+      Dataset::TFRecord({"a"}, TFRecordOptions{"BZIP2", std::nullopt}).status(),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          HasSubstr("compression_type \"BZIP2\" is not supported; "
+                    "allowed: \"\" (uncompressed), \"ZLIB\" or \"GZIP\"")));
 }
 
 TEST(DatasetTest, ElementSpecsOfReadersAreStringScalars) {
