@@ -342,6 +342,23 @@ absl::StatusOr<std::vector<strategy::MirroredVariable*>> CreateParamVariables(
   return vars;
 }
 
+absl::StatusOr<std::vector<strategy::MirroredVariable*>>
+CreateAbstractParamVariables(const Workload& workload) {
+  std::vector<strategy::MirroredVariable*> vars;
+  const int n = strategy::GetStrategy()->num_replicas_in_sync();
+  for (const ParamSpec& p : workload.params()) {
+    const Shape shape = workload.options().fsdp
+                            ? Shape(StorageShape(p, workload.options(), n))
+                            : p.shape;
+    TPUSIM_ASSIGN_OR_RETURN(
+        strategy::MirroredVariable * var,
+        strategy::CreateVariable(Tensor::Abstract(DType::kF32, shape),
+                                 {p.name}));
+    vars.push_back(var);
+  }
+  return vars;
+}
+
 absl::StatusOr<Tensor> ReadParam(const Workload& workload, int index,
                                  const strategy::MirroredVariable& var) {
   const ParamSpec& p = workload.params()[index];

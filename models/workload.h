@@ -245,6 +245,10 @@ absl::StatusOr<runtime::Program> TraceTrainStep(const Workload& workload,
 // FSDP, replica r's component holds shard r of the initial value).
 absl::StatusOr<std::vector<strategy::MirroredVariable*>> CreateParamVariables(
     const Workload& workload, uint64_t seed);
+// As CreateParamVariables with abstract initial values (shapes, no data): for
+// pod-scale simulation, where the variables are timed and never computed.
+absl::StatusOr<std::vector<strategy::MirroredVariable*>>
+CreateAbstractParamVariables(const Workload& workload);
 // The full value of parameter `index` from its variable (FSDP: the shards of
 // all replicas concatenated, padding dropped).
 absl::StatusOr<runtime::Tensor> ReadParam(

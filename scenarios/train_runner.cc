@@ -1,6 +1,7 @@
 #include "scenarios/train_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "strategy/cluster_resolver.h"
 #include "strategy/device_assignment.h"
 #include "strategy/input_iterator.h"
+#include "models/workload.h"
 #include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
@@ -31,18 +33,38 @@ using strategy::ReplicaContext;
 using strategy::TracedNest;
 using strategy::TracedValue;
 
-// A workload: its variables, its step and the shape of one example.
+// A workload of `tpusim run`: its variables, its step, its per-replica inputs
+// and its model FLOPs.
 class Workload {
  public:
   virtual ~Workload() = default;
-  virtual absl::Status CreateVariables() = 0;
+  // Abstract variables (shapes only) unless `real`.
+  virtual absl::Status CreateVariables(bool real, uint64_t seed) = 0;
   virtual strategy::StepFunction Step() = 0;
-  // One example's input (without the batch dimension) and its dtype.
-  virtual std::vector<int64_t> example_shape() const = 0;
-  virtual DType input_dtype() const = 0;
-  // Model FLOPs of one training step over `global_batch` examples.
-  virtual double FlopsPerStep(int64_t global_batch) const = 0;
+  // One replica's inputs for a local batch, in the step's argument order.
+  virtual absl::StatusOr<std::vector<Tensor>> Inputs(int64_t local_batch,
+                                                     bool real,
+                                                     uint64_t seed) const = 0;
+  // Model FLOPs of one global training step.
+  virtual absl::StatusOr<double> FlopsPerStep(int replicas,
+                                              int64_t local_batch) const = 0;
 };
+
+// The mean over replicas of a run()'s loss (a PerReplica of scalars, or one
+// scalar); NaN when it has no data.
+double MeanLoss(const strategy::ValueNest& loss) {
+  if (!loss.is_leaf()) return std::nan("");
+  const strategy::Value& v = loss.leaf();
+  if (v.is_tensor()) {
+    return v.tensor().has_data() ? v.tensor().AsDouble(0) : std::nan("");
+  }
+  double sum = 0;
+  for (const Tensor& t : v.components()) {
+    if (!t.has_data()) return std::nan("");
+    sum += t.AsDouble(0);
+  }
+  return sum / v.components().size();
+}
 
 // Typed access to run.workload.params; every key must be consumed.
 class Params {
@@ -101,13 +123,30 @@ class Params {
   std::vector<std::string> used_;
 };
 
-// The MLP of the header comment.
-class Mlp final : public Workload {
+// Deterministic real values in [-0.5, 0.5) for (seed, stream).
+Tensor RealValues(DType dtype, std::vector<int64_t> dims, uint64_t seed,
+                  uint64_t stream) {
+  const Shape shape(std::move(dims));
+  const size_t n = static_cast<size_t>(shape.num_elements());
+  if (dtype == DType::kBF16) {
+    std::vector<runtime::BFloat16> v(n);
+    for (size_t i = 0; i < n; ++i) {
+      v[i] = runtime::BFloat16::FromFloat(0.5f * models::Noise(seed, stream, i));
+    }
+    return Tensor::FromVector<runtime::BFloat16>(shape, std::move(v));
+  }
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 0.5f * models::Noise(seed, stream, i);
+  return Tensor::FromVector<float>(shape, std::move(v));
+}
+
+// deep_mlp, the stack of tanh layers of the header comment.
+class DeepMlp final : public Workload {
  public:
   static absl::StatusOr<std::unique_ptr<Workload>> Create(
       const WorkloadSpec& spec) {
     Params p(spec);
-    auto w = std::make_unique<Mlp>();
+    auto w = std::make_unique<DeepMlp>();
     TPUSIM_ASSIGN_OR_RETURN(w->layers_, p.Int("layers", 4, 1, 1000));
     TPUSIM_ASSIGN_OR_RETURN(w->width_, p.Int("width", 1024, 1, 1 << 16));
     TPUSIM_ASSIGN_OR_RETURN(
@@ -118,13 +157,14 @@ class Mlp final : public Workload {
     return std::unique_ptr<Workload>(std::move(w));
   }
 
-  absl::Status CreateVariables() override {
+  absl::Status CreateVariables(bool real, uint64_t seed) override {
     for (int64_t l = 0; l < layers_; ++l) {
+      const Tensor init =
+          real ? RealValues(dtype_, {width_, width_}, seed, l)
+               : Tensor::Abstract(dtype_, Shape({width_, width_}));
       TPUSIM_ASSIGN_OR_RETURN(
           MirroredVariable * v,
-          strategy::CreateVariable(
-              Tensor::Abstract(dtype_, Shape({width_, width_})),
-              {absl::StrCat("dense_", l, "/kernel")}));
+          strategy::CreateVariable(init, {absl::StrCat("dense_", l, "/kernel")}));
       weights_.push_back(v);
     }
     return absl::OkStatus();
@@ -172,12 +212,17 @@ class Mlp final : public Workload {
         "mlp_train_step");
   }
 
-  std::vector<int64_t> example_shape() const override { return {width_}; }
-  DType input_dtype() const override { return dtype_; }
-  double FlopsPerStep(int64_t global_batch) const override {
+  absl::StatusOr<std::vector<Tensor>> Inputs(int64_t local_batch, bool real,
+                                             uint64_t seed) const override {
+    return std::vector<Tensor>{
+        real ? RealValues(dtype_, {local_batch, width_}, seed, 1000)
+             : Tensor::Abstract(dtype_, Shape({local_batch, width_}))};
+  }
+  absl::StatusOr<double> FlopsPerStep(int replicas,
+                                      int64_t local_batch) const override {
     // Forward 2 B w^2 per layer, backward twice that (the data gradient of
     // the first layer is not computed: 2 B w^2 less).
-    const double per = 2.0 * global_batch * width_ * width_;
+    const double per = 2.0 * replicas * local_batch * width_ * width_;
     return 3 * per * layers_ - per;
   }
 
@@ -188,13 +233,72 @@ class Mlp final : public Workload {
   std::vector<MirroredVariable*> weights_;
 };
 
+// The models/ workloads (mlp, resnet50, bert, transformer_lm), as written
+// against ReplicaContext with their hand-written backward passes.
+class ModelsWorkload final : public Workload {
+ public:
+  static absl::StatusOr<std::unique_ptr<Workload>> Create(
+      const WorkloadSpec& spec) {
+    std::map<std::string, std::string> params(spec.params().begin(),
+                                              spec.params().end());
+    absl::StatusOr<std::unique_ptr<models::Workload>> w =
+        models::CreateWorkload(spec.name(), params);
+    if (!w.ok()) {
+      return absl::Status(w.status().code(),
+                          absl::StrCat("run.workload: ", w.status().message()));
+    }
+    auto out = std::make_unique<ModelsWorkload>();
+    out->workload_ = std::move(*w);
+    return std::unique_ptr<Workload>(std::move(out));
+  }
+  absl::Status CreateVariables(bool real, uint64_t seed) override {
+    if (real) {
+      TPUSIM_ASSIGN_OR_RETURN(vars_,
+                              models::CreateParamVariables(*workload_, seed));
+    } else {
+      TPUSIM_ASSIGN_OR_RETURN(vars_,
+                              models::CreateAbstractParamVariables(*workload_));
+    }
+    return absl::OkStatus();
+  }
+  strategy::StepFunction Step() override {
+    return models::MakeTrainStep(*workload_, vars_);
+  }
+  absl::StatusOr<std::vector<Tensor>> Inputs(int64_t local_batch, bool real,
+                                             uint64_t seed) const override {
+    if (real) return workload_->SyntheticInputs(local_batch, seed);
+    std::vector<Tensor> out;
+    for (const runtime::ValueType& t : workload_->InputTypes(local_batch)) {
+      out.push_back(Tensor::Abstract(t.dtype, t.shape));
+    }
+    return out;
+  }
+  absl::StatusOr<double> FlopsPerStep(int replicas,
+                                      int64_t local_batch) const override {
+    TPUSIM_ASSIGN_OR_RETURN(
+        runtime::Program p,
+        models::TraceTrainStep(*workload_, replicas, local_batch));
+    return static_cast<double>(models::MatrixFlops(p)) * replicas;
+  }
+
+ private:
+  std::unique_ptr<models::Workload> workload_;
+  std::vector<MirroredVariable*> vars_;
+};
+
 using Factory =
     std::function<absl::StatusOr<std::unique_ptr<Workload>>(const WorkloadSpec&)>;
 
 const std::map<std::string, Factory>& Workloads() {
-  static const auto* w = new std::map<std::string, Factory>{
-      {"mlp", &Mlp::Create},
-  };
+  static const auto* w = [] {
+    auto* m = new std::map<std::string, Factory>{
+        {"deep_mlp", &DeepMlp::Create},
+    };
+    for (const models::WorkloadEntry& e : models::Registry()) {
+      (*m)[e.name] = &ModelsWorkload::Create;
+    }
+    return m;
+  }();
   return *w;
 }
 
@@ -308,41 +412,63 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
         "global_batch_size=", result.global_batch, ": must be divisible by the ",
         n, " replicas (each replica gets global_batch_size / replicas rows)"));
   }
+  const bool real = run.real_values();
   {
     TPUSIM_ASSIGN_OR_RETURN(strategy::StrategyScope scope, strategy->Scope());
-    TPUSIM_RETURN_IF_ERROR(workload->CreateVariables());
+    TPUSIM_RETURN_IF_ERROR(workload->CreateVariables(real, run.seed()));
   }
-  std::vector<int64_t> dims = {result.global_batch / n};
-  for (int64_t d : workload->example_shape()) dims.push_back(d);
-  const Tensor batch = Tensor::Abstract(workload->input_dtype(), Shape(dims));
+  const int64_t local_batch = result.global_batch / n;
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
+                          workload->Inputs(local_batch, real, run.seed()));
   const strategy::StepFunction step = workload->Step();
   result.steps = run.has_steps() ? run.steps() : 10;
-  result.model_flops_per_step = workload->FlopsPerStep(result.global_batch);
+  TPUSIM_ASSIGN_OR_RETURN(result.model_flops_per_step,
+                          workload->FlopsPerStep(n, local_batch));
   TPUSIM_RETURN_IF_ERROR(backend->CollectProfile().status());
   backend->ResetProfile();
   if (result.steps_per_run == 1) {
-    const strategy::ValueNest args = strategy::ValueNest::Tuple(
-        {strategy::Value(strategy::PerReplica<Tensor>::FromFn(
-            n, [&](int) { return batch; }))});
+    std::vector<strategy::ValueNest> leaves;
+    for (const Tensor& t : inputs) {
+      leaves.emplace_back(strategy::Value(
+          strategy::PerReplica<Tensor>::FromFn(n, [&](int) { return t; })));
+    }
+    const strategy::ValueNest args = strategy::ValueNest::Tuple(leaves);
     for (int64_t s = 0; s < result.steps; ++s) {
-      TPUSIM_RETURN_IF_ERROR(strategy->Run(step, args).status());
+      TPUSIM_ASSIGN_OR_RETURN(strategy::ValueNest loss, strategy->Run(step, args));
+      if (real) result.last_loss = MeanLoss(loss);
     }
   } else {
-    // Loops of steps_per_run steps (the last one shorter if needed).
+    // Loops of steps_per_run steps (the last one shorter if needed); each
+    // step's element is the tuple of inputs.
     const strategy::MultiStepFn body =
-        [&step](ReplicaContext& ctx, strategy::MultiStepContext&,
-                const TracedNest& inputs) -> absl::Status {
-      return step.fn()(ctx, TracedNest::Tuple({inputs})).status();
+        [&step](ReplicaContext& ctx, strategy::MultiStepContext& steps,
+                const TracedNest& in) -> absl::Status {
+      TPUSIM_ASSIGN_OR_RETURN(TracedNest out, step.fn()(ctx, in));
+      if (out.is_leaf()) {
+        return steps.SetLastStepOutput("loss", out.leaf(),
+                                       strategy::ReduceOp::kMean);
+      }
+      return absl::OkStatus();
     };
+    std::vector<strategy::ReplicaElement> parts;
+    for (const Tensor& t : inputs) parts.emplace_back(t);
+    const strategy::ReplicaElement element =
+        strategy::ReplicaElement::Tuple(parts);
     for (int64_t done = 0; done < result.steps;) {
       const int k = static_cast<int>(
           std::min<int64_t>(result.steps_per_run, result.steps - done));
       std::vector<strategy::PerReplica<strategy::ReplicaElement>> elements(
           k, strategy::PerReplica<strategy::ReplicaElement>::FromFn(
-                 n, [&](int) { return strategy::ReplicaElement(batch); }));
-      strategy::VectorInputIterator inputs(std::move(elements));
-      TPUSIM_RETURN_IF_ERROR(
-          strategy->ExperimentalRunStepsOnIterator(body, inputs, k).status());
+                 n, [&](int) { return element; }));
+      strategy::VectorInputIterator iterator(std::move(elements));
+      TPUSIM_ASSIGN_OR_RETURN(
+          strategy::MultiStepResult r,
+          strategy->ExperimentalRunStepsOnIterator(body, iterator, k));
+      if (real && r.last_step_outputs.count("loss") &&
+          r.last_step_outputs.at("loss").is_tensor() &&
+          r.last_step_outputs.at("loss").tensor().has_data()) {
+        result.last_loss = r.last_step_outputs.at("loss").tensor().AsDouble(0);
+      }
       done += k;
     }
   }

@@ -7,19 +7,25 @@
 //   TPUSIM_ASSIGN_OR_RETURN(TrainResult r, RunTraining(s, {}));
 //   r.profile.steps(0) ...
 //
-// The input is synthetic: every step each replica gets an abstract batch of
-// global_batch_size / num_replicas rows of the workload's input shape (timed,
-// never computed). Workloads (WorkloadNames()):
-//   mlp  layers (int, default 4), width (int, default 1024), dtype
+// The input is synthetic: every step each replica gets a batch of
+// global_batch_size / num_replicas examples of the workload's input types.
+// By default inputs and variables are abstract (timed, never computed: pod
+// scale); `run.real_values` gives deterministic real values from `run.seed`
+// (small configs), and the report shows the loss. Workloads (WorkloadNames()):
+//   mlp, resnet50, bert, transformer_lm  models/ (models/workload.h): forward,
+//        hand-written backward, gradients all-reduced in buckets as backward
+//        produces them, SGD; parameters as the models registry defines them.
+//   deep_mlp  layers (int, default 4), width (int, default 1024), dtype
 //        ("bfloat16" default, or "float32"): tanh layers of width x width
-//        weights; forward, the backward pass written out, each layer's
-//        gradient all-reduced (SUM) as backward produces it, and SGD.
+//        weights, each layer's gradient all-reduced (SUM) as backward
+//        produces it; a simple timing study.
 // Each parameter is checked: an unknown name or a value of the wrong type is
-// InvalidArgument naming run.workload.params[NAME] and what is allowed.
+// InvalidArgument naming it and what is allowed.
 
 #ifndef TPUSIM_SCENARIOS_TRAIN_RUNNER_H_
 #define TPUSIM_SCENARIOS_TRAIN_RUNNER_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +58,9 @@ struct TrainResult {
   double peak_flops_per_device = 0;
   double hbm_bytes_per_second_per_device = 0;
   int64_t hbm_capacity_per_device = 0;
+  // The mean loss over replicas of the last step (real values only; NaN for
+  // abstract runs).
+  double last_loss = std::nan("");
   runtime::Profile profile;
 };
 

@@ -20,3 +20,6 @@ if [ -f "$root/scenarios/default.textproto" ]; then
   echo "== tpusim inspect-input scenarios/default.textproto --steps 3"
   "$tpusim" inspect-input "$root/scenarios/default.textproto" --steps 3
 fi
+echo
+echo "== tpusim run scenarios/run/quickstart.textproto (the MLP on a simulated v3-8)"
+"$tpusim" run "$root/scenarios/run/quickstart.textproto"

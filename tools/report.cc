@@ -55,6 +55,8 @@ RunStats ComputeRunStats(const std::string& scenario,
   s.num_replicas = r.num_replicas;
   s.global_batch = r.global_batch;
   s.steps = r.steps;
+  s.has_loss = !std::isnan(r.last_loss);
+  s.last_loss = s.has_loss ? r.last_loss : 0;
   const runtime::Profile& p = r.profile;
   s.timed = p.steps_size() > 0;
   if (!s.timed) {
@@ -153,6 +155,10 @@ std::string TextReport(const RunStats& s) {
       "batch %d, %d steps\n",
       s.scenario, s.backend, s.slice, s.num_chips, s.num_replicas,
       s.global_batch, s.steps);
+  if (s.has_loss) {
+    absl::StrAppendFormat(&out, "loss after the last step (mean over replicas): %.6g\n",
+                          s.last_loss);
+  }
   if (!s.timed) return out + s.bottleneck + "\n";
   absl::StrAppendFormat(&out,
                         "step time: mean %.3f ms, p50 %.3f ms, p99 %.3f ms; "
@@ -217,6 +223,7 @@ Json StatsJson(const RunStats& s) {
       {"hbm_capacity_bytes", Json::Int(s.hbm_capacity_bytes)},
       {"busiest_links", Json::Array(std::move(links))},
       {"bottleneck", Json::String(s.bottleneck)},
+      {"last_loss", s.has_loss ? Json::Float64(s.last_loss) : Json::Null()},
   });
 }
 

@@ -61,6 +61,8 @@ struct RunStats {
   int64_t hbm_capacity_bytes = 0;
   std::vector<LinkUse> busiest_links;  // at most five, busiest first
   std::string bottleneck;              // one sentence with its number
+  double last_loss = 0;                // real-valued runs only
+  bool has_loss = false;
   bool timed = false;                  // false on backends without timing
 };
 

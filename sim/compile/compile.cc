@@ -42,6 +42,8 @@ Cls Classify(OpCode c) {
       return Cls::kAlias;
     case OpCode::kDot:
     case OpCode::kConv2D:
+    case OpCode::kConv2DBackpropInput:
+    case OpCode::kConv2DBackpropFilter:
       return Cls::kMxu;
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
@@ -104,6 +106,24 @@ MatmulWork MatmulOf(const std::vector<Op>& ops, const Op& op) {
     m.n = Product(rhs.shape.dims(),
                   FreeDims(rhs.rank(), d.rhs_batch, d.rhs_contracting));
     m.dtype = lhs.dtype;
+  } else if (op.code == OpCode::kConv2DBackpropInput) {
+    // The input gradient as an implicit GEMM: dx[N*H*W, Cin] = dy patches
+    // [N*H*W, Kh*Kw*Cout] x the filter transposed [Kh*Kw*Cout, Cin].
+    const ValueType& f = ops[op.operands[1]].type;  // HWIO
+    const std::vector<int64_t>& x = op.type.shape.dims();  // NHWC
+    m.m = x[0] * x[1] * x[2];
+    m.k = f.shape.dim(0) * f.shape.dim(1) * f.shape.dim(3);
+    m.n = f.shape.dim(2);
+    m.dtype = f.dtype;
+  } else if (op.code == OpCode::kConv2DBackpropFilter) {
+    // The filter gradient: dw[Kh*Kw*Cin, Cout] = input patches transposed
+    // [Kh*Kw*Cin, N*Ho*Wo] x dy [N*Ho*Wo, Cout].
+    const ValueType& dy = ops[op.operands[1]].type;  // NHWC
+    const std::vector<int64_t>& w = op.type.shape.dims();  // HWIO
+    m.m = w[0] * w[1] * w[2];
+    m.k = dy.shape.dim(0) * dy.shape.dim(1) * dy.shape.dim(2);
+    m.n = w[3];
+    m.dtype = dy.dtype;
   } else {
     // Implicit GEMM: rows = N*Ho*Wo, K = Kh*Kw*Cin, N = Cout.
     const ValueType& f = ops[op.operands[1]].type;
