@@ -1251,6 +1251,14 @@ OpCost ComputeOpCost(OpCode code, const OpAttrs& attrs,
     case OpCode::kScatterAdd:
       cost.flops = operands[2]->shape.num_elements();
       return cost;
+    case OpCode::kSlice:
+      // A slice reads only the elements it keeps, not its whole operand.
+      cost.bytes_read = result.byte_size();
+      return cost;
+    case OpCode::kGather:
+      // A gather reads its indices and the rows it gathers.
+      cost.bytes_read = arith.Add(operands[1]->byte_size(), result.byte_size());
+      return cost;
     case OpCode::kReduceSum:
     case OpCode::kReduceMean:
     case OpCode::kReduceMax:

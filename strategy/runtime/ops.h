@@ -42,7 +42,8 @@
 //    arithmetic). Bytes read = sum of operand byte sizes, bytes written =
 //    result byte size, except: parameter, constant, replica_id and reshape (a
 //    bitcast on TPU) move 0 bytes; variable_read reads the variable;
-//    variable_assign(_add) writes it.
+//    variable_assign(_add) writes it; slice reads only the elements it keeps
+//    (its result size) and gather its indices plus the rows it gathers.
 
 #ifndef TPUSIM_STRATEGY_RUNTIME_OPS_H_
 #define TPUSIM_STRATEGY_RUNTIME_OPS_H_

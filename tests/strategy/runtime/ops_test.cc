@@ -437,6 +437,22 @@ TEST(OpsTest, CostTotalsSaturateInsteadOfOverflowing) {
   EXPECT_EQ(total.bytes_read, 7);
 }
 
+// A slice reads only what it keeps; a gather its indices and its rows (not
+// the whole operand, which a bucketed gradient slice would over-charge).
+TEST(OpsTest, SliceAndGatherReadOnlyWhatTheyUse) {
+  OpAttrs a;
+  a.start = {0, 1};
+  a.limit = {2, 4};
+  const OpCost slice = Cost(OpCode::kSlice, a, {F32({100, 50})});
+  EXPECT_EQ(slice.bytes_read, 2 * 3 * 4);
+  EXPECT_EQ(slice.bytes_written, 2 * 3 * 4);
+  OpAttrs g;
+  g.axis = 0;
+  const OpCost gather = Cost(OpCode::kGather, g, {F32({1000, 8}), I32({5})});
+  EXPECT_EQ(gather.bytes_read, 5 * 4 + 5 * 8 * 4);
+  EXPECT_EQ(gather.bytes_written, 5 * 8 * 4);
+}
+
 TEST(OpsTest, ConcatAddsAlongAxis) {
   OpAttrs a;
   a.axis = 1;
