@@ -300,16 +300,29 @@ class LegacyRebatchIterator final : public DatasetIterator {
     if (pending_.empty()) {
       TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> next, input_->GetNext());
       if (!next.has_value()) return std::optional<Element>();
-      TPUSIM_ASSIGN_OR_RETURN(auto leaves,
-                              BatchLeaves(*next, LegacyRebatchNode::kOp));
-      const int64_t p = leaves.second;
-      const int64_t m = CeilDiv(p, n_);
+      // As TF's RebatchDataset kernel: every component is split on its own
+      // dimension 0 (zip of batches of different sizes has components that
+      // differ there): piece j of a component with p rows is rows
+      // [j*m, min((j+1)*m, p)) with m = ceil(p/N), empty once j*m >= p.
+      std::vector<const Tensor*> leaves;
+      for (const auto& [path, t] : next->FlattenWithPaths()) {
+        if (t->rank() < 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(LegacyRebatchNode::kOp, ": component ", path,
+                           " is a scalar; elements need rank >= 1"));
+        }
+        leaves.push_back(t);
+      }
       for (int64_t j = 0; j < n_; ++j) {
-        const int64_t begin = std::min(j * m, p);
-        const int64_t end = std::min((j + 1) * m, p);
         std::vector<Tensor> piece;
-        for (const Tensor& t : leaves.first)
-          piece.push_back(t.Slice(begin, end - begin));
+        piece.reserve(leaves.size());
+        for (const Tensor* t : leaves) {
+          const int64_t p = t->shape().dim(0);
+          const int64_t m = CeilDiv(p, n_);
+          const int64_t begin = std::min(j * m, p);
+          const int64_t end = std::min(begin + m, p);
+          piece.push_back(t->Slice(begin, end - begin));
+        }
         TPUSIM_ASSIGN_OR_RETURN(Element e, next->Unflatten(std::move(piece)));
         pending_.push_back(std::move(e));
       }

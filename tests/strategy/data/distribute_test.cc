@@ -480,6 +480,39 @@ TEST(DistributeDatasetTest, TwoFourUnknownBatchSizeUsesLegacySplitWithEmpties) {
       << StepsToString(r.steps);
 }
 
+TEST(DistributeDatasetTest, TwoFourLegacySplitOfZipWithDifferentBatchSizes) {
+  // zip of batch(4) and batch(2): compute_batch_size finds no common batch
+  // size → legacy N=3 split, each component on its own dimension 0 (was
+  // INVALID_ARGUMENT). Per replica: component 0 / component 1.
+  Dataset ds =
+      Dataset::Zip({Dataset::Range(8).Batch(4), Dataset::Range(4).Batch(2)});
+  absl::StatusOr<DistributedDataset> dist =
+      DistributeDataset(ds, InputWorkers::Uniform(1, 3), Version("2.4"));
+  ASSERT_THAT(dist, IsOk());
+  absl::StatusOr<DistributedIterator> it = dist->MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  std::vector<std::string> steps;
+  while (true) {
+    absl::StatusOr<strategy::PerReplica<Element>> step = it->GetNext();
+    if (!step.ok()) {
+      EXPECT_THAT(step.status(),
+                  StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+      break;
+    }
+    std::vector<std::string> reps;
+    for (const Element& e : step->values()) {
+      std::vector<std::string> comps;
+      for (const runtime::Tensor* t : e.Flatten())
+        comps.push_back(
+            absl::StrCat("[", absl::StrJoin(testing::ValuesOf(*t), ","), "]"));
+      reps.push_back(absl::StrJoin(comps, ""));
+    }
+    steps.push_back(absl::StrJoin(reps, " "));
+  }
+  EXPECT_THAT(steps, ElementsAre("[0,1][0] [2,3][1] [][]",
+                                 "[4,5][2] [6,7][3] [][]"));
+}
+
 // ---- (c) distribute_datasets_from_function ----
 
 TEST(DistributeDatasetsFromFunctionTest, WorkedExample) {
