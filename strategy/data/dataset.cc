@@ -491,6 +491,10 @@ Dataset Dataset::FixedLengthRecordReader(TensorRef filenames,
       options.footer_bytes));
 }
 
+Dataset Dataset::FromGenerator(GeneratorFactory make_generator,
+                               ElementSpec spec) {
+  return Wrap(GeneratorNode::Make(std::move(make_generator), std::move(spec)));
+}
 Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
   return Then([&](const NodePtr& in) {
     return BatchNode::Make(in, batch_size, drop_remainder);

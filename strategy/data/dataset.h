@@ -65,6 +65,10 @@ namespace tpusim::data {
 
 using Element = runtime::Nest<runtime::Tensor>;
 using ElementSpec = runtime::Nest<runtime::TensorSpec>;
+// from_generator's callables (GeneratorNode): the factory makes one generator
+// per iterator; the generator returns the next element or nullopt at the end.
+using GeneratorFn = std::function<absl::StatusOr<std::optional<Element>>()>;
+using GeneratorFactory = std::function<GeneratorFn()>;
 
 // The spec of an element (the dtype and shape of every leaf).
 ElementSpec SpecOf(const Element& element);
@@ -425,6 +429,11 @@ class Dataset {
   // InvalidArgument.
   static Dataset Range(int64_t stop);
   static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
+  // from_generator with a C++ callable (GeneratorNode): `make_generator` is
+  // called once per iterator; its result yields elements matching `spec`
+  // until it returns nullopt. Auto-shard cannot FILE-shard it (AUTO → DATA).
+  static Dataset FromGenerator(GeneratorFactory make_generator,
+                               ElementSpec spec);
   // One element (TensorDataset).
   static Dataset FromTensors(TensorRefNest components);
   static Dataset FromTensors(const Element& components);  // constants

@@ -155,6 +155,81 @@ absl::StatusOr<NodePtr> RangeNode::WithInputs(
 }
 
 // ---------------------------------------------------------------------------------------------
+// GeneratorNode
+
+GeneratorNode::GeneratorNode(GeneratorFactory make_generator, ElementSpec spec)
+    : DatasetNode({}, std::move(spec)),
+      make_generator_(std::move(make_generator)) {}
+
+absl::StatusOr<NodePtr> GeneratorNode::Make(GeneratorFactory make_generator,
+                                            ElementSpec spec) {
+  if (!make_generator) {
+    return absl::InvalidArgumentError(
+        "from_generator: the generator factory is null");
+  }
+  return NodePtr(std::make_shared<GeneratorNode>(std::move(make_generator),
+                                                 std::move(spec)));
+}
+
+std::vector<NodeAttr> GeneratorNode::attrs() const {
+  return {{"output_spec", ElementSpecToString(element_spec())}};
+}
+
+absl::StatusOr<IteratorPtr> GeneratorNode::MakeIterator(
+    const IteratorContext&) const {
+  class It final : public DatasetIterator {
+   public:
+    It(GeneratorFn next, ElementSpec spec)
+        : next_(std::move(next)), spec_(std::move(spec)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (done_) return std::optional<Element>();
+      if (!next_) {
+        return absl::InvalidArgumentError(
+            "from_generator: the factory returned a null generator");
+      }
+      TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, next_());
+      if (!e.has_value()) {
+        done_ = true;
+        return e;
+      }
+      const std::vector<const TensorSpec*> want = spec_.Flatten();
+      const std::vector<const Tensor*> got = e->Flatten();
+      bool ok = want.size() == got.size();
+      for (size_t k = 0; ok && k < got.size(); ++k) {
+        const Shape& ws = want[k]->shape;
+        ok = got[k]->dtype() == want[k]->dtype &&
+             (!ws.rank_known() || ws.IsCompatibleWith(got[k]->shape()));
+      }
+      if (!ok) {
+        std::vector<std::string> specs;
+        for (const Tensor* t : got) specs.push_back(t->spec().ToString());
+        return absl::InvalidArgumentError(absl::StrCat(
+            "from_generator: element ", index_, " has components [",
+            absl::StrJoin(specs, ", "),
+            "], which do not match the declared output spec ",
+            ElementSpecToString(spec_)));
+      }
+      ++index_;
+      return e;
+    }
+
+   private:
+    GeneratorFn next_;
+    ElementSpec spec_;
+    int64_t index_ = 0;
+    bool done_ = false;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(make_generator_(), element_spec()));
+}
+
+absl::StatusOr<NodePtr> GeneratorNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 0));
+  return Make(make_generator_, element_spec());
+}
+
+// ---------------------------------------------------------------------------------------------
 // TensorNode
 
 TensorNode::TensorNode(TensorRefNest components, ElementSpec spec)

@@ -21,6 +21,7 @@
 #define TPUSIM_STRATEGY_DATA_DATASET_NODES_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,33 @@ class RangeNode final : public DatasetNode {
 
  private:
   int64_t start_, stop_, step_;
+};
+
+// from_generator with a C++ callable. `make_generator` is called once per
+// iterator (TF calls the Python generator function anew for each iterator)
+// and returns the function that yields the next element, nullopt at the end.
+// Every element must match `spec` (dtype, and shape where known), else
+// InvalidArgument at iteration naming the element index. A source without
+// files: auto-shard FILE finds no reader, so AUTO falls back to DATA.
+// (GeneratorFn and GeneratorFactory are declared in dataset.h.)
+class GeneratorNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "GeneratorDataset";
+  // InvalidArgument: a null factory.
+  static absl::StatusOr<NodePtr> Make(GeneratorFactory make_generator,
+                                      ElementSpec spec);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  GeneratorNode(GeneratorFactory make_generator,
+                ElementSpec spec);  // use Make
+
+ private:
+  GeneratorFactory make_generator_;
 };
 
 // from_tensors: TF op "TensorDataset".
