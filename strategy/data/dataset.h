@@ -480,6 +480,13 @@ class Dataset {
   // ---- transformations ----
   // batch_size <= 0 → InvalidArgument.
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // padded_batch (PaddedBatchNode): one padded shape and one scalar padding
+  // value per component (flattened order); kUnknownDim pads to the batch
+  // maximum; empty lists mean "all unknown" and zeros.
+  Dataset PaddedBatch(int64_t batch_size,
+                      std::vector<runtime::Shape> padded_shapes = {},
+                      std::vector<runtime::Tensor> padding_values = {},
+                      bool drop_remainder = false) const;
   // num_shards > 0 and 0 <= index < num_shards, else InvalidArgument.
   Dataset Shard(int64_t num_shards, int64_t index) const;
   // count -1 = forever; count < -1 → InvalidArgument.
