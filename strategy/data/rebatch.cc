@@ -87,6 +87,27 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
           .Batch(m, /*drop_remainder=*/exact);
     });
   }
+  if (op == PaddedBatchNode::kOp) {
+    // TF 2.2's rewrite lists PaddedBatchDataset(V2) among its batch ops and
+    // changes only the batch_size input: Case 1 keeps padded_shapes and
+    // padding_values, so each per-replica batch pads to ITS OWN maximum.
+    // Case 2 slices the padded global batch (pieces keep its padded width).
+    const auto& batch = static_cast<const PaddedBatchNode&>(*node);
+    const int64_t b = batch.batch_size();
+    if (!batch.drop_remainder() && b % n == 0) {
+      return PaddedBatchNode::Make(batch.inputs()[0], b / n,
+                                   batch.padded_shapes(),
+                                   batch.padding_values(),
+                                   /*drop_remainder=*/false);
+    }
+    any_case2 = true;
+    const int64_t m = CeilDiv(b, n);
+    const bool exact = batch.drop_remainder() && b % n == 0;
+    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
+      return Dataset::FromTensorSlices(arg.nest())
+          .Batch(m, /*drop_remainder=*/exact);
+    });
+  }
   if (IsRebatchPassThrough(op)) {
     TPUSIM_ASSIGN_OR_RETURN(
         NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2));
@@ -450,6 +471,8 @@ int64_t ComputeBatchSizeFromGraph(const NodePtr& node) {
   const absl::string_view op = node->op();
   if (op == BatchNode::kOp)
     return static_cast<const BatchNode&>(*node).batch_size();
+  if (op == PaddedBatchNode::kOp)
+    return static_cast<const PaddedBatchNode&>(*node).batch_size();
   if (IsRebatchPassThrough(op))
     return ComputeBatchSizeFromGraph(node->inputs()[0]);
   if (IsMultiInput(op)) {
