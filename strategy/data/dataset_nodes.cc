@@ -657,6 +657,15 @@ absl::StatusOr<NodePtr> PaddedBatchNode::Make(
       return absl::InvalidArgumentError(absl::StrCat(
           "padded_batch: padding_values[", k, "] has no data"));
     }
+    if (want.IsFullyDefined()) {
+      absl::StatusOr<int64_t> bytes = runtime::CheckedByteSize(
+          leaves[k]->dtype, want.Prepend(batch_size));
+      if (!bytes.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "padded_batch: batch_size=", batch_size, " of padded_shapes[", k,
+            "]=", want.ToString(), ": ", bytes.status().message()));
+      }
+    }
     // Output: [B or ?] + the padded shape, a dimension the padded shape
     // leaves unknown stays unknown (the batch maximum varies).
     out.push_back(TensorSpec{
@@ -716,7 +725,7 @@ Tensor PadAndStack(const std::vector<const Tensor*>& rows,
 
 absl::StatusOr<Tensor> PadColumn(const std::vector<const Tensor*>& rows,
                                  const Shape& padded, const Tensor& pad,
-                                 size_t k) {
+                                 size_t k, common::Bytes budget) {
   std::vector<int64_t> dims(padded.rank(), 0);
   for (size_t i = 0; i < rows.size(); ++i) {
     const Tensor& t = *rows[i];
@@ -740,6 +749,17 @@ absl::StatusOr<Tensor> PadColumn(const std::vector<const Tensor*>& rows,
     }
     dims[d] = padded.dim(d);
   }
+  std::vector<int64_t> out_dims = dims;
+  out_dims.insert(out_dims.begin(), static_cast<int64_t>(rows.size()));
+  absl::StatusOr<int64_t> bytes =
+      runtime::CheckedByteSize(pad.dtype(), Shape(out_dims));
+  const std::string what = absl::StrCat("padded_batch: component ", k,
+                                        " padded to ", Shape(out_dims).ToString());
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", bytes.status().message()));
+  }
+  if (*bytes > budget.count()) return MemoryBudgetExceeded(what, *bytes, budget);
   switch (pad.dtype()) {
     case DType::kF32: return PadAndStack<float>(rows, dims, pad);
     case DType::kF64: return PadAndStack<double>(rows, dims, pad);
@@ -759,8 +779,9 @@ absl::StatusOr<IteratorPtr> PaddedBatchNode::MakeIterator(
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:
-    It(IteratorPtr input, const PaddedBatchNode& node)
+    It(IteratorPtr input, const PaddedBatchNode& node, common::Bytes budget)
         : input_(std::move(input)),
+          budget_(budget),
           b_(node.batch_size()),
           drop_(node.drop_remainder()),
           shapes_(node.padded_shapes()),
@@ -796,7 +817,7 @@ absl::StatusOr<IteratorPtr> PaddedBatchNode::MakeIterator(
       std::vector<Tensor> leaves;
       for (size_t k = 0; k < n; ++k) {
         TPUSIM_ASSIGN_OR_RETURN(
-            Tensor t, PadColumn(columns[k], shapes_[k], pads_[k], k));
+            Tensor t, PadColumn(columns[k], shapes_[k], pads_[k], k, budget_));
         leaves.push_back(std::move(t));
       }
       TPUSIM_ASSIGN_OR_RETURN(Element out, first.Unflatten(std::move(leaves)));
@@ -805,13 +826,15 @@ absl::StatusOr<IteratorPtr> PaddedBatchNode::MakeIterator(
 
    private:
     IteratorPtr input_;
+    common::Bytes budget_;
     int64_t b_;
     bool drop_;
     std::vector<Shape> shapes_;  // copies: the iterator may outlive the node
     std::vector<Tensor> pads_;
     bool done_ = false;
   };
-  return IteratorPtr(std::make_unique<It>(std::move(input), *this));
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), *this, ctx.max_memory));
 }
 
 absl::StatusOr<NodePtr> PaddedBatchNode::WithInputs(

@@ -961,6 +961,12 @@ TEST(PaddedBatchTest, BadInputNamesTheValue) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("batch_size must be greater than zero, got "
                                  "0")));
+  EXPECT_THAT(
+      RaggedVectors(3)
+          .PaddedBatch(2, {Shape({std::numeric_limits<int64_t>::max() / 2})})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("padded_batch: batch_size=2 of padded_shapes[0]=")));
   absl::StatusOr<IteratorPtr> it =
       RaggedVectors(4).PaddedBatch(4, {Shape({3})}).MakeIterator();
   ASSERT_THAT(it, IsOk());
