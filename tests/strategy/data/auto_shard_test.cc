@@ -121,6 +121,17 @@ TEST(AutoShardTest, FileAssignsFilesRoundRobinByPosition) {
             "ShardDataset(num_shards=2, index=1, require_non_empty=true)");
 }
 
+TEST(AutoShardTest, FileWalksThroughPaddedBatch) {
+  std::vector<std::string> files = WriteFiles("padded", 4, 2);
+  Dataset ds = Dataset::TFRecord(files).PaddedBatch(2);
+  ASSERT_THAT(ds.status(), IsOk());
+  absl::StatusOr<NodePtr> sharded = ShardByFile(ds.node(), 2, 1);
+  ASSERT_THAT(sharded, IsOk());
+  EXPECT_EQ((*sharded)->op(), PaddedBatchNode::kOp);
+  EXPECT_EQ(Strings(Dataset(*sharded)),
+            (std::vector<std::string>{"f1r0", "f1r1", "f3r0", "f3r1"}));
+}
+
 TEST(AutoShardTest, FileFindsReadersInsideInterleaveAndThroughPassThroughOps) {
   std::vector<std::string> files = WriteFiles("interleave", 4, 3);
   TFRecordOptions parallel;
