@@ -509,6 +509,9 @@ Dataset Dataset::PaddedBatch(int64_t batch_size,
                                  std::move(padding_values), drop_remainder);
   });
 }
+Dataset Dataset::Unbatch() const {
+  return Then([](const NodePtr& in) { return UnbatchNode::Make(in); });
+}
 Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
   return Then([&](const NodePtr& in) {
     return ShardNode::Make(in, num_shards, index);

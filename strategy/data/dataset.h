@@ -480,6 +480,8 @@ class Dataset {
   // ---- transformations ----
   // batch_size <= 0 → InvalidArgument.
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // unbatch (UnbatchNode): every element split into its dimension-0 rows.
+  Dataset Unbatch() const;
   // padded_batch (PaddedBatchNode): one padded shape and one scalar padding
   // value per component (flattened order); kUnknownDim pads to the batch
   // maximum; empty lists mean "all unknown" and zeros.

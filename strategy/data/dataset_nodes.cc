@@ -845,6 +845,79 @@ absl::StatusOr<NodePtr> PaddedBatchNode::WithInputs(
 }
 
 // ---------------------------------------------------------------------------------------------
+// UnbatchNode
+
+UnbatchNode::UnbatchNode(NodePtr input, ElementSpec spec)
+    : DatasetNode({std::move(input)}, std::move(spec)) {}
+
+absl::StatusOr<NodePtr> UnbatchNode::Make(NodePtr input) {
+  for (const auto& [path, leaf] : input->element_spec().FlattenWithPaths()) {
+    if (leaf->shape.rank_known() && leaf->shape.rank() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unbatch: component ", path, " (", leaf->ToString(),
+          ") is a scalar; every component needs rank >= 1"));
+    }
+  }
+  ElementSpec spec = input->element_spec().Map([](const TensorSpec& s) {
+    if (!s.shape.rank_known()) return s;
+    std::vector<int64_t> d(s.shape.dims().begin() + 1, s.shape.dims().end());
+    return TensorSpec{s.dtype, Shape(std::move(d))};
+  });
+  return NodePtr(std::make_shared<UnbatchNode>(std::move(input),
+                                               std::move(spec)));
+}
+
+absl::StatusOr<IteratorPtr> UnbatchNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    explicit It(IteratorPtr input) : input_(std::move(input)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (!current_.has_value() || row_ == rows_) {
+        TPUSIM_ASSIGN_OR_RETURN(current_, input_->GetNext());
+        if (!current_.has_value()) return std::optional<Element>();
+        row_ = 0;
+        rows_ = -1;
+        for (const auto& [path, t] : current_->FlattenWithPaths()) {
+          if (t->rank() < 1) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "unbatch: component ", path, " is a scalar"));
+          }
+          if (rows_ >= 0 && t->shape().dim(0) != rows_) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "unbatch: components of one element differ in dimension 0 (",
+                rows_, " vs ", t->shape().dim(0), " at component ", path,
+                ")"));
+          }
+          rows_ = t->shape().dim(0);
+        }
+        if (rows_ < 0) rows_ = 0;
+      }
+      std::vector<Tensor> leaves;
+      for (const Tensor* t : current_->Flatten()) leaves.push_back(t->Row(row_));
+      ++row_;
+      TPUSIM_ASSIGN_OR_RETURN(Element out,
+                              current_->Unflatten(std::move(leaves)));
+      return std::optional<Element>(std::move(out));
+    }
+
+   private:
+    IteratorPtr input_;
+    std::optional<Element> current_;
+    int64_t row_ = 0;
+    int64_t rows_ = 0;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input)));
+}
+
+absl::StatusOr<NodePtr> UnbatchNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0]);
+}
+
+// ---------------------------------------------------------------------------------------------
 // ShardNode
 
 ShardNode::ShardNode(NodePtr input, int64_t num_shards, int64_t index,

@@ -287,6 +287,23 @@ class PaddedBatchNode final : public DatasetNode {
   bool drop_remainder_;
 };
 
+// unbatch(): TF op "UnbatchDataset". Splits every element into its rows
+// along dimension 0. InvalidArgument: a scalar component (at Make when the
+// spec says so), or components of one element that differ in dimension 0
+// (at iteration, naming both sizes).
+class UnbatchNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "UnbatchDataset";
+  static absl::StatusOr<NodePtr> Make(NodePtr input);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  UnbatchNode(NodePtr input, ElementSpec spec);  // use Make
+};
+
 // shard(num_shards, index): keeps elements index, index + num_shards, ...
 //
 // With require_non_empty (TF's ShardDataset attr, set by auto-shard) it also

@@ -976,5 +976,26 @@ TEST(PaddedBatchTest, BadInputNamesTheValue) {
                                  "smaller than an element's dimension 0 (4)")));
 }
 
+TEST(UnbatchTest, SplitsElementsIntoRows) {
+  // padded_batch then unbatch gives the padded rows back one by one.
+  Dataset ds = RaggedVectors(3).PaddedBatch(2).Unbatch();
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(ds.element_spec().leaf().shape, Shape({runtime::kUnknownDim}));
+  EXPECT_EQ(ShapesAndValues(ds),
+            (std::vector<std::pair<std::string, Ints>>{
+                {"[2]", {0, 0}}, {"[2]", {0, 1}}, {"[3]", {0, 1, 2}}}));
+  EXPECT_THAT(Dataset::Range(3).Unbatch().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is a scalar; every component needs rank")));
+  Dataset zipped =
+      Dataset::Zip({Dataset::Range(4).Batch(2), Dataset::Range(4).Batch(3)})
+          .Unbatch();
+  absl::StatusOr<IteratorPtr> it = zipped.MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  EXPECT_THAT((*it)->GetNext().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("differ in dimension 0 (2 vs 3")));
+}
+
 }  // namespace
 }  // namespace tpusim::data
