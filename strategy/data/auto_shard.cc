@@ -15,7 +15,8 @@ namespace tpusim::data {
 namespace {
 
 bool IsFilePassThrough(absl::string_view op) {
-  return op == BatchNode::kOp || op == MapNode::kOp || op == FilterNode::kOp ||
+  return op == BatchNode::kOp || op == PaddedBatchNode::kOp ||
+         op == MapNode::kOp || op == FilterNode::kOp ||
          op == PrefetchNode::kOp || op == RepeatNode::kOp ||
          op == ShuffleNode::kOp || op == ShardNode::kOp ||
          op == TakeNode::kOp || op == SkipNode::kOp || op == CacheNode::kOp ||

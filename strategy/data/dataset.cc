@@ -491,10 +491,26 @@ Dataset Dataset::FixedLengthRecordReader(TensorRef filenames,
       options.footer_bytes));
 }
 
+Dataset Dataset::FromGenerator(GeneratorFactory make_generator,
+                               ElementSpec spec) {
+  return Wrap(GeneratorNode::Make(std::move(make_generator), std::move(spec)));
+}
 Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
   return Then([&](const NodePtr& in) {
     return BatchNode::Make(in, batch_size, drop_remainder);
   });
+}
+Dataset Dataset::PaddedBatch(int64_t batch_size,
+                             std::vector<runtime::Shape> padded_shapes,
+                             std::vector<runtime::Tensor> padding_values,
+                             bool drop_remainder) const {
+  return Then([&](const NodePtr& in) {
+    return PaddedBatchNode::Make(in, batch_size, std::move(padded_shapes),
+                                 std::move(padding_values), drop_remainder);
+  });
+}
+Dataset Dataset::Unbatch() const {
+  return Then([](const NodePtr& in) { return UnbatchNode::Make(in); });
 }
 Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
   return Then([&](const NodePtr& in) {

@@ -65,6 +65,10 @@ namespace tpusim::data {
 
 using Element = runtime::Nest<runtime::Tensor>;
 using ElementSpec = runtime::Nest<runtime::TensorSpec>;
+// from_generator's callables (GeneratorNode): the factory makes one generator
+// per iterator; the generator returns the next element or nullopt at the end.
+using GeneratorFn = std::function<absl::StatusOr<std::optional<Element>>()>;
+using GeneratorFactory = std::function<GeneratorFn()>;
 
 // The spec of an element (the dtype and shape of every leaf).
 ElementSpec SpecOf(const Element& element);
@@ -426,6 +430,11 @@ class Dataset {
   // InvalidArgument.
   static Dataset Range(int64_t stop);
   static Dataset Range(int64_t start, int64_t stop, int64_t step = 1);
+  // from_generator with a C++ callable (GeneratorNode): `make_generator` is
+  // called once per iterator; its result yields elements matching `spec`
+  // until it returns nullopt. Auto-shard cannot FILE-shard it (AUTO → DATA).
+  static Dataset FromGenerator(GeneratorFactory make_generator,
+                               ElementSpec spec);
   // One element (TensorDataset).
   static Dataset FromTensors(TensorRefNest components);
   static Dataset FromTensors(const Element& components);  // constants
@@ -472,6 +481,15 @@ class Dataset {
   // ---- transformations ----
   // batch_size <= 0 → InvalidArgument.
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // unbatch (UnbatchNode): every element split into its dimension-0 rows.
+  Dataset Unbatch() const;
+  // padded_batch (PaddedBatchNode): one padded shape and one scalar padding
+  // value per component (flattened order); kUnknownDim pads to the batch
+  // maximum; empty lists mean "all unknown" and zeros.
+  Dataset PaddedBatch(int64_t batch_size,
+                      std::vector<runtime::Shape> padded_shapes = {},
+                      std::vector<runtime::Tensor> padding_values = {},
+                      bool drop_remainder = false) const;
   // num_shards > 0 and 0 <= index < num_shards, else InvalidArgument.
   Dataset Shard(int64_t num_shards, int64_t index) const;
   // count -1 = forever; count < -1 → InvalidArgument.

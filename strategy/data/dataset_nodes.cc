@@ -155,6 +155,81 @@ absl::StatusOr<NodePtr> RangeNode::WithInputs(
 }
 
 // ---------------------------------------------------------------------------------------------
+// GeneratorNode
+
+GeneratorNode::GeneratorNode(GeneratorFactory make_generator, ElementSpec spec)
+    : DatasetNode({}, std::move(spec)),
+      make_generator_(std::move(make_generator)) {}
+
+absl::StatusOr<NodePtr> GeneratorNode::Make(GeneratorFactory make_generator,
+                                            ElementSpec spec) {
+  if (!make_generator) {
+    return absl::InvalidArgumentError(
+        "from_generator: the generator factory is null");
+  }
+  return NodePtr(std::make_shared<GeneratorNode>(std::move(make_generator),
+                                                 std::move(spec)));
+}
+
+std::vector<NodeAttr> GeneratorNode::attrs() const {
+  return {{"output_spec", ElementSpecToString(element_spec())}};
+}
+
+absl::StatusOr<IteratorPtr> GeneratorNode::MakeIterator(
+    const IteratorContext&) const {
+  class It final : public DatasetIterator {
+   public:
+    It(GeneratorFn next, ElementSpec spec)
+        : next_(std::move(next)), spec_(std::move(spec)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (done_) return std::optional<Element>();
+      if (!next_) {
+        return absl::InvalidArgumentError(
+            "from_generator: the factory returned a null generator");
+      }
+      TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, next_());
+      if (!e.has_value()) {
+        done_ = true;
+        return e;
+      }
+      const std::vector<const TensorSpec*> want = spec_.Flatten();
+      const std::vector<const Tensor*> got = e->Flatten();
+      bool ok = want.size() == got.size();
+      for (size_t k = 0; ok && k < got.size(); ++k) {
+        const Shape& ws = want[k]->shape;
+        ok = got[k]->dtype() == want[k]->dtype &&
+             (!ws.rank_known() || ws.IsCompatibleWith(got[k]->shape()));
+      }
+      if (!ok) {
+        std::vector<std::string> specs;
+        for (const Tensor* t : got) specs.push_back(t->spec().ToString());
+        return absl::InvalidArgumentError(absl::StrCat(
+            "from_generator: element ", index_, " has components [",
+            absl::StrJoin(specs, ", "),
+            "], which do not match the declared output spec ",
+            ElementSpecToString(spec_)));
+      }
+      ++index_;
+      return e;
+    }
+
+   private:
+    GeneratorFn next_;
+    ElementSpec spec_;
+    int64_t index_ = 0;
+    bool done_ = false;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(make_generator_(), element_spec()));
+}
+
+absl::StatusOr<NodePtr> GeneratorNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 0));
+  return Make(make_generator_, element_spec());
+}
+
+// ---------------------------------------------------------------------------------------------
 // TensorNode
 
 TensorNode::TensorNode(TensorRefNest components, ElementSpec spec)
@@ -492,6 +567,354 @@ absl::StatusOr<NodePtr> BatchNode::WithInputs(
     std::vector<NodePtr> inputs) const {
   TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
   return Make(inputs[0], batch_size_, drop_remainder_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PaddedBatchNode
+
+PaddedBatchNode::PaddedBatchNode(NodePtr input, int64_t batch_size,
+                                 std::vector<Shape> padded_shapes,
+                                 std::vector<Tensor> padding_values,
+                                 bool drop_remainder, ElementSpec spec)
+    : DatasetNode({std::move(input)}, std::move(spec)),
+      batch_size_(batch_size),
+      padded_shapes_(std::move(padded_shapes)),
+      padding_values_(std::move(padding_values)),
+      drop_remainder_(drop_remainder) {}
+
+absl::StatusOr<NodePtr> PaddedBatchNode::Make(
+    NodePtr input, int64_t batch_size, std::vector<Shape> padded_shapes,
+    std::vector<Tensor> padding_values, bool drop_remainder) {
+  if (batch_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padded_batch: batch_size must be greater than zero, got ",
+        batch_size));
+  }
+  const std::vector<const TensorSpec*> leaves =
+      input->element_spec().Flatten();
+  const size_t n = leaves.size();
+  if (padded_shapes.empty()) {
+    for (size_t k = 0; k < n; ++k) {
+      if (!leaves[k]->shape.rank_known()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "padded_batch: component ", k, " (", leaves[k]->ToString(),
+            ") has unknown rank; give its padded_shapes entry"));
+      }
+      padded_shapes.push_back(Shape(std::vector<int64_t>(
+          leaves[k]->shape.rank(), runtime::kUnknownDim)));
+    }
+  }
+  if (padded_shapes.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padded_batch: padded_shapes has ", padded_shapes.size(),
+        " entries, the element has ", n, " components"));
+  }
+  if (padding_values.empty()) {
+    for (size_t k = 0; k < n; ++k)
+      padding_values.push_back(Tensor::Zeros(leaves[k]->dtype, Shape()));
+  }
+  if (padding_values.size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padded_batch: padding_values has ", padding_values.size(),
+        " entries, the element has ", n, " components"));
+  }
+  std::vector<TensorSpec> out;
+  for (size_t k = 0; k < n; ++k) {
+    const Shape& want = padded_shapes[k];
+    const Shape& have = leaves[k]->shape;
+    if (!want.rank_known()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padded_batch: padded_shapes[", k, "] has unknown rank"));
+    }
+    if (have.rank_known() && have.rank() != want.rank()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padded_batch: padded_shapes[", k, "]=", want.ToString(),
+          " has rank ", want.rank(), ", component ", k, " (",
+          leaves[k]->ToString(), ") has rank ", have.rank()));
+    }
+    for (int d = 0; d < want.rank(); ++d) {
+      if (want.dim(d) != runtime::kUnknownDim && want.dim(d) < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "padded_batch: padded_shapes[", k, "]=", want.ToString(),
+            " has a negative dimension"));
+      }
+      if (have.rank_known() && want.dim(d) != runtime::kUnknownDim &&
+          have.dim(d) != runtime::kUnknownDim && have.dim(d) > want.dim(d)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "padded_batch: padded_shapes[", k, "]=", want.ToString(),
+            " is smaller than component ", k, " (", leaves[k]->ToString(),
+            ") in dimension ", d));
+      }
+    }
+    const Tensor& pad = padding_values[k];
+    if (pad.rank() != 0 || pad.dtype() != leaves[k]->dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padded_batch: padding_values[", k, "]=", pad.DebugString(),
+          " must be a scalar of component ", k, "'s dtype ",
+          runtime::DTypeName(leaves[k]->dtype)));
+    }
+    if (!pad.has_data()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padded_batch: padding_values[", k, "] has no data"));
+    }
+    if (want.IsFullyDefined()) {
+      absl::StatusOr<int64_t> bytes = runtime::CheckedByteSize(
+          leaves[k]->dtype, want.Prepend(batch_size));
+      if (!bytes.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "padded_batch: batch_size=", batch_size, " of padded_shapes[", k,
+            "]=", want.ToString(), ": ", bytes.status().message()));
+      }
+    }
+    // Output: [B or ?] + the padded shape, a dimension the padded shape
+    // leaves unknown stays unknown (the batch maximum varies).
+    out.push_back(TensorSpec{
+        leaves[k]->dtype,
+        want.Prepend(drop_remainder ? batch_size : runtime::kUnknownDim)});
+  }
+  size_t next = 0;
+  ElementSpec spec = input->element_spec().Map(
+      [&](const TensorSpec&) { return out[next++]; });
+  return NodePtr(std::make_shared<PaddedBatchNode>(
+      std::move(input), batch_size, std::move(padded_shapes),
+      std::move(padding_values), drop_remainder, std::move(spec)));
+}
+
+std::vector<NodeAttr> PaddedBatchNode::attrs() const {
+  std::vector<std::string> shapes, values;
+  for (const Shape& s : padded_shapes_) shapes.push_back(s.ToString());
+  for (const Tensor& t : padding_values_) values.push_back(t.DebugString());
+  return {{"batch_size", absl::StrCat(batch_size_)},
+          {"padded_shapes", absl::StrCat("[", absl::StrJoin(shapes, ", "), "]")},
+          {"padding_values", absl::StrCat("[", absl::StrJoin(values, ", "), "]")},
+          {"drop_remainder", B(drop_remainder_)}};
+}
+
+namespace {
+
+// Copies `rows` (equal rank, each fitting in `row_dims`) into a
+// [rows.size()] + row_dims tensor filled with `pad`.
+template <typename T>
+Tensor PadAndStack(const std::vector<const Tensor*>& rows,
+                   const std::vector<int64_t>& row_dims, const Tensor& pad) {
+  int64_t row_size = 1;
+  for (int64_t d : row_dims) row_size *= d;
+  const int64_t b = static_cast<int64_t>(rows.size());
+  std::vector<T> data(static_cast<size_t>(b * row_size), pad.scalar<T>());
+  const int r = static_cast<int>(row_dims.size());
+  std::vector<int64_t> out_stride(r, 1);
+  for (int d = r - 2; d >= 0; --d)
+    out_stride[d] = out_stride[d + 1] * row_dims[d + 1];
+  for (int64_t i = 0; i < b; ++i) {
+    const Tensor& t = *rows[i];
+    absl::Span<const T> in = t.values<T>();
+    const std::vector<int64_t>& dims = t.shape().dims();
+    for (int64_t f = 0; f < static_cast<int64_t>(in.size()); ++f) {
+      int64_t rest = f, o = 0;
+      for (int d = r - 1; d >= 0; --d) {
+        o += (rest % dims[d]) * out_stride[d];
+        rest /= dims[d];
+      }
+      data[static_cast<size_t>(i * row_size + o)] = in[f];
+    }
+  }
+  std::vector<int64_t> out_dims = row_dims;
+  out_dims.insert(out_dims.begin(), b);
+  return Tensor::FromVector<T>(Shape(std::move(out_dims)), std::move(data));
+}
+
+absl::StatusOr<Tensor> PadColumn(const std::vector<const Tensor*>& rows,
+                                 const Shape& padded, const Tensor& pad,
+                                 size_t k, common::Bytes budget) {
+  std::vector<int64_t> dims(padded.rank(), 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Tensor& t = *rows[i];
+    if (t.dtype() != pad.dtype() || t.rank() != padded.rank() ||
+        !t.has_data()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padded_batch: element ", i, " component ", k, " is ",
+          t.spec().ToString(), ", expected ", DTypeName(pad.dtype()),
+          " of rank ", padded.rank()));
+    }
+    for (int d = 0; d < padded.rank(); ++d)
+      dims[d] = std::max(dims[d], t.shape().dim(d));
+  }
+  for (int d = 0; d < padded.rank(); ++d) {
+    if (padded.dim(d) == runtime::kUnknownDim) continue;
+    if (dims[d] > padded.dim(d)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padded_batch: attempted to pad component ", k, " to ",
+          padded.ToString(), ", smaller than an element's dimension ", d,
+          " (", dims[d], ")"));
+    }
+    dims[d] = padded.dim(d);
+  }
+  std::vector<int64_t> out_dims = dims;
+  out_dims.insert(out_dims.begin(), static_cast<int64_t>(rows.size()));
+  absl::StatusOr<int64_t> bytes =
+      runtime::CheckedByteSize(pad.dtype(), Shape(out_dims));
+  const std::string what = absl::StrCat("padded_batch: component ", k,
+                                        " padded to ", Shape(out_dims).ToString());
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", bytes.status().message()));
+  }
+  if (*bytes > budget.count()) return MemoryBudgetExceeded(what, *bytes, budget);
+  switch (pad.dtype()) {
+    case DType::kF32: return PadAndStack<float>(rows, dims, pad);
+    case DType::kF64: return PadAndStack<double>(rows, dims, pad);
+    case DType::kBF16: return PadAndStack<runtime::BFloat16>(rows, dims, pad);
+    case DType::kI32: return PadAndStack<int32_t>(rows, dims, pad);
+    case DType::kI64: return PadAndStack<int64_t>(rows, dims, pad);
+    case DType::kU8: return PadAndStack<uint8_t>(rows, dims, pad);
+    case DType::kBytes: return PadAndStack<std::string>(rows, dims, pad);
+  }
+  return absl::InternalError("padded_batch: unknown dtype");
+}
+
+}  // namespace
+
+absl::StatusOr<IteratorPtr> PaddedBatchNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, const PaddedBatchNode& node, common::Bytes budget)
+        : input_(std::move(input)),
+          budget_(budget),
+          b_(node.batch_size()),
+          drop_(node.drop_remainder()),
+          shapes_(node.padded_shapes()),
+          pads_(node.padding_values()) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (done_) return std::optional<Element>();
+      const int64_t b = b_;
+      std::vector<Element> parts;
+      while (static_cast<int64_t>(parts.size()) < b) {
+        TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+        if (!e.has_value()) {
+          done_ = true;
+          break;
+        }
+        parts.push_back(*std::move(e));
+      }
+      if (parts.empty() ||
+          (drop_ && static_cast<int64_t>(parts.size()) < b))
+        return std::optional<Element>();
+      const Element& first = parts[0];
+      const size_t n = shapes_.size();
+      std::vector<std::vector<const Tensor*>> columns(n);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        if (!parts[i].SameStructure(first))
+          return StructureError(parts[i], i, first);
+        size_t k = 0;
+        for (const Tensor* t : parts[i].Flatten()) {
+          if (k < n) columns[k].push_back(t);
+          ++k;
+        }
+        if (k != n) return StructureError(parts[i], i, first);
+      }
+      std::vector<Tensor> leaves;
+      for (size_t k = 0; k < n; ++k) {
+        TPUSIM_ASSIGN_OR_RETURN(
+            Tensor t, PadColumn(columns[k], shapes_[k], pads_[k], k, budget_));
+        leaves.push_back(std::move(t));
+      }
+      TPUSIM_ASSIGN_OR_RETURN(Element out, first.Unflatten(std::move(leaves)));
+      return std::optional<Element>(std::move(out));
+    }
+
+   private:
+    IteratorPtr input_;
+    common::Bytes budget_;
+    int64_t b_;
+    bool drop_;
+    std::vector<Shape> shapes_;  // copies: the iterator may outlive the node
+    std::vector<Tensor> pads_;
+    bool done_ = false;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), *this, ctx.max_memory));
+}
+
+absl::StatusOr<NodePtr> PaddedBatchNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], batch_size_, padded_shapes_, padding_values_,
+              drop_remainder_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// UnbatchNode
+
+UnbatchNode::UnbatchNode(NodePtr input, ElementSpec spec)
+    : DatasetNode({std::move(input)}, std::move(spec)) {}
+
+absl::StatusOr<NodePtr> UnbatchNode::Make(NodePtr input) {
+  for (const auto& [path, leaf] : input->element_spec().FlattenWithPaths()) {
+    if (leaf->shape.rank_known() && leaf->shape.rank() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unbatch: component ", path, " (", leaf->ToString(),
+          ") is a scalar; every component needs rank >= 1"));
+    }
+  }
+  ElementSpec spec = input->element_spec().Map([](const TensorSpec& s) {
+    if (!s.shape.rank_known()) return s;
+    std::vector<int64_t> d(s.shape.dims().begin() + 1, s.shape.dims().end());
+    return TensorSpec{s.dtype, Shape(std::move(d))};
+  });
+  return NodePtr(std::make_shared<UnbatchNode>(std::move(input),
+                                               std::move(spec)));
+}
+
+absl::StatusOr<IteratorPtr> UnbatchNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    explicit It(IteratorPtr input) : input_(std::move(input)) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      while (!current_.has_value() || row_ == rows_) {
+        TPUSIM_ASSIGN_OR_RETURN(current_, input_->GetNext());
+        if (!current_.has_value()) return std::optional<Element>();
+        row_ = 0;
+        rows_ = -1;
+        for (const auto& [path, t] : current_->FlattenWithPaths()) {
+          if (t->rank() < 1) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "unbatch: component ", path, " is a scalar"));
+          }
+          if (rows_ >= 0 && t->shape().dim(0) != rows_) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "unbatch: components of one element differ in dimension 0 (",
+                rows_, " vs ", t->shape().dim(0), " at component ", path,
+                ")"));
+          }
+          rows_ = t->shape().dim(0);
+        }
+        if (rows_ < 0) rows_ = 0;
+      }
+      std::vector<Tensor> leaves;
+      for (const Tensor* t : current_->Flatten()) leaves.push_back(t->Row(row_));
+      ++row_;
+      TPUSIM_ASSIGN_OR_RETURN(Element out,
+                              current_->Unflatten(std::move(leaves)));
+      return std::optional<Element>(std::move(out));
+    }
+
+   private:
+    IteratorPtr input_;
+    std::optional<Element> current_;
+    int64_t row_ = 0;
+    int64_t rows_ = 0;
+  };
+  return IteratorPtr(std::make_unique<It>(std::move(input)));
+}
+
+absl::StatusOr<NodePtr> UnbatchNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0]);
 }
 
 // ---------------------------------------------------------------------------------------------

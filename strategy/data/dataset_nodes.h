@@ -21,6 +21,7 @@
 #define TPUSIM_STRATEGY_DATA_DATASET_NODES_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,33 @@ class RangeNode final : public DatasetNode {
 
  private:
   int64_t start_, stop_, step_;
+};
+
+// from_generator with a C++ callable. `make_generator` is called once per
+// iterator (TF calls the Python generator function anew for each iterator)
+// and returns the function that yields the next element, nullopt at the end.
+// Every element must match `spec` (dtype, and shape where known), else
+// InvalidArgument at iteration naming the element index. A source without
+// files: auto-shard FILE finds no reader, so AUTO falls back to DATA.
+// (GeneratorFn and GeneratorFactory are declared in dataset.h.)
+class GeneratorNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "GeneratorDataset";
+  // InvalidArgument: a null factory.
+  static absl::StatusOr<NodePtr> Make(GeneratorFactory make_generator,
+                                      ElementSpec spec);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  GeneratorNode(GeneratorFactory make_generator,
+                ElementSpec spec);  // use Make
+
+ private:
+  GeneratorFactory make_generator_;
 };
 
 // from_tensors: TF op "TensorDataset".
@@ -213,6 +241,67 @@ class BatchNode final : public DatasetNode {
  private:
   int64_t batch_size_;
   bool drop_remainder_;
+};
+
+// padded_batch(batch_size, padded_shapes, padding_values, drop_remainder):
+// TF op "PaddedBatchDatasetV2". `padded_shapes` has one shape per component
+// (flattened order); an unknown dimension (kUnknownDim) pads to the batch's
+// maximum; an empty list means every dimension is unknown. `padding_values`
+// has one scalar per component of the component's dtype; empty means 0 (""
+// for strings). InvalidArgument at Make: batch_size <= 0, a count that does
+// not match the components, a padded shape whose rank differs from the
+// component's (or unknown rank), a known dimension smaller than the
+// component's static one, a padding value that is not a scalar or not of the
+// component's dtype. At iteration: an element larger than its padded shape.
+class PaddedBatchNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "PaddedBatchDatasetV2";
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t batch_size,
+                                      std::vector<runtime::Shape> padded_shapes,
+                                      std::vector<runtime::Tensor> padding_values,
+                                      bool drop_remainder);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t batch_size() const { return batch_size_; }
+  bool drop_remainder() const { return drop_remainder_; }
+  const std::vector<runtime::Shape>& padded_shapes() const {
+    return padded_shapes_;
+  }
+  const std::vector<runtime::Tensor>& padding_values() const {
+    return padding_values_;
+  }
+
+  PaddedBatchNode(NodePtr input, int64_t batch_size,
+                  std::vector<runtime::Shape> padded_shapes,
+                  std::vector<runtime::Tensor> padding_values,
+                  bool drop_remainder, ElementSpec spec);  // use Make
+
+ private:
+  int64_t batch_size_;
+  std::vector<runtime::Shape> padded_shapes_;   // one per component
+  std::vector<runtime::Tensor> padding_values_;  // one per component
+  bool drop_remainder_;
+};
+
+// unbatch(): TF op "UnbatchDataset". Splits every element into its rows
+// along dimension 0. InvalidArgument: a scalar component (at Make when the
+// spec says so), or components of one element that differ in dimension 0
+// (at iteration, naming both sizes).
+class UnbatchNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "UnbatchDataset";
+  static absl::StatusOr<NodePtr> Make(NodePtr input);
+  absl::string_view op() const override { return kOp; }
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+
+  UnbatchNode(NodePtr input, ElementSpec spec);  // use Make
 };
 
 // shard(num_shards, index): keeps elements index, index + num_shards, ...

@@ -87,6 +87,27 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
           .Batch(m, /*drop_remainder=*/exact);
     });
   }
+  if (op == PaddedBatchNode::kOp) {
+    // TF 2.2's rewrite lists PaddedBatchDataset(V2) among its batch ops and
+    // changes only the batch_size input: Case 1 keeps padded_shapes and
+    // padding_values, so each per-replica batch pads to ITS OWN maximum.
+    // Case 2 slices the padded global batch (pieces keep its padded width).
+    const auto& batch = static_cast<const PaddedBatchNode&>(*node);
+    const int64_t b = batch.batch_size();
+    if (!batch.drop_remainder() && b % n == 0) {
+      return PaddedBatchNode::Make(batch.inputs()[0], b / n,
+                                   batch.padded_shapes(),
+                                   batch.padding_values(),
+                                   /*drop_remainder=*/false);
+    }
+    any_case2 = true;
+    const int64_t m = CeilDiv(b, n);
+    const bool exact = batch.drop_remainder() && b % n == 0;
+    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
+      return Dataset::FromTensorSlices(arg.nest())
+          .Batch(m, /*drop_remainder=*/exact);
+    });
+  }
   if (IsRebatchPassThrough(op)) {
     TPUSIM_ASSIGN_OR_RETURN(
         NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2));
@@ -300,16 +321,29 @@ class LegacyRebatchIterator final : public DatasetIterator {
     if (pending_.empty()) {
       TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> next, input_->GetNext());
       if (!next.has_value()) return std::optional<Element>();
-      TPUSIM_ASSIGN_OR_RETURN(auto leaves,
-                              BatchLeaves(*next, LegacyRebatchNode::kOp));
-      const int64_t p = leaves.second;
-      const int64_t m = CeilDiv(p, n_);
+      // As TF's RebatchDataset kernel: every component is split on its own
+      // dimension 0 (zip of batches of different sizes has components that
+      // differ there): piece j of a component with p rows is rows
+      // [j*m, min((j+1)*m, p)) with m = ceil(p/N), empty once j*m >= p.
+      std::vector<const Tensor*> leaves;
+      for (const auto& [path, t] : next->FlattenWithPaths()) {
+        if (t->rank() < 1) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(LegacyRebatchNode::kOp, ": component ", path,
+                           " is a scalar; elements need rank >= 1"));
+        }
+        leaves.push_back(t);
+      }
       for (int64_t j = 0; j < n_; ++j) {
-        const int64_t begin = std::min(j * m, p);
-        const int64_t end = std::min((j + 1) * m, p);
         std::vector<Tensor> piece;
-        for (const Tensor& t : leaves.first)
-          piece.push_back(t.Slice(begin, end - begin));
+        piece.reserve(leaves.size());
+        for (const Tensor* t : leaves) {
+          const int64_t p = t->shape().dim(0);
+          const int64_t m = CeilDiv(p, n_);
+          const int64_t begin = std::min(j * m, p);
+          const int64_t end = std::min(begin + m, p);
+          piece.push_back(t->Slice(begin, end - begin));
+        }
         TPUSIM_ASSIGN_OR_RETURN(Element e, next->Unflatten(std::move(piece)));
         pending_.push_back(std::move(e));
       }
@@ -437,6 +471,8 @@ int64_t ComputeBatchSizeFromGraph(const NodePtr& node) {
   const absl::string_view op = node->op();
   if (op == BatchNode::kOp)
     return static_cast<const BatchNode&>(*node).batch_size();
+  if (op == PaddedBatchNode::kOp)
+    return static_cast<const PaddedBatchNode&>(*node).batch_size();
   if (IsRebatchPassThrough(op))
     return ComputeBatchSizeFromGraph(node->inputs()[0]);
   if (IsMultiInput(op)) {

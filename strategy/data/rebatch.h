@@ -138,7 +138,10 @@ class RebatchV2Node final : public DatasetNode {
 
 // The legacy RebatchDataset kernel of TF 2.4: splits every input batch of size
 // p into exactly num_replicas pieces of ceil(p/N) rows (the last ones short or
-// EMPTY): range(8).batch(4), N=3 → [0,1],[2,3],[],[4,5],[6,7],[].
+// EMPTY): range(8).batch(4), N=3 → [0,1],[2,3],[],[4,5],[6,7],[]. Each
+// component is split on its own dimension 0 (TF's kernel does the same), so
+// zip(range(8).batch(4), range(4).batch(2)), N=3 → ([0,1],[0]), ([2,3],[1]),
+// ([],[]), ...
 class LegacyRebatchNode final : public DatasetNode {
  public:
   static constexpr absl::string_view kOp = "RebatchDataset";

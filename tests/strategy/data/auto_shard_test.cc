@@ -121,6 +121,17 @@ TEST(AutoShardTest, FileAssignsFilesRoundRobinByPosition) {
             "ShardDataset(num_shards=2, index=1, require_non_empty=true)");
 }
 
+TEST(AutoShardTest, FileWalksThroughPaddedBatch) {
+  std::vector<std::string> files = WriteFiles("padded", 4, 2);
+  Dataset ds = Dataset::TFRecord(files).PaddedBatch(2);
+  ASSERT_THAT(ds.status(), IsOk());
+  absl::StatusOr<NodePtr> sharded = ShardByFile(ds.node(), 2, 1);
+  ASSERT_THAT(sharded, IsOk());
+  EXPECT_EQ((*sharded)->op(), PaddedBatchNode::kOp);
+  EXPECT_EQ(Strings(Dataset(*sharded)),
+            (std::vector<std::string>{"f1r0", "f1r1", "f3r0", "f3r1"}));
+}
+
 TEST(AutoShardTest, FileFindsReadersInsideInterleaveAndThroughPassThroughOps) {
   std::vector<std::string> files = WriteFiles("interleave", 4, 3);
   TFRecordOptions parallel;
@@ -559,6 +570,58 @@ TEST(AutoShardTest, FileShardedWorkersFeedTheirReplicasRoundRobin) {
   EXPECT_EQ(steps, (std::vector<std::vector<std::string>>{
                        {"f0r0", "f0r1", "f1r0", "f1r1"},
                        {"f2r0", "f2r1", "f3r0", "f3r1"}}));
+}
+
+// A generator yielding the int64 scalars 0..count-1, restarting per iterator.
+GeneratorFactory CountingGenerator(int64_t count) {
+  return [count]() -> GeneratorFn {
+    auto next = std::make_shared<int64_t>(0);
+    return [next, count]() -> absl::StatusOr<std::optional<Element>> {
+      if (*next >= count) return std::optional<Element>();
+      return std::optional<Element>(Element(Tensor::Scalar<int64_t>((*next)++)));
+    };
+  };
+}
+
+TEST(AutoShardTest, GeneratorSourceIsNotFileShardableAutoFallsBackToData) {
+  Dataset gen = Dataset::FromGenerator(
+      CountingGenerator(6), ElementSpec(TensorSpec{DType::kI64, Shape()}));
+  ASSERT_THAT(gen.status(), IsOk());
+  // Each iterator calls the factory anew: two passes give the same elements.
+  EXPECT_EQ(testing::DatasetValues(gen),
+            (std::vector<testing::Values>{{0}, {1}, {2}, {3}, {4}, {5}}));
+  EXPECT_EQ(testing::DatasetValues(gen).size(), 6u);
+  absl::StatusOr<AutoShardResult> r = AutoShard(
+      gen.node(), 2, 1, AutoShardPolicy::kAuto, 2, SemanticsVersion::k2_2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->applied, AutoShardPolicy::kData);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_THAT(r->warnings[0], HasSubstr("GeneratorDataset"));
+  EXPECT_EQ(testing::DatasetValues(Dataset(r->node)),
+            (std::vector<testing::Values>{{1}, {3}, {5}}));
+  // FILE is an error naming the source.
+  EXPECT_THAT(AutoShard(gen.node(), 2, 1, AutoShardPolicy::kFile, 2,
+                        SemanticsVersion::k2_2)
+                  .status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("unshardable source dataset: "
+                                 "GeneratorDataset")));
+}
+
+TEST(AutoShardTest, GeneratorElementNotMatchingTheSpecIsAnError) {
+  Dataset gen = Dataset::FromGenerator(
+      CountingGenerator(2), ElementSpec(TensorSpec{DType::kF32, Shape()}));
+  absl::Status s;
+  testing::DatasetValues(gen, &s);
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
+                          HasSubstr("from_generator: element 0 has components "
+                                    "[int64[]]")));
+  EXPECT_THAT(Dataset::FromGenerator(nullptr,
+                                     ElementSpec(TensorSpec{DType::kF32,
+                                                            Shape()}))
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("factory is null")));
 }
 
 }  // namespace

@@ -891,5 +891,114 @@ TEST(DatasetTest, ElementSpecsOfReadersAreStringScalars) {
   EXPECT_EQ(Spec(Dataset::TFRecord({"x"}).Batch(2, true)), "string[2]");
 }
 
+// Yields the int64 vectors [0], [0,1], ..., [0..count-1].
+Dataset RaggedVectors(int64_t count) {
+  return Dataset::FromGenerator(
+      [count]() -> GeneratorFn {
+        auto next = std::make_shared<int64_t>(1);
+        return [next, count]() -> absl::StatusOr<std::optional<Element>> {
+          if (*next > count) return std::optional<Element>();
+          Ints v;
+          for (int64_t i = 0; i < *next; ++i) v.push_back(i);
+          ++*next;
+          return std::optional<Element>(Element(Tensor::Vector<int64_t>(v)));
+        };
+      },
+      ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})}));
+}
+
+// Every element as (shape, values).
+std::vector<std::pair<std::string, Ints>> ShapesAndValues(const Dataset& ds) {
+  std::vector<std::pair<std::string, Ints>> out;
+  absl::StatusOr<IteratorPtr> it = ds.MakeIterator();
+  EXPECT_THAT(it, IsOk());
+  if (!it.ok()) return out;
+  while (true) {
+    absl::StatusOr<std::optional<Element>> e = (*it)->GetNext();
+    EXPECT_THAT(e, IsOk());
+    if (!e.ok() || !e->has_value()) break;
+    const Tensor& t = (*e)->leaf();
+    Ints v;
+    for (int64_t i = 0; i < t.num_elements(); ++i) v.push_back(t.AsInt64(i));
+    out.emplace_back(t.shape().ToString(), v);
+  }
+  return out;
+}
+
+TEST(PaddedBatchTest, UnknownDimsPadToTheBatchMaximumWithZeros) {
+  Dataset ds = RaggedVectors(5).PaddedBatch(2);
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(ds.element_spec().leaf().shape,
+            Shape({runtime::kUnknownDim, runtime::kUnknownDim}));
+  EXPECT_EQ(ShapesAndValues(ds),
+            (std::vector<std::pair<std::string, Ints>>{
+                {"[2,2]", {0, 0, 0, 1}},
+                {"[2,4]", {0, 1, 2, 0, 0, 1, 2, 3}},
+                {"[1,5]", {0, 1, 2, 3, 4}}}));
+}
+
+TEST(PaddedBatchTest, PaddedShapesValuesAndDropRemainder) {
+  Dataset ds = RaggedVectors(5).PaddedBatch(
+      2, {Shape({6})}, {Tensor::Scalar<int64_t>(-1)}, /*drop_remainder=*/true);
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(ds.element_spec().leaf().shape, Shape({2, 6}));
+  EXPECT_EQ(ShapesAndValues(ds),
+            (std::vector<std::pair<std::string, Ints>>{
+                {"[2,6]", {0, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, -1}},
+                {"[2,6]", {0, 1, 2, -1, -1, -1, 0, 1, 2, 3, -1, -1}}}));
+}
+
+TEST(PaddedBatchTest, BadInputNamesTheValue) {
+  EXPECT_THAT(RaggedVectors(3).PaddedBatch(2, {Shape({2, 3})}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("padded_shapes[0]=[2,3] has rank 2, "
+                                 "component 0 (int64[?]) has rank 1")));
+  EXPECT_THAT(
+      RaggedVectors(3)
+          .PaddedBatch(2, {Shape({4})}, {Tensor::Scalar<float>(0.5f)})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("padding_values[0]=float32[]{0.5} must be a scalar "
+                         "of component 0's dtype int64")));
+  EXPECT_THAT(RaggedVectors(3).PaddedBatch(0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("batch_size must be greater than zero, got "
+                                 "0")));
+  EXPECT_THAT(
+      RaggedVectors(3)
+          .PaddedBatch(2, {Shape({std::numeric_limits<int64_t>::max() / 2})})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("padded_batch: batch_size=2 of padded_shapes[0]=")));
+  absl::StatusOr<IteratorPtr> it =
+      RaggedVectors(4).PaddedBatch(4, {Shape({3})}).MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  EXPECT_THAT((*it)->GetNext().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("attempted to pad component 0 to [3], "
+                                 "smaller than an element's dimension 0 (4)")));
+}
+
+TEST(UnbatchTest, SplitsElementsIntoRows) {
+  // padded_batch then unbatch gives the padded rows back one by one.
+  Dataset ds = RaggedVectors(3).PaddedBatch(2).Unbatch();
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(ds.element_spec().leaf().shape, Shape({runtime::kUnknownDim}));
+  EXPECT_EQ(ShapesAndValues(ds),
+            (std::vector<std::pair<std::string, Ints>>{
+                {"[2]", {0, 0}}, {"[2]", {0, 1}}, {"[3]", {0, 1, 2}}}));
+  EXPECT_THAT(Dataset::Range(3).Unbatch().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is a scalar; every component needs rank")));
+  Dataset zipped =
+      Dataset::Zip({Dataset::Range(4).Batch(2), Dataset::Range(4).Batch(3)})
+          .Unbatch();
+  absl::StatusOr<IteratorPtr> it = zipped.MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  EXPECT_THAT((*it)->GetNext().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("differ in dimension 0 (2 vs 3")));
+}
+
 }  // namespace
 }  // namespace tpusim::data

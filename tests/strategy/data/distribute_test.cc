@@ -480,6 +480,148 @@ TEST(DistributeDatasetTest, TwoFourUnknownBatchSizeUsesLegacySplitWithEmpties) {
       << StepsToString(r.steps);
 }
 
+TEST(DistributeDatasetTest, TwoFourLegacySplitOfZipWithDifferentBatchSizes) {
+  // zip of batch(4) and batch(2): compute_batch_size finds no common batch
+  // size → legacy N=3 split, each component on its own dimension 0 (was
+  // INVALID_ARGUMENT). Per replica: component 0 / component 1.
+  Dataset ds =
+      Dataset::Zip({Dataset::Range(8).Batch(4), Dataset::Range(4).Batch(2)});
+  absl::StatusOr<DistributedDataset> dist =
+      DistributeDataset(ds, InputWorkers::Uniform(1, 3), Version("2.4"));
+  ASSERT_THAT(dist, IsOk());
+  absl::StatusOr<DistributedIterator> it = dist->MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  std::vector<std::string> steps;
+  while (true) {
+    absl::StatusOr<strategy::PerReplica<Element>> step = it->GetNext();
+    if (!step.ok()) {
+      EXPECT_THAT(step.status(),
+                  StatusIs(absl::StatusCode::kOutOfRange, ::testing::_));
+      break;
+    }
+    std::vector<std::string> reps;
+    for (const Element& e : step->values()) {
+      std::vector<std::string> comps;
+      for (const runtime::Tensor* t : e.Flatten())
+        comps.push_back(
+            absl::StrCat("[", absl::StrJoin(testing::ValuesOf(*t), ","), "]"));
+      reps.push_back(absl::StrJoin(comps, ""));
+    }
+    steps.push_back(absl::StrJoin(reps, " "));
+  }
+  EXPECT_THAT(steps, ElementsAre("[0,1][0] [2,3][1] [][]",
+                                 "[4,5][2] [6,7][3] [][]"));
+}
+
+// ---- padded_batch under experimental_distribute_dataset ----
+
+// The int64 vectors [0], [0,1], ..., [0..count-1] from a generator.
+Dataset Ragged(int64_t count) {
+  return Dataset::FromGenerator(
+      [count]() -> GeneratorFn {
+        auto next = std::make_shared<int64_t>(1);
+        return [next, count]() -> absl::StatusOr<std::optional<Element>> {
+          if (*next > count) return std::optional<Element>();
+          std::vector<int64_t> v;
+          for (int64_t i = 0; i < *next; ++i) v.push_back(i);
+          ++*next;
+          return std::optional<Element>(Element(Tensor::Vector<int64_t>(v)));
+        };
+      },
+      ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})}));
+}
+
+// Each step as "replica0 | replica1 ...", a replica as its components'
+// DebugStrings (shape and values), the end status last.
+std::vector<std::string> Listing(const Dataset& ds, int replicas,
+                                 const std::string& version) {
+  std::vector<std::string> out;
+  absl::StatusOr<DistributedDataset> dist =
+      DistributeDataset(ds, InputWorkers::Uniform(1, replicas),
+                        Version(version));
+  if (!dist.ok()) return {dist.status().ToString()};
+  absl::StatusOr<DistributedIterator> it = dist->MakeIterator();
+  if (!it.ok()) return {it.status().ToString()};
+  for (int step = 0; step < 100; ++step) {
+    absl::StatusOr<strategy::PerReplica<Element>> next = it->GetNext();
+    if (!next.ok()) {
+      out.push_back(next.status().code() == absl::StatusCode::kOutOfRange
+                        ? "OUT_OF_RANGE"
+                        : next.status().ToString());
+      break;
+    }
+    std::vector<std::string> reps;
+    for (const Element& e : next->values()) {
+      std::vector<std::string> comps;
+      for (const Tensor* t : e.Flatten()) comps.push_back(t->DebugString());
+      reps.push_back(absl::StrJoin(comps, " "));
+    }
+    out.push_back(absl::StrJoin(reps, " | "));
+  }
+  return out;
+}
+
+TEST(PaddedBatchDistributeTest, Case1EachReplicaPadsToItsOwnMaximum) {
+  // batch(4) → padded_batch(2): each replica's batch pads to its own longest
+  // row; the partial last step's empty batch has shape [0,0] (spec [?,?]).
+  EXPECT_THAT(
+      Listing(Ragged(6).PaddedBatch(4), 2, "2.2"),
+      ElementsAre(
+          "int64[2,2]{0, 0, 0, 1} | int64[2,4]{0, 1, 2, 0, 0, 1, 2, 3}",
+          "int64[2,6]{0, 1, 2, 3, 4, 0, 0, 1, 2, 3, 4, 5} | int64[0,0]{}",
+          "OUT_OF_RANGE"));
+}
+
+TEST(PaddedBatchDistributeTest, Case2SlicesThePaddedGlobalBatch) {
+  // batch(3), N=2: pieces of 2 rows of the global batch padded to 3.
+  EXPECT_THAT(
+      Listing(Ragged(5).PaddedBatch(3), 2, "2.2"),
+      ElementsAre("int64[2,3]{0, 0, 0, 0, 1, 0} | int64[1,3]{0, 1, 2}",
+                  "int64[2,5]{0, 1, 2, 3, 0, 0, 1, 2, 3, 4} | int64[0,0]{}",
+                  "OUT_OF_RANGE"));
+}
+
+TEST(PaddedBatchDistributeTest, DropRemainderPiecesKeepThePaddedShape) {
+  EXPECT_THAT(Listing(Ragged(5).PaddedBatch(4, {Shape({6})},
+                                            {Tensor::Scalar<int64_t>(-1)},
+                                            true),
+                      2, "2.2"),
+              ElementsAre("int64[2,6]{0, -1, -1, -1, -1, -1, 0, 1, -1, -1, -1, "
+                          "-1} | int64[2,6]{0, 1, 2, -1, -1, -1, 0, 1, 2, 3, "
+                          "-1, -1}",
+                          "OUT_OF_RANGE"));
+}
+
+TEST(PaddedBatchDistributeTest, FallbackReshapesThePaddedBatch) {
+  Dataset ds = Dataset::Zip(
+      {Ragged(5).PaddedBatch(4, {Shape({4})}, {Tensor::Scalar<int64_t>(-1)},
+                             true),
+       Dataset::FromTensors(Element(Tensor::Vector<int64_t>({7, 8, 9, 10})))});
+  // from_tensors has no batch → the fallback: [4,4] → [2,2,4], unbatched.
+  EXPECT_THAT(Listing(ds, 2, "2.2"),
+              ElementsAre("int64[2,4]{0, -1, -1, -1, 0, 1, -1, -1} "
+                          "int64[2]{7, 8} | int64[2,4]{0, 1, 2, -1, 0, 1, 2, "
+                          "3} int64[2]{9, 10}",
+                          "OUT_OF_RANGE"));
+}
+
+TEST(PaddedBatchDistributeTest, TwoFourSplitsPaddedBatches) {
+  // The batch size is found on the padded batch: RebatchDatasetV2 [2,2]
+  // slices the padded global batches.
+  EXPECT_THAT(
+      Listing(Ragged(5).PaddedBatch(4), 2, "2.4"),
+      ElementsAre("int64[2,4]{0, 0, 0, 0, 0, 1, 0, 0} | int64[2,4]{0, 1, 2, "
+                  "0, 0, 1, 2, 3}",
+                  "int64[1,5]{0, 1, 2, 3, 4} | int64[0,0]{}", "OUT_OF_RANGE"));
+  // [2,1]; the empty batch of the partial step keeps the padded width 5.
+  EXPECT_THAT(
+      Listing(Ragged(5).PaddedBatch(3, {Shape({5})}), 2, "2.4"),
+      ElementsAre("int64[2,5]{0, 0, 0, 0, 0, 0, 1, 0, 0, 0} | int64[1,5]{0, "
+                  "1, 2, 0, 0}",
+                  "int64[2,5]{0, 1, 2, 3, 0, 0, 1, 2, 3, 4} | int64[0,5]{}",
+                  "OUT_OF_RANGE"));
+}
+
 // ---- (c) distribute_datasets_from_function ----
 
 TEST(DistributeDatasetsFromFunctionTest, WorkedExample) {

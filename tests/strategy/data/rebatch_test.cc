@@ -514,6 +514,55 @@ TEST(RebatchTest, LegacySplitGivesExactlyNPiecesWithEmpties) {
                        HasSubstr("num_replicas=0")));
 }
 
+// Every component's values, one list per component.
+std::vector<Values> ComponentValues(const Element& e) {
+  std::vector<Values> out;
+  for (const Tensor* t : e.Flatten()) out.push_back(testing::ValuesOf(*t));
+  return out;
+}
+
+TEST(RebatchTest, LegacySplitSlicesEachComponentOnItsOwnDim0) {
+  // zip(range(8).batch(4), range(4).batch(2)), N=3: component 0 splits in
+  // pieces of ceil(4/3)=2, component 1 in pieces of ceil(2/3)=1; both run out
+  // before the third piece, which is empty in both.
+  Dataset zipped =
+      Dataset::Zip({Dataset::Range(8).Batch(4), Dataset::Range(4).Batch(2)});
+  absl::StatusOr<NodePtr> legacy = LegacyRebatchNode::Make(zipped.node(), 3);
+  ASSERT_THAT(legacy, IsOk());
+  absl::StatusOr<IteratorPtr> it = Dataset(*legacy).MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  std::vector<std::vector<Values>> got;
+  while (true) {
+    absl::StatusOr<std::optional<Element>> e = (*it)->GetNext();
+    ASSERT_THAT(e, IsOk());
+    if (!e->has_value()) break;
+    got.push_back(ComponentValues(**e));
+  }
+  EXPECT_EQ(got, (std::vector<std::vector<Values>>{{{0, 1}, {0}},
+                                                   {{2, 3}, {1}},
+                                                   {{}, {}},
+                                                   {{4, 5}, {2}},
+                                                   {{6, 7}, {3}},
+                                                   {{}, {}}}));
+  // Uneven: 5 rows and 3 rows, N=2 → pieces of 3 and 2 rows.
+  legacy = LegacyRebatchNode::Make(
+      Dataset::Zip({Dataset::Range(5).Batch(5), Dataset::Range(3).Batch(3)})
+          .node(),
+      2);
+  ASSERT_THAT(legacy, IsOk());
+  it = Dataset(*legacy).MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  got.clear();
+  while (true) {
+    absl::StatusOr<std::optional<Element>> e = (*it)->GetNext();
+    ASSERT_THAT(e, IsOk());
+    if (!e->has_value()) break;
+    got.push_back(ComponentValues(**e));
+  }
+  EXPECT_EQ(got, (std::vector<std::vector<Values>>{{{0, 1, 2}, {0, 1}},
+                                                   {{3, 4}, {2}}}));
+}
+
 TEST(RebatchTest, ComputeBatchSizeFindsTheOutermostBatch) {
   EXPECT_EQ(ComputeBatchSize(Dataset::Range(8).Batch(4).Prefetch(1).node()), 4);
   EXPECT_EQ(ComputeBatchSize(Dataset::Range(8).Batch(4, true).node()), 4);
