@@ -472,6 +472,9 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
                  : absl::StrCat("fusion.", root);
     k.kind = CompiledKernelKind::kVector;
     std::vector<int> inputs;
+    // Inputs read in full, and the bytes of inputs only sliced or gathered.
+    std::set<int> full_read;
+    std::map<int, int64_t> partial_bytes;
     for (int m : members) {
       const Op& mo = ops[m];
       const runtime::OpCost cost = program.CostOf(runtime::Value{m});
@@ -485,11 +488,20 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
         // data movement has none and is HBM-bound.
         Add(k.work.vector_elements, cost.flops);
       }
-      for (int o : mo.operands) {
-        const int b = graph.base[o];
+      for (size_t oi = 0; oi < mo.operands.size(); ++oi) {
+        const int b = graph.base[mo.operands[oi]];
         if (groups.gid[b] == gi && IsKernelOp(graph.cls[b])) continue;
         if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) {
           inputs.push_back(b);
+        }
+        // A slice (or a gather's table) reads only the elements it uses.
+        const bool partial_read =
+            oi == 0 &&
+            (mo.code == OpCode::kSlice || mo.code == OpCode::kGather);
+        if (partial_read) {
+          Add(partial_bytes[b], BytesOf(mo));
+        } else {
+          full_read.insert(b);
         }
       }
       if (mo.code == OpCode::kVariableAssignAdd) {
@@ -506,7 +518,10 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
       if (leaves) Add(k.hbm_write_bytes, BytesOf(mo));
     }
     for (int b : inputs) {
-      Add(k.hbm_read_bytes, BytesOf(ops[b]));
+      Add(k.hbm_read_bytes,
+          full_read.count(b) != 0
+              ? BytesOf(ops[b])
+              : std::min(BytesOf(ops[b]), partial_bytes[b]));
       add_dep(k, producer_for(b, k.core));
     }
     k.work.hbm_bytes =
