@@ -436,6 +436,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
     for (int64_t s = 0; s < result.steps; ++s) {
       TPUSIM_ASSIGN_OR_RETURN(strategy::ValueNest loss, strategy->Run(step, args));
       if (real) result.last_loss = MeanLoss(loss);
+      if (options.progress) options.progress(s + 1, result.steps);
     }
   } else {
     // Loops of steps_per_run steps (the last one shorter if needed); each
@@ -470,6 +471,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
         result.last_loss = r.last_step_outputs.at("loss").tensor().AsDouble(0);
       }
       done += k;
+      if (options.progress) options.progress(done, result.steps);
     }
   }
   TPUSIM_ASSIGN_OR_RETURN(result.profile, backend->CollectProfile());

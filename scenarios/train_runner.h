@@ -27,6 +27,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,8 @@ namespace tpusim::scenarios {
 struct TrainOptions {
   // Overrides run.backend when not empty.
   std::string backend;
+  // Called after every device call with the steps done and the total.
+  std::function<void(int64_t done, int64_t total)> progress;
 };
 
 struct TrainResult {

@@ -1,7 +1,9 @@
 #include "tools/run_command.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -46,6 +48,27 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
       scenarios::LoadScenarioFile(path, args.GetAll("set")));
   scenarios::TrainOptions options;
   options.backend = backend;
+  // A progress bar on stderr when it is a terminal and the run takes more
+  // than 2 s (never in the outputs, which stay deterministic).
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  bool drew = false;
+  if (tty) {
+    options.progress = [&](int64_t done, int64_t total) {
+      const double elapsed = std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - t0)
+                                 .count();
+      if (elapsed < 2.0 && !drew) return;
+      drew = true;
+      const int width = 30;
+      const int filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
+      std::fprintf(stderr, "\r[%s%s] step %lld/%lld  %.1f s", std::string(filled, '=').c_str(),
+                   std::string(width - filled, ' ').c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total),
+                   elapsed);
+      if (done == total) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+  }
   TPUSIM_ASSIGN_OR_RETURN(scenarios::TrainResult result,
                           scenarios::RunTraining(scenario, options));
   const std::string name = scenario.proto.has_name() ? scenario.proto.name()
