@@ -226,6 +226,8 @@ absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
   data::MapFunction f;
   f.name = m.fn();
   f.cost = common::Picoseconds::FromNanoseconds(m.cpu_cost_ns());
+  if (m.has_num_parallel_calls()) f.num_parallel_calls = m.num_parallel_calls();
+  if (m.has_deterministic()) f.deterministic = m.deterministic();
   f.output_spec = input_spec;
   const std::string fn = m.fn();
   if (fn == "identity") {

@@ -850,6 +850,12 @@ class Validator {
           return c.Error("cpu_cost_ns", absl::StrCat(m.cpu_cost_ns()),
                          "must be >= 0");
         }
+        if (m.has_num_parallel_calls() &&
+            (m.num_parallel_calls() == 0 || m.num_parallel_calls() < -1)) {
+          return c.Error("num_parallel_calls",
+                         absl::StrCat(m.num_parallel_calls()),
+                         "must be >= 1 or -1 (AUTOTUNE)");
+        }
         return absl::OkStatus();
       }
       case Stage::kFilter: {

@@ -385,6 +385,16 @@ struct MapFunction {
   common::Picoseconds cost = common::Picoseconds(0);
   // Shown in DebugString; optional.
   std::string name;
+  // map(..., num_parallel_calls=k): >= 1, or -1 (tf.data.experimental.
+  // AUTOTUNE). TF 2.2 keeps the input order unless
+  // options().experimental_deterministic is false, when elements may come out
+  // in the order their calls finish. tpusim choice: the output order is the
+  // input order in both cases, so a run repeats exactly (the functions are
+  // deterministic and tpusim evaluates them in order); the setting is kept on
+  // the node for the host timing model, which can share the map's work over k
+  // calls. 0 or < -1 is InvalidArgument.
+  int64_t num_parallel_calls = 1;
+  bool deterministic = true;
 };
 
 // ---------------------------------------------------------------------------------------------

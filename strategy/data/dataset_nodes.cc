@@ -1186,6 +1186,11 @@ MapNode::MapNode(NodePtr input, MapFunction fn, ElementSpec spec)
 
 absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
   if (!fn.fn) return absl::InvalidArgumentError("map: the function is empty");
+  if (fn.num_parallel_calls == 0 || fn.num_parallel_calls < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "map: num_parallel_calls=", fn.num_parallel_calls,
+        ": must be >= 1 or -1 (AUTOTUNE)"));
+  }
   ElementSpec spec;
   if (fn.output_spec.has_value()) {
     spec = *fn.output_spec;
@@ -1203,6 +1208,12 @@ std::vector<NodeAttr> MapNode::attrs() const {
   std::vector<NodeAttr> a;
   if (!fn_.name.empty()) a.push_back({"f", fn_.name});
   if (fn_.cost.count() != 0) a.push_back({"cost", fn_.cost.ToString()});
+  if (fn_.num_parallel_calls != 1) {
+    a.push_back({"num_parallel_calls", fn_.num_parallel_calls == -1
+                                           ? std::string("AUTOTUNE")
+                                           : absl::StrCat(fn_.num_parallel_calls)});
+  }
+  if (!fn_.deterministic) a.push_back({"deterministic", "false"});
   return a;
 }
 

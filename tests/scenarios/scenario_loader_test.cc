@@ -39,6 +39,19 @@ TEST(ScenarioLoaderTest, ParsesAValidScenarioWithDefaults) {
   EXPECT_EQ(cluster->num_replicas(), 4);
 }
 
+TEST(ScenarioLoaderTest, ParallelMapCallsMustBePositiveOrAutotune) {
+  const std::string base =
+      "cluster { workers: 1 replicas_per_worker: 1 }\n"
+      "pipeline { range { stop: 4 } }\n";
+  EXPECT_THAT(Parse(base + "pipeline { map { fn: \"square\" num_parallel_calls: -1 "
+                           "deterministic: false } }\n"),
+              IsOk());
+  EXPECT_THAT(Parse(base + "pipeline { map { fn: \"square\" num_parallel_calls: 0 } }\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:3: pipeline[1].map.num_parallel_calls=0: must "
+                       "be >= 1 or -1 (AUTOTUNE)"));
+}
+
 TEST(ScenarioLoaderTest, UnknownFieldNamesLineColumnAndField) {
   EXPECT_THAT(
       ErrorOf(std::string(kCluster) + "pipeline { range { stp: 16 } }\n"),

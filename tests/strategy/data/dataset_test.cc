@@ -400,6 +400,37 @@ TEST(DatasetTest, MapAppliesFunctionAndInfersSpec) {
   EXPECT_EQ(Spec(ds), "int64[]");
 }
 
+// map(num_parallel_calls=k): the input order whatever k, and also with
+// deterministic = false (tpusim's documented choice); the setting shows on
+// the node; 0 and < -1 are InvalidArgument.
+TEST(DatasetTest, ParallelMapKeepsTheInputOrder) {
+  for (int64_t k : {int64_t{1}, int64_t{4}, int64_t{-1}}) {
+    for (bool deterministic : {true, false}) {
+      MapFunction f;
+      f.fn = [](const Element& e) -> absl::StatusOr<Element> {
+        return Times(e, 10);
+      };
+      f.num_parallel_calls = k;
+      f.deterministic = deterministic;
+      Dataset ds = Dataset::Range(6).Map(f);
+      EXPECT_THAT(Scalars(ds), ElementsAre(0, 10, 20, 30, 40, 50)) << k;
+    }
+  }
+  MapFunction f;
+  f.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  f.num_parallel_calls = -1;
+  f.deterministic = false;
+  EXPECT_THAT(Dataset::Range(2).Map(f).node()->ShortString(),
+              HasSubstr("num_parallel_calls=AUTOTUNE, deterministic=false"));
+  for (int64_t bad : {int64_t{0}, int64_t{-2}}) {
+    f.num_parallel_calls = bad;
+    EXPECT_THAT(Dataset::Range(2).Map(f).Collect(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(absl::StrCat("map: num_parallel_calls=", bad,
+                                                ": must be >= 1 or -1 (AUTOTUNE)"))));
+  }
+}
+
 TEST(DatasetTest, MapSpecInferenceKeepsUnknownDimsUnknown) {
   // Identity on [?] stays [?]; a reduction to a scalar is known.
   Dataset batched = Dataset::Range(10).Batch(3);
