@@ -220,6 +220,33 @@ absl::StatusOr<Element> Elementwise(const Element& e,
 using common::WrapAdd;
 using common::WrapMul;
 
+// A scalar of `dtype` holding `v` (a padding value).
+absl::StatusOr<runtime::Tensor> ScalarOfDType(runtime::DType dtype, double v) {
+  switch (dtype) {
+    case runtime::DType::kF32:
+      return runtime::Tensor::Scalar<float>(static_cast<float>(v));
+    case runtime::DType::kF64:
+      return runtime::Tensor::Scalar<double>(v);
+    case runtime::DType::kBF16:
+      return runtime::Tensor::Scalar<runtime::BFloat16>(
+          runtime::BFloat16::FromFloat(static_cast<float>(v)));
+    case runtime::DType::kI32:
+      if (v != std::trunc(v)) break;
+      return runtime::Tensor::Scalar<int32_t>(static_cast<int32_t>(v));
+    case runtime::DType::kI64:
+      if (v != std::trunc(v)) break;
+      return runtime::Tensor::Scalar<int64_t>(static_cast<int64_t>(v));
+    case runtime::DType::kU8:
+      if (v != std::trunc(v) || v < 0 || v > 255) break;
+      return runtime::Tensor::Scalar<uint8_t>(static_cast<uint8_t>(v));
+    case runtime::DType::kBytes:
+      return absl::InvalidArgumentError(
+          "a string component cannot take a numeric padding value");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "not a value of the component's dtype ", runtime::DTypeName(dtype)));
+}
+
 absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
                                              const ElementSpec& input_spec,
                                              const std::string& path) {
@@ -569,6 +596,41 @@ class Builder {
         if (!other.ok()) return other;
         return ds.Concatenate(other);
       }
+      case Stage::kPaddedBatch: {
+        const PaddedBatchStage& b = st.padded_batch();
+        std::vector<runtime::Shape> shapes;
+        for (const PaddedShape& p : b.padded_shape()) {
+          shapes.push_back(runtime::Shape(
+              std::vector<int64_t>(p.dim().begin(), p.dim().end())));
+        }
+        std::vector<runtime::Tensor> values;
+        if (b.padding_value_size() > 0) {
+          std::vector<const runtime::TensorSpec*> specs;
+          for (const runtime::TensorSpec* t : ds.element_spec().Flatten()) {
+            specs.push_back(t);
+          }
+          if (static_cast<size_t>(b.padding_value_size()) != specs.size()) {
+            return Dataset::FromError(absl::InvalidArgumentError(absl::StrCat(
+                path, ".padded_batch.padding_value: ", b.padding_value_size(),
+                " values for ", specs.size(), " components")));
+          }
+          for (int i = 0; i < b.padding_value_size(); ++i) {
+            absl::StatusOr<runtime::Tensor> v =
+                ScalarOfDType(specs[i]->dtype, b.padding_value(i));
+            if (!v.ok()) {
+              return Dataset::FromError(absl::InvalidArgumentError(
+                  absl::StrCat(path, ".padded_batch.padding_value[", i,
+                               "]=", b.padding_value(i), ": ",
+                               v.status().message())));
+            }
+            values.push_back(*std::move(v));
+          }
+        }
+        return ds.PaddedBatch(b.batch_size(), std::move(shapes),
+                              std::move(values), b.drop_remainder());
+      }
+      case Stage::kUnbatch:
+        return ds.Unbatch();
       default:
         break;
     }

@@ -941,6 +941,27 @@ class Validator {
         Cursor c = sc.Child(st.concatenate(), "concatenate");
         return CheckPipeline(c, st.concatenate().pipeline(), "pipeline");
       }
+      case Stage::kPaddedBatch: {
+        Cursor c = sc.Child(st.padded_batch(), "padded_batch");
+        const PaddedBatchStage& b = st.padded_batch();
+        if (!b.has_batch_size()) return c.Error("batch_size", "", "missing");
+        if (b.batch_size() < 1) {
+          return c.Error("batch_size", absl::StrCat(b.batch_size()),
+                         "must be >= 1");
+        }
+        for (int i = 0; i < b.padded_shape_size(); ++i) {
+          for (int64_t d : b.padded_shape(i).dim()) {
+            if (d < -1) {
+              return c.Child(b.padded_shape(i), "padded_shape", i)
+                  .Error("dim", absl::StrCat(d),
+                         "must be >= 0, or -1 to pad to the batch maximum");
+            }
+          }
+        }
+        return absl::OkStatus();
+      }
+      case Stage::kUnbatch:
+        return absl::OkStatus();
       case Stage::KIND_NOT_SET:
         break;
     }
