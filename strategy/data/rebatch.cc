@@ -87,6 +87,22 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
           .Batch(m, /*drop_remainder=*/exact);
     });
   }
+  if (op == MapAndBatchNode::kOp) {
+    // TF 2.2's rewrite lists MapAndBatchDataset among its batch ops and
+    // changes its batch_size input as for BatchDatasetV2.
+    const auto& batch = static_cast<const MapAndBatchNode&>(*node);
+    const int64_t b = batch.batch_size();
+    if (!batch.drop_remainder() && b % n == 0) {
+      return batch.WithBatchSize(b / n);
+    }
+    any_case2 = true;
+    const int64_t m = CeilDiv(b, n);
+    const bool exact = batch.drop_remainder() && b % n == 0;
+    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
+      return Dataset::FromTensorSlices(arg.nest())
+          .Batch(m, /*drop_remainder=*/exact);
+    });
+  }
   if (op == PaddedBatchNode::kOp) {
     // TF 2.2's rewrite lists PaddedBatchDataset(V2) among its batch ops and
     // changes only the batch_size input: Case 1 keeps padded_shapes and
@@ -108,7 +124,10 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
           .Batch(m, /*drop_remainder=*/exact);
     });
   }
-  if (IsRebatchPassThrough(op)) {
+  // WindowDataset is on TF 2.2's pass-through list too (tpusim's windows are
+  // only consumed by a flat_map/interleave, whose body the rewrite enters
+  // instead, so the walk meets a window only as written here).
+  if (IsRebatchPassThrough(op) || op == WindowNode::kOp) {
     TPUSIM_ASSIGN_OR_RETURN(
         NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2));
     return WithRewrittenInput(*node, std::move(input), n);
@@ -473,6 +492,8 @@ int64_t ComputeBatchSizeFromGraph(const NodePtr& node) {
     return static_cast<const BatchNode&>(*node).batch_size();
   if (op == PaddedBatchNode::kOp)
     return static_cast<const PaddedBatchNode&>(*node).batch_size();
+  if (op == MapAndBatchNode::kOp)
+    return static_cast<const MapAndBatchNode&>(*node).batch_size();
   if (IsRebatchPassThrough(op))
     return ComputeBatchSizeFromGraph(node->inputs()[0]);
   if (IsMultiInput(op)) {
