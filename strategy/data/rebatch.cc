@@ -60,13 +60,16 @@ absl::StatusOr<NodePtr> WithRewrittenInput(const DatasetNode& node,
 }
 
 // The rewrite proper. Returns the rewritten node; any error means "use the
-// fallback". `any_case2` is set when a Case 2 split was inserted.
+// fallback". `any_case2` is set when a Case 2 split was inserted; the batch
+// size of every batch op rewritten is appended to `sizes`.
 absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
-                                              bool& any_case2) {
+                                              bool& any_case2,
+                                              std::vector<int64_t>& sizes) {
   const absl::string_view op = node->op();
   if (op == BatchNode::kOp) {
     const auto& batch = static_cast<const BatchNode&>(*node);
     const int64_t b = batch.batch_size();
+    sizes.push_back(b);
     if (!batch.drop_remainder() && b % n == 0) {
       // Case 1: direct mutation.
       return BatchNode::Make(batch.inputs()[0], b / n,
@@ -92,6 +95,7 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
     // changes its batch_size input as for BatchDatasetV2.
     const auto& batch = static_cast<const MapAndBatchNode&>(*node);
     const int64_t b = batch.batch_size();
+    sizes.push_back(b);
     if (!batch.drop_remainder() && b % n == 0) {
       return batch.WithBatchSize(b / n);
     }
@@ -110,6 +114,7 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
     // Case 2 slices the padded global batch (pieces keep its padded width).
     const auto& batch = static_cast<const PaddedBatchNode&>(*node);
     const int64_t b = batch.batch_size();
+    sizes.push_back(b);
     if (!batch.drop_remainder() && b % n == 0) {
       return PaddedBatchNode::Make(batch.inputs()[0], b / n,
                                    batch.padded_shapes(),
@@ -129,21 +134,21 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
   // instead, so the walk meets a window only as written here).
   if (IsRebatchPassThrough(op) || op == WindowNode::kOp) {
     TPUSIM_ASSIGN_OR_RETURN(
-        NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2));
+        NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2, sizes));
     return WithRewrittenInput(*node, std::move(input), n);
   }
   if (IsMultiInput(op)) {
     std::vector<NodePtr> inputs;
     for (const NodePtr& input : node->inputs()) {
       TPUSIM_ASSIGN_OR_RETURN(NodePtr rewritten,
-                              RewriteOutermostBatch(input, n, any_case2));
+                              RewriteOutermostBatch(input, n, any_case2, sizes));
       inputs.push_back(std::move(rewritten));
     }
     return node->WithInputs(std::move(inputs));
   }
   if (const auto* fn = dynamic_cast<const FunctionNode*>(node.get())) {
     TPUSIM_ASSIGN_OR_RETURN(NodePtr body,
-                            RewriteOutermostBatch(fn->body(), n, any_case2));
+                            RewriteOutermostBatch(fn->body(), n, any_case2, sizes));
     return fn->WithBody(std::move(body));
   }
   return absl::NotFoundError(
@@ -434,11 +439,13 @@ absl::StatusOr<RebatchResult> RebatchGraph(const NodePtr& root,
         absl::StrCat("rebatch: num_replicas=", num_replicas, ", must be >= 1"));
   }
   bool any_case2 = false;
+  std::vector<int64_t> sizes;
   absl::StatusOr<NodePtr> rewritten =
-      RewriteOutermostBatch(root, num_replicas, any_case2);
+      RewriteOutermostBatch(root, num_replicas, any_case2, sizes);
   if (rewritten.ok()) {
     return RebatchResult{*std::move(rewritten),
-                         any_case2 ? RebatchKind::kCase2 : RebatchKind::kCase1};
+                         any_case2 ? RebatchKind::kCase2 : RebatchKind::kCase1,
+                         std::move(sizes)};
   }
   // tpusim choice: any failure of the rewrite (also a WithInputs error on the
   // way back) falls back, like rebatch.cc with use_fallback=true, starting
@@ -447,7 +454,7 @@ absl::StatusOr<RebatchResult> RebatchGraph(const NodePtr& root,
   // whose rewrite fails; the elements come out the same.)
   TPUSIM_ASSIGN_OR_RETURN(
       NodePtr fallback, ApplyFallback(root, num_replicas, rewritten.status()));
-  return RebatchResult{std::move(fallback), RebatchKind::kFallback};
+  return RebatchResult{std::move(fallback), RebatchKind::kFallback, {}};
 }
 
 ElementSpec RebatchedElementSpec(const ElementSpec& global_spec,
