@@ -1115,6 +1115,13 @@ TEST(WindowTest, TheBodyIsTracedOnceIntoAnInspectableGraph) {
                                        Ints{4, 5, 6, 7}, Ints{6, 7}));
 }
 
+TEST(WindowTest, InterleaveOverWindows) {
+  Dataset ds = Dataset::Range(8).Window(4).Interleave(
+      [](const WindowArg& w) { return w.dataset(); }, /*cycle_length=*/2,
+      /*block_length=*/1);
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 TEST(WindowTest, BadSizesNameTheValue) {
   EXPECT_THAT(
       Dataset::Range(4).Window(-2).status(),
