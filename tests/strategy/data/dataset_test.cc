@@ -1122,6 +1122,29 @@ TEST(WindowTest, InterleaveOverWindows) {
   EXPECT_THAT(Scalars(ds), ElementsAre(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+TEST(WindowTest, ErrorsOfDiscardedElementsAreIgnoredAsInTensorFlow) {
+  MapFunction fail_on_3;
+  fail_on_3.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    if (e.leaf().values<int64_t>()[0] == 3)
+      return absl::InvalidArgumentError("element 3 is bad");
+    return e;
+  };
+  fail_on_3.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  Dataset bad = Dataset::Range(8).Map(fail_on_3);
+  // Shift 4 past a window of 2 discards 2, 3 (the error of 3 with them) and
+  // 6, 7; stride 2 skips 3 in [2, 4] as well.
+  EXPECT_THAT(Collect(WindowBatches(bad, 2, 4)),
+              ElementsAre(Ints{0, 1}, Ints{4, 5}));
+  EXPECT_THAT(Collect(WindowBatches(bad, 2, 2, 2, true)),
+              ElementsAre(Ints{0, 2}, Ints{2, 4}, Ints{4, 6}));
+  // A window holding the element reports its error.
+  absl::StatusOr<IteratorPtr> it = WindowBatches(bad, 2).MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  ASSERT_THAT((*it)->GetNext(), IsOk());
+  EXPECT_THAT((*it)->GetNext().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "element 3 is bad"));
+}
+
 TEST(WindowTest, BadSizesNameTheValue) {
   EXPECT_THAT(
       Dataset::Range(4).Window(-2).status(),
