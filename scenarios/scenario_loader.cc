@@ -714,8 +714,7 @@ class Validator {
   // A map stage (also the map of map_and_batch).
   absl::Status CheckMap(const Cursor& c, const MapStage& m) {
     if (!m.has_fn())
-      return c.Error("fn", "",
-                     absl::StrCat("missing; one of ", Join(kMapFns)));
+      return c.Error("fn", "", absl::StrCat("missing; one of ", Join(kMapFns)));
     if (!OneOf(m.fn(), kMapFns)) {
       return c.Error("fn", Quote(m.fn()),
                      absl::StrCat("unknown; one of ", Join(kMapFns)));
@@ -734,8 +733,8 @@ class Validator {
         if (!feature_names.insert(f.name()).second) {
           return fc.Error("name", Quote(f.name()), "duplicate feature");
         }
-        if (f.has_dtype() && f.dtype() != "int64" &&
-            f.dtype() != "float32" && f.dtype() != "string") {
+        if (f.has_dtype() && f.dtype() != "int64" && f.dtype() != "float32" &&
+            f.dtype() != "string") {
           return fc.Error("dtype", Quote(f.dtype()),
                           "must be int64, float32 or string");
         }
@@ -749,11 +748,9 @@ class Validator {
             std::vector<int64_t>(f.shape().begin(), f.shape().end()));
         absl::StatusOr<runtime::DType> dtype =
             runtime::DTypeFromName(f.has_dtype() ? f.dtype() : "int64");
-        absl::StatusOr<int64_t> bytes =
-            runtime::CheckedByteSize(*dtype, shape);
+        absl::StatusOr<int64_t> bytes = runtime::CheckedByteSize(*dtype, shape);
         if (!bytes.ok()) {
-          return fc.Error("shape", shape.ToString(),
-                          bytes.status().message());
+          return fc.Error("shape", shape.ToString(), bytes.status().message());
         }
       }
     } else if (m.feature_size() > 0) {
@@ -767,8 +764,7 @@ class Validator {
     }
     if (m.has_num_parallel_calls() &&
         (m.num_parallel_calls() == 0 || m.num_parallel_calls() < -1)) {
-      return c.Error("num_parallel_calls",
-                     absl::StrCat(m.num_parallel_calls()),
+      return c.Error("num_parallel_calls", absl::StrCat(m.num_parallel_calls()),
                      "must be >= 1 or -1 (AUTOTUNE)");
     }
     return absl::OkStatus();

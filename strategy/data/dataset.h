@@ -29,7 +29,9 @@
 // (from_tensors, from_tensor_slices, the readers' filenames), the builders take
 // a TensorRef, which is either a constant tensor or a component of the function
 // argument; at iteration time the body is instantiated with the actual element
-// (IteratorContext::argument).
+// (IteratorContext::argument). window(...) returns a WindowedDataset, consumed
+// the same way by a traced function over each window (WindowArg: one dataset
+// per component, WindowArgNode sources in the body).
 //
 // Errors. A builder never crashes on bad input: an invalid argument (e.g.
 // Shard(0, 0)) makes the resulting Dataset carry the error (`ok()` false,
@@ -547,17 +549,15 @@ class Dataset {
   // else InvalidArgument naming the value.
   WindowedDataset Window(int64_t size,
                          std::optional<int64_t> shift = std::nullopt,
-                         int64_t stride = 1,
-                         bool drop_remainder = false) const;
+                         int64_t stride = 1, bool drop_remainder = false) const;
   // tf.data.experimental.map_and_batch(map_func, batch_size,
   // num_parallel_calls, drop_remainder) (MapAndBatchNode, TF op
   // "MapAndBatchDataset"): the values of Map(fn).Batch(batch_size,
   // drop_remainder) in one node. num_parallel_calls absent = batch_size (TF's
   // default); otherwise >= 1 or kAutotune. batch_size <= 0 → InvalidArgument.
-  Dataset MapAndBatch(MapFunction fn, int64_t batch_size,
-                      bool drop_remainder = false,
-                      std::optional<int64_t> num_parallel_calls =
-                          std::nullopt) const;
+  Dataset MapAndBatch(
+      MapFunction fn, int64_t batch_size, bool drop_remainder = false,
+      std::optional<int64_t> num_parallel_calls = std::nullopt) const;
 
   // ---- iteration ----
   absl::StatusOr<IteratorPtr> MakeIterator() const;

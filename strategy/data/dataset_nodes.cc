@@ -948,9 +948,9 @@ absl::StatusOr<NodePtr> WindowNode::Make(NodePtr input, int64_t size,
   }
   // The buffer holds (size - 1) * stride + 1 elements.
   if (size - 1 > (std::numeric_limits<int64_t>::max() - 1) / stride) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("window: size=", size, " and stride=", stride,
-                     " span (size - 1) * stride + 1 elements, more than 2^63-1"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: size=", size, " and stride=", stride,
+        " span (size - 1) * stride + 1 elements, more than 2^63-1"));
   }
   return NodePtr(std::make_shared<WindowNode>(std::move(input), size, shift,
                                               stride, drop_remainder));
@@ -985,7 +985,8 @@ absl::StatusOr<IteratorPtr> WindowNode::MakeIterator(
       if (input_ == nullptr && buffer_.empty()) return std::optional<Element>();
       // Fill the buffer up to the span. Like TF's kernel, an element's error
       // is kept with it and reported only if the element is in a window.
-      while (input_ != nullptr && static_cast<int64_t>(buffer_.size()) < span_) {
+      while (input_ != nullptr &&
+             static_cast<int64_t>(buffer_.size()) < span_) {
         absl::StatusOr<std::optional<Element>> e = input_->GetNext();
         if (e.ok() && !e->has_value()) {
           input_.reset();
@@ -1079,10 +1080,9 @@ absl::StatusOr<NodePtr> WindowArgNode::Make(ElementSpec window_spec,
                                             int component) {
   const int leaves = window_spec.num_leaves();
   if (component != kAllComponents && (component < 0 || component >= leaves)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("window argument: component ", component,
-                     " out of range; the elements have ", leaves,
-                     " components"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window argument: component ", component,
+        " out of range; the elements have ", leaves, " components"));
   }
   return NodePtr(std::make_shared<WindowArgNode>(
       WindowArgSpec(window_spec, component), component));
@@ -1110,9 +1110,9 @@ absl::StatusOr<IteratorPtr> WindowArgNode::MakeIterator(
     }
     std::vector<const Tensor*> leaves = e.Flatten();
     if (component_ >= static_cast<int>(leaves.size())) {
-      return absl::InternalError(absl::StrCat(
-          "WindowArg: component ", component_, " of an element with ",
-          leaves.size(), " components"));
+      return absl::InternalError(
+          absl::StrCat("WindowArg: component ", component_,
+                       " of an element with ", leaves.size(), " components"));
     }
     elements.push_back(Element(*leaves[component_]));
   }
@@ -1502,8 +1502,9 @@ absl::StatusOr<NodePtr> MapAndBatchNode::Make(NodePtr input, MapFunction fn,
   absl::StatusOr<NodePtr> batch =
       BatchNode::Make(std::move(map), batch_size, drop_remainder);
   if (!batch.ok()) {
-    return absl::Status(batch.status().code(),
-                        absl::StrCat("map_and_batch: ", batch.status().message()));
+    return absl::Status(
+        batch.status().code(),
+        absl::StrCat("map_and_batch: ", batch.status().message()));
   }
   return NodePtr(std::make_shared<MapAndBatchNode>(
       std::move(input), std::move(fn), batch_size, drop_remainder,
@@ -1514,10 +1515,9 @@ std::vector<NodeAttr> MapAndBatchNode::attrs() const {
   std::vector<NodeAttr> a;
   if (!fn_.name.empty()) a.push_back({"f", fn_.name});
   a.push_back({"batch_size", absl::StrCat(batch_size_)});
-  a.push_back({"num_parallel_calls",
-               num_parallel_calls_ == kAutotune
-                   ? std::string("AUTOTUNE")
-                   : absl::StrCat(num_parallel_calls_)});
+  a.push_back({"num_parallel_calls", num_parallel_calls_ == kAutotune
+                                         ? std::string("AUTOTUNE")
+                                         : absl::StrCat(num_parallel_calls_)});
   a.push_back({"drop_remainder", B(drop_remainder_)});
   if (fn_.cost.count() != 0) a.push_back({"cost", fn_.cost.ToString()});
   return a;

@@ -302,10 +302,8 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
     // The batch op the rewrite changed, when the 2.4 search finds none (e.g.
     // a batch inside a flat_map body) and all rewritten ones agree.
     if (b < 0 && !rebatched.batch_sizes.empty() &&
-        std::all_of(rebatched.batch_sizes.begin(),
-                    rebatched.batch_sizes.end(), [&](int64_t s) {
-                      return s == rebatched.batch_sizes[0];
-                    })) {
+        std::all_of(rebatched.batch_sizes.begin(), rebatched.batch_sizes.end(),
+                    [&](int64_t s) { return s == rebatched.batch_sizes[0]; })) {
       b = rebatched.batch_sizes[0];
     }
     const std::string bs = b >= 0 ? absl::StrCat(b) : std::string("unknown");

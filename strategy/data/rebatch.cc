@@ -134,21 +134,22 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
   // instead, so the walk meets a window only as written here).
   if (IsRebatchPassThrough(op) || op == WindowNode::kOp) {
     TPUSIM_ASSIGN_OR_RETURN(
-        NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2, sizes));
+        NodePtr input,
+        RewriteOutermostBatch(node->inputs()[0], n, any_case2, sizes));
     return WithRewrittenInput(*node, std::move(input), n);
   }
   if (IsMultiInput(op)) {
     std::vector<NodePtr> inputs;
     for (const NodePtr& input : node->inputs()) {
-      TPUSIM_ASSIGN_OR_RETURN(NodePtr rewritten,
-                              RewriteOutermostBatch(input, n, any_case2, sizes));
+      TPUSIM_ASSIGN_OR_RETURN(
+          NodePtr rewritten, RewriteOutermostBatch(input, n, any_case2, sizes));
       inputs.push_back(std::move(rewritten));
     }
     return node->WithInputs(std::move(inputs));
   }
   if (const auto* fn = dynamic_cast<const FunctionNode*>(node.get())) {
-    TPUSIM_ASSIGN_OR_RETURN(NodePtr body,
-                            RewriteOutermostBatch(fn->body(), n, any_case2, sizes));
+    TPUSIM_ASSIGN_OR_RETURN(
+        NodePtr body, RewriteOutermostBatch(fn->body(), n, any_case2, sizes));
     return fn->WithBody(std::move(body));
   }
   return absl::NotFoundError(

@@ -635,17 +635,20 @@ TEST(PipelineBuilderTest, WindowRunsItsFlatMapStagesOnEachWindow) {
                                   {0, 1, 2}, {2, 3, 4}, {4, 5, 6}}));
   // Without body stages: the window's elements as they are. Stride 2, shift
   // = size = 2: windows [0, 2], [2, 4], [4].
-  ds = Build(MustParse("pipeline { range { stop: 5 } }\n"
-                       "pipeline { window { size: 2 stride: 2 } }\n"));
+  ds =
+      Build(MustParse("pipeline { range { stop: 5 } }\n"
+                      "pipeline { window { size: 2 stride: 2 } }\n"));
   ASSERT_THAT(ds, IsOk());
   EXPECT_EQ(IntScalars(*ds), (std::vector<int64_t>{0, 2, 2, 4, 4}));
 }
 
 TEST(PipelineBuilderTest, WindowOverTuplesZipsTheWindowDatasets) {
-  absl::StatusOr<data::Dataset> ds = Build(MustParse(
-      "pipeline { zip { input { pipeline { range { stop: 4 } } }\n"
-      "                 input { pipeline { range { start: 10 stop: 14 } } } } }\n"
-      "pipeline { window { size: 2 flat_map { batch { batch_size: 2 } } } }\n"));
+  absl::StatusOr<data::Dataset> ds = Build(
+      MustParse("pipeline { zip { input { pipeline { range { stop: 4 } } }\n"
+                "                 input { pipeline { range { start: 10 stop: "
+                "14 } } } } }\n"
+                "pipeline { window { size: 2 flat_map { batch { batch_size: 2 "
+                "} } } }\n"));
   ASSERT_THAT(ds, IsOk());
   absl::StatusOr<std::vector<data::Element>> all = ds->Collect();
   ASSERT_THAT(all, IsOk());

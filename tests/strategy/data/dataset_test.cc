@@ -1052,8 +1052,9 @@ TEST(WindowTest, ShiftStrideAndDropRemainderAsTensorFlow) {
   // TF's documented examples on range(7).
   EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 3, 2, 1, true)),
               ElementsAre(Ints{0, 1, 2}, Ints{2, 3, 4}, Ints{4, 5, 6}));
-  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 3, 2)),
-              ElementsAre(Ints{0, 1, 2}, Ints{2, 3, 4}, Ints{4, 5, 6}, Ints{6}));
+  EXPECT_THAT(
+      Collect(WindowBatches(Dataset::Range(7), 3, 2)),
+      ElementsAre(Ints{0, 1, 2}, Ints{2, 3, 4}, Ints{4, 5, 6}, Ints{6}));
   EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 3, 1, 2, true)),
               ElementsAre(Ints{0, 2, 4}, Ints{1, 3, 5}, Ints{2, 4, 6}));
   // Without drop_remainder the windows shrink at the end (the kernel takes
@@ -1092,8 +1093,8 @@ TEST(WindowTest, ElementsOfDifferentShapesPadInTheBody) {
   Dataset ds = RaggedVectors(3).Window(2).FlatMap(
       [](const WindowArg& w) { return w.dataset().PaddedBatch(2); });
   EXPECT_EQ(ShapesAndValues(ds),
-            (std::vector<std::pair<std::string, Ints>>{
-                {"[2,2]", {0, 0, 0, 1}}, {"[1,3]", {0, 1, 2}}}));
+            (std::vector<std::pair<std::string, Ints>>{{"[2,2]", {0, 0, 0, 1}},
+                                                       {"[1,3]", {0, 1, 2}}}));
 }
 
 TEST(WindowTest, TheBodyIsTracedOnceIntoAnInspectableGraph) {
@@ -1146,17 +1147,15 @@ TEST(WindowTest, ErrorsOfDiscardedElementsAreIgnoredAsInTensorFlow) {
 }
 
 TEST(WindowTest, BadSizesNameTheValue) {
-  EXPECT_THAT(
-      Dataset::Range(4).Window(-2).status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               "window: size must be greater than zero, got size=-2"));
+  EXPECT_THAT(Dataset::Range(4).Window(-2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "window: size must be greater than zero, got size=-2"));
   EXPECT_THAT(Dataset::Range(4).Window(0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "window: size must be greater than zero, got size=0"));
-  EXPECT_THAT(
-      Dataset::Range(4).Window(2, 0).status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               "window: shift must be greater than zero, got shift=0"));
+  EXPECT_THAT(Dataset::Range(4).Window(2, 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "window: shift must be greater than zero, got shift=0"));
   EXPECT_THAT(
       Dataset::Range(4).Window(2, 2, -1).status(),
       StatusIs(absl::StatusCode::kInvalidArgument,
@@ -1165,12 +1164,11 @@ TEST(WindowTest, BadSizesNameTheValue) {
   EXPECT_THAT(WindowBatches(Dataset::Range(4), -3).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "window: size must be greater than zero, got size=-3"));
-  EXPECT_THAT(
-      Dataset::Range(4)
-          .Window(std::numeric_limits<int64_t>::max(), 1, 2)
-          .status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("span (size - 1) * stride + 1 elements")));
+  EXPECT_THAT(Dataset::Range(4)
+                  .Window(std::numeric_limits<int64_t>::max(), 1, 2)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("span (size - 1) * stride + 1 elements")));
   // A huge window is refused by the memory budget before buffering.
   EXPECT_THAT(WindowBatches(Dataset::Range(4), int64_t{1} << 40)
                   .MakeIterator()

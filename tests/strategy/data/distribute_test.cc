@@ -622,7 +622,8 @@ TEST(PaddedBatchDistributeTest, TwoFourSplitsPaddedBatches) {
                   "OUT_OF_RANGE"));
 }
 
-// ---- window + flat_map and map_and_batch under experimental_distribute_dataset
+// ---- window + flat_map and map_and_batch under
+// experimental_distribute_dataset
 
 // range(n).window(size).flat_map(lambda w: w.batch(size)).
 Dataset WindowedBatches(int64_t n, int64_t size) {
@@ -690,18 +691,16 @@ TEST(MapAndBatchDistributeTest, Case1DivisibleBatch) {
 }
 
 TEST(MapAndBatchDistributeTest, Case1PartialFinalBatch) {
-  EXPECT_THAT(
-      Listing(Dataset::Range(10).MapAndBatch(SquareFn(), 4), 2, "2.2"),
-      ElementsAre("int64[2]{0, 1} | int64[2]{4, 9}",
-                  "int64[2]{16, 25} | int64[2]{36, 49}",
-                  "int64[2]{64, 81} | int64[0]{}", "OUT_OF_RANGE"));
+  EXPECT_THAT(Listing(Dataset::Range(10).MapAndBatch(SquareFn(), 4), 2, "2.2"),
+              ElementsAre("int64[2]{0, 1} | int64[2]{4, 9}",
+                          "int64[2]{16, 25} | int64[2]{36, 49}",
+                          "int64[2]{64, 81} | int64[0]{}", "OUT_OF_RANGE"));
 }
 
 TEST(MapAndBatchDistributeTest, Case2AndDropRemainder) {
-  EXPECT_THAT(
-      Listing(Dataset::Range(6).MapAndBatch(SquareFn(), 3), 2, "2.2"),
-      ElementsAre("int64[2]{0, 1} | int64[1]{4}",
-                  "int64[2]{9, 16} | int64[1]{25}", "OUT_OF_RANGE"));
+  EXPECT_THAT(Listing(Dataset::Range(6).MapAndBatch(SquareFn(), 3), 2, "2.2"),
+              ElementsAre("int64[2]{0, 1} | int64[1]{4}",
+                          "int64[2]{9, 16} | int64[1]{25}", "OUT_OF_RANGE"));
   EXPECT_THAT(
       Listing(Dataset::Range(10).MapAndBatch(SquareFn(), 4, true), 2, "2.2"),
       ElementsAre("int64[2]{0, 1} | int64[2]{4, 9}",
@@ -710,11 +709,10 @@ TEST(MapAndBatchDistributeTest, Case2AndDropRemainder) {
 
 TEST(MapAndBatchDistributeTest, TwoFourFindsTheBatchSize) {
   // Batch size 3 found on the map_and_batch: RebatchDatasetV2 [2, 1].
-  EXPECT_THAT(
-      Listing(Dataset::Range(7).MapAndBatch(SquareFn(), 3), 2, "2.4"),
-      ElementsAre("int64[2]{0, 1} | int64[1]{4}",
-                  "int64[2]{9, 16} | int64[1]{25}",
-                  "int64[1]{36} | int64[0]{}", "OUT_OF_RANGE"));
+  EXPECT_THAT(Listing(Dataset::Range(7).MapAndBatch(SquareFn(), 3), 2, "2.4"),
+              ElementsAre("int64[2]{0, 1} | int64[1]{4}",
+                          "int64[2]{9, 16} | int64[1]{25}",
+                          "int64[1]{36} | int64[0]{}", "OUT_OF_RANGE"));
 }
 
 // ---- (c) distribute_datasets_from_function ----
