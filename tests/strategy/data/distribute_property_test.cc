@@ -54,8 +54,7 @@ struct Case {
                           : absl::StrCat("range(", size, ")");
     return absl::StrCat("case ", index, ": ", src,
                         map_and_batch ? ".map_and_batch(identity, " : ".batch(",
-                        batch, ", ", drop,
-                        ") W=", w, " R=", r,
+                        batch, ", ", drop, ") W=", w, " R=", r,
                         " policy=", AutoShardPolicyName(policy),
                         v24 ? " v2.4" : " v2.2");
   }
