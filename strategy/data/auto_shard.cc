@@ -20,7 +20,8 @@ bool IsFilePassThrough(absl::string_view op) {
          op == PrefetchNode::kOp || op == RepeatNode::kOp ||
          op == ShuffleNode::kOp || op == ShardNode::kOp ||
          op == TakeNode::kOp || op == SkipNode::kOp || op == CacheNode::kOp ||
-         op == RebatchV2Node::kOp || op == LegacyRebatchNode::kOp;
+         op == RebatchV2Node::kOp || op == LegacyRebatchNode::kOp ||
+         op == MapAndBatchNode::kOp || op == WindowNode::kOp;
 }
 
 // TF's ReaderOpInFunction: the body holds a reader whose file names are the

@@ -648,6 +648,92 @@ Dataset Dataset::Interleave(const DatasetFn& fn, int64_t cycle_length,
     return InterleaveNode::Make(in, fn, cycle_length, block_length);
   });
 }
+WindowedDataset Dataset::Window(int64_t size, std::optional<int64_t> shift,
+                                int64_t stride, bool drop_remainder) const {
+  if (!ok()) return WindowedDataset(nullptr, options_, status_);
+  Dataset out = Then([&](const NodePtr& in) {
+    return WindowNode::Make(in, size, shift.value_or(size), stride,
+                            drop_remainder);
+  });
+  if (!out.ok()) return WindowedDataset(nullptr, options_, out.status());
+  return WindowedDataset(out.node(), options_, absl::OkStatus());
+}
+Dataset Dataset::MapAndBatch(MapFunction fn, int64_t batch_size,
+                             bool drop_remainder,
+                             std::optional<int64_t> num_parallel_calls) const {
+  return Then([&](const NodePtr& in) {
+    return MapAndBatchNode::Make(in, std::move(fn), batch_size, drop_remainder,
+                                 num_parallel_calls.value_or(batch_size));
+  });
+}
+
+// ---- windows ----
+
+WindowArg::WindowArg(ElementSpec spec) : spec_(std::move(spec)) {
+  int index = 0;
+  nest_ = spec_.Map([&](const TensorSpec&) {
+    return Wrap(WindowArgNode::Make(spec_, index++));
+  });
+  nest_.ForEach(
+      [&](const std::string&, const Dataset& d) { flat_.push_back(d); });
+  zipped_ = Wrap(WindowArgNode::Make(spec_, WindowArgNode::kAllComponents));
+}
+
+const Dataset& WindowArg::dataset() const {
+  TPUSIM_CHECK(spec_.is_leaf())
+      << "WindowArg::dataset() on structure " << spec_.StructureString();
+  return flat_[0];
+}
+
+const Dataset& WindowArg::component(int i) const {
+  TPUSIM_CHECK(i >= 0 && i < static_cast<int>(flat_.size()))
+      << "component " << i << " of " << flat_.size();
+  return flat_[i];
+}
+
+const NodePtr& WindowedDataset::node() const {
+  TPUSIM_CHECK(ok()) << status_.ToString();
+  return node_;
+}
+
+namespace {
+
+// Traces a window function: calls it once with the symbolic WindowArg.
+absl::StatusOr<NodePtr> TraceWindowFn(const NodePtr& window, const WindowFn& fn,
+                                      absl::string_view op) {
+  if (!fn) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the function is empty"));
+  }
+  WindowArg arg(window->element_spec());
+  Dataset body = fn(arg);
+  if (!body.ok()) {
+    return absl::Status(
+        body.status().code(),
+        absl::StrCat(op, " function: ", body.status().message()));
+  }
+  return body.node();
+}
+
+}  // namespace
+
+Dataset WindowedDataset::FlatMap(const WindowFn& fn) const {
+  if (!ok()) return Dataset::FromError(status_);
+  absl::StatusOr<NodePtr> body = TraceWindowFn(node_, fn, "flat_map");
+  if (!body.ok()) return Dataset::FromError(body.status());
+  return Wrap(FlatMapNode::MakeWithBody(node_, *std::move(body)), options_);
+}
+
+Dataset WindowedDataset::Interleave(const WindowFn& fn, int64_t cycle_length,
+                                    int64_t block_length) const {
+  if (!ok()) return Dataset::FromError(status_);
+  absl::StatusOr<NodePtr> body = TraceWindowFn(node_, fn, "interleave");
+  if (!body.ok()) return Dataset::FromError(body.status());
+  return Wrap(InterleaveNode::MakeWithBody(node_, *std::move(body),
+                                           cycle_length, block_length),
+              options_);
+}
+
 Dataset Dataset::Zip(std::vector<Dataset> datasets) {
   std::vector<NodePtr> nodes;
   Options options;

@@ -29,7 +29,9 @@
 // (from_tensors, from_tensor_slices, the readers' filenames), the builders take
 // a TensorRef, which is either a constant tensor or a component of the function
 // argument; at iteration time the body is instantiated with the actual element
-// (IteratorContext::argument).
+// (IteratorContext::argument). window(...) returns a WindowedDataset, consumed
+// the same way by a traced function over each window (WindowArg: one dataset
+// per component, WindowArgNode sources in the body).
 //
 // Errors. A builder never crashes on bad input: an invalid argument (e.g.
 // Shard(0, 0)) makes the resulting Dataset carry the error (`ok()` false,
@@ -400,6 +402,10 @@ using MapFn = std::function<absl::StatusOr<Element>(const Element&)>;
 using PredicateFn = std::function<absl::StatusOr<bool>(const Element&)>;
 // A traced dataset-valued function (flat_map, interleave).
 using DatasetFn = std::function<Dataset(const FunctionArg&)>;
+class WindowArg;
+// A traced function over one window (window(...).flat_map(fn)).
+using WindowFn = std::function<Dataset(const WindowArg&)>;
+class WindowedDataset;
 
 // A map function with its metadata.
 struct MapFunction {
@@ -576,6 +582,23 @@ class Dataset {
   // picosecond), and is metered per element produced.
   // A negative cost is InvalidArgument naming it.
   Dataset WithHostCost(common::Picoseconds per_element) const;
+  // tf.data.Dataset.window(size, shift, stride, drop_remainder) (WindowNode):
+  // a dataset of windows, consumed by WindowedDataset::FlatMap/Interleave.
+  // Window k holds the input elements k*shift + i*stride, i = 0..size-1,
+  // that exist; with drop_remainder a window with fewer than size elements
+  // is not emitted. shift absent = size. size, shift and stride must be >= 1,
+  // else InvalidArgument naming the value.
+  WindowedDataset Window(int64_t size,
+                         std::optional<int64_t> shift = std::nullopt,
+                         int64_t stride = 1, bool drop_remainder = false) const;
+  // tf.data.experimental.map_and_batch(map_func, batch_size,
+  // num_parallel_calls, drop_remainder) (MapAndBatchNode, TF op
+  // "MapAndBatchDataset"): the values of Map(fn).Batch(batch_size,
+  // drop_remainder) in one node. num_parallel_calls absent = batch_size (TF's
+  // default); otherwise >= 1 or kAutotune. batch_size <= 0 → InvalidArgument.
+  Dataset MapAndBatch(
+      MapFunction fn, int64_t batch_size, bool drop_remainder = false,
+      std::optional<int64_t> num_parallel_calls = std::nullopt) const;
 
   // ---- iteration ----
   absl::StatusOr<IteratorPtr> MakeIterator() const;
@@ -593,6 +616,58 @@ class Dataset {
   Dataset Then(
       const std::function<absl::StatusOr<NodePtr>(const NodePtr&)>& make) const;
 
+  NodePtr node_;
+  Options options_;
+  absl::Status status_;
+};
+
+// The symbolic argument of a window function: one dataset per component of
+// the windowed elements (TF passes a nest of datasets with the structure of
+// the input's elements). Each dataset yields that component of the window's
+// elements; Zip() yields the whole elements (tf.data.Dataset.zip(window)).
+class WindowArg {
+ public:
+  // `spec`: the spec of the windowed dataset's elements.
+  explicit WindowArg(ElementSpec spec);
+  const ElementSpec& spec() const { return spec_; }
+  // The window of a single-tensor element. Precondition: spec().is_leaf().
+  const Dataset& dataset() const;
+  // The dataset of leaf `i` (flattening order). Precondition: 0 <= i < leaves.
+  const Dataset& component(int i) const;
+  // The datasets with the elements' structure.
+  const runtime::Nest<Dataset>& nest() const { return nest_; }
+  // The window's whole elements, with their structure.
+  const Dataset& Zip() const { return zipped_; }
+
+ private:
+  ElementSpec spec_;
+  runtime::Nest<Dataset> nest_;
+  std::vector<Dataset> flat_;
+  Dataset zipped_;
+};
+
+// The result of Dataset::Window: a dataset whose elements are windows (TF: a
+// nest of datasets per element). tpusim consumes it only through a function
+// over each window (flat_map, interleave), the way it is used in practice:
+// ds.window(n).flat_map(lambda w: w.batch(n)). The traced body is kept like
+// any flat_map body (FunctionNode::body()); its source is a WindowArgNode.
+class WindowedDataset {
+ public:
+  WindowedDataset(NodePtr node, Options options, absl::Status status)
+      : node_(std::move(node)),
+        options_(std::move(options)),
+        status_(std::move(status)) {}
+  bool ok() const { return status_.ok(); }
+  const absl::Status& status() const { return status_; }
+  // The WindowNode. Precondition: ok().
+  const NodePtr& node() const;
+  // window(...).flat_map(fn).
+  Dataset FlatMap(const WindowFn& fn) const;
+  // window(...).interleave(fn, cycle_length, block_length).
+  Dataset Interleave(const WindowFn& fn, int64_t cycle_length = kAutotune,
+                     int64_t block_length = 1) const;
+
+ private:
   NodePtr node_;
   Options options_;
   absl::Status status_;

@@ -1,6 +1,7 @@
 #include "strategy/data/dataset_nodes.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -918,6 +919,213 @@ absl::StatusOr<NodePtr> UnbatchNode::WithInputs(
 }
 
 // ---------------------------------------------------------------------------------------------
+// WindowNode
+
+WindowNode::WindowNode(NodePtr input, int64_t size, int64_t shift,
+                       int64_t stride, bool drop_remainder)
+    : DatasetNode({input}, input->element_spec()),
+      size_(size),
+      shift_(shift),
+      stride_(stride),
+      drop_remainder_(drop_remainder) {}
+
+absl::StatusOr<NodePtr> WindowNode::Make(NodePtr input, int64_t size,
+                                         int64_t shift, int64_t stride,
+                                         bool drop_remainder) {
+  // TF 2.2's WindowDatasetOp: "Window size must be greater than zero." (and
+  // shift, stride likewise); tpusim adds the value.
+  if (size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: size must be greater than zero, got size=", size));
+  }
+  if (shift <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: shift must be greater than zero, got shift=", shift));
+  }
+  if (stride <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: stride must be greater than zero, got stride=", stride));
+  }
+  // The buffer holds (size - 1) * stride + 1 elements.
+  if (size - 1 > (std::numeric_limits<int64_t>::max() - 1) / stride) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: size=", size, " and stride=", stride,
+        " span (size - 1) * stride + 1 elements, more than 2^63-1"));
+  }
+  return NodePtr(std::make_shared<WindowNode>(std::move(input), size, shift,
+                                              stride, drop_remainder));
+}
+
+std::vector<NodeAttr> WindowNode::attrs() const {
+  return {{"size", absl::StrCat(size_)},
+          {"shift", absl::StrCat(shift_)},
+          {"stride", absl::StrCat(stride_)},
+          {"drop_remainder", B(drop_remainder_)}};
+}
+
+absl::StatusOr<IteratorPtr> WindowNode::DoMakeIterator(
+    const IteratorContext& ctx) const {
+  const int64_t span = (size_ - 1) * stride_ + 1;
+  // Estimate before buffering: the buffer holds `span` input elements.
+  TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
+      absl::StrCat("window(size=", size_, ", stride=", stride_, ")"), span,
+      inputs()[0]->element_spec(), ctx.max_memory));
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, const WindowNode& node, int64_t span,
+       common::Bytes budget)
+        : input_(std::move(input)),
+          shift_(node.shift()),
+          stride_(node.stride()),
+          drop_(node.drop_remainder()),
+          span_(span),
+          budget_(budget) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (input_ == nullptr && buffer_.empty()) return std::optional<Element>();
+      // Fill the buffer up to the span. Like TF's kernel, an element's error
+      // is kept with it and reported only if the element is in a window.
+      while (input_ != nullptr &&
+             static_cast<int64_t>(buffer_.size()) < span_) {
+        absl::StatusOr<std::optional<Element>> e = input_->GetNext();
+        if (e.ok() && !e->has_value()) {
+          input_.reset();
+          break;
+        }
+        if (e.ok()) {
+          const int64_t b = ElementBytes(**e);
+          bytes_ += b;
+          if (bytes_ > budget_.count()) {
+            return MemoryBudgetExceeded(
+                absl::StrCat("window buffer at element ", buffer_.size()),
+                bytes_, budget_);
+          }
+          buffer_.push_back({*std::move(*e), b});
+        } else {
+          buffer_.push_back({e.status(), 0});
+        }
+      }
+      const int64_t n = static_cast<int64_t>(buffer_.size());
+      if (n == 0 || (drop_ && n < span_)) {
+        buffer_.clear();
+        bytes_ = 0;
+        return std::optional<Element>();
+      }
+      std::vector<Element> window;
+      absl::Status status;
+      for (int64_t i = 0; i < n; i += stride_) {
+        if (!buffer_[i].value.ok()) {
+          status = buffer_[i].value.status();
+          break;
+        }
+        window.push_back(*buffer_[i].value);
+      }
+      // Shift, reading and discarding input elements past the buffer.
+      if (shift_ >= n) {
+        for (int64_t i = n; input_ != nullptr && i < shift_; ++i) {
+          absl::StatusOr<std::optional<Element>> e = input_->GetNext();
+          if (e.ok() && !e->has_value()) input_.reset();  // errors ignored
+        }
+        buffer_.clear();
+        bytes_ = 0;
+      } else {
+        for (int64_t i = 0; i < shift_; ++i) {
+          bytes_ -= buffer_.front().bytes;
+          buffer_.pop_front();
+        }
+      }
+      TPUSIM_RETURN_IF_ERROR(status);
+      return std::optional<Element>(Element::Tuple(std::move(window)));
+    }
+
+   private:
+    struct Buffered {
+      absl::StatusOr<Element> value;
+      int64_t bytes;
+    };
+    IteratorPtr input_;
+    int64_t shift_, stride_;
+    bool drop_;
+    int64_t span_;
+    common::Bytes budget_;
+    std::deque<Buffered> buffer_;
+    int64_t bytes_ = 0;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), *this, span, ctx.max_memory));
+}
+
+absl::StatusOr<NodePtr> WindowNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], size_, shift_, stride_, drop_remainder_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// WindowArgNode
+
+namespace {
+
+ElementSpec WindowArgSpec(const ElementSpec& window_spec, int component) {
+  if (component == WindowArgNode::kAllComponents) return window_spec;
+  return *window_spec.Flatten()[component];
+}
+
+}  // namespace
+
+WindowArgNode::WindowArgNode(ElementSpec spec, int component)
+    : DatasetNode({}, std::move(spec)), component_(component) {}
+
+absl::StatusOr<NodePtr> WindowArgNode::Make(ElementSpec window_spec,
+                                            int component) {
+  const int leaves = window_spec.num_leaves();
+  if (component != kAllComponents && (component < 0 || component >= leaves)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window argument: component ", component,
+        " out of range; the elements have ", leaves, " components"));
+  }
+  return NodePtr(std::make_shared<WindowArgNode>(
+      WindowArgSpec(window_spec, component), component));
+}
+
+std::vector<NodeAttr> WindowArgNode::attrs() const {
+  return {{"component", component_ == kAllComponents
+                            ? std::string("all")
+                            : absl::StrCat(component_)}};
+}
+
+absl::StatusOr<IteratorPtr> WindowArgNode::DoMakeIterator(
+    const IteratorContext& ctx) const {
+  if (ctx.argument == nullptr || !ctx.argument->is_tuple()) {
+    return absl::FailedPreconditionError(
+        "WindowArg: a window dataset is iterated outside a function over "
+        "windows (window(...).flat_map / interleave)");
+  }
+  std::vector<Element> elements;
+  elements.reserve(ctx.argument->children().size());
+  for (const Element& e : ctx.argument->children()) {
+    if (component_ == kAllComponents) {
+      elements.push_back(e);
+      continue;
+    }
+    std::vector<const Tensor*> leaves = e.Flatten();
+    if (component_ >= static_cast<int>(leaves.size())) {
+      return absl::InternalError(
+          absl::StrCat("WindowArg: component ", component_,
+                       " of an element with ", leaves.size(), " components"));
+    }
+    elements.push_back(Element(*leaves[component_]));
+  }
+  return IteratorPtr(std::make_unique<VectorIterator>(std::move(elements)));
+}
+
+absl::StatusOr<NodePtr> WindowArgNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 0));
+  return NodePtr(std::make_shared<WindowArgNode>(element_spec(), component_));
+}
+
+// ---------------------------------------------------------------------------------------------
 // ShardNode
 
 ShardNode::ShardNode(NodePtr input, int64_t num_shards, int64_t index,
@@ -1263,6 +1471,80 @@ absl::StatusOr<IteratorPtr> MapNode::DoMakeIterator(
 absl::StatusOr<NodePtr> MapNode::WithInputs(std::vector<NodePtr> inputs) const {
   TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
   return Make(inputs[0], fn_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MapAndBatchNode
+
+MapAndBatchNode::MapAndBatchNode(NodePtr input, MapFunction fn,
+                                 int64_t batch_size, bool drop_remainder,
+                                 int64_t num_parallel_calls, NodePtr chain)
+    : DatasetNode({std::move(input)}, chain->element_spec()),
+      fn_(std::move(fn)),
+      batch_size_(batch_size),
+      drop_remainder_(drop_remainder),
+      num_parallel_calls_(num_parallel_calls),
+      chain_(std::move(chain)) {}
+
+absl::StatusOr<NodePtr> MapAndBatchNode::Make(NodePtr input, MapFunction fn,
+                                              int64_t batch_size,
+                                              bool drop_remainder,
+                                              int64_t num_parallel_calls) {
+  // TF's MapAndBatchDatasetOp: "batch_size must be greater than zero." and
+  // num_parallel_calls > 0 or AUTOTUNE; tpusim adds the value.
+  if (batch_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "map_and_batch: batch_size must be greater than zero, got ",
+        batch_size));
+  }
+  if (num_parallel_calls == 0 || num_parallel_calls < kAutotune) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("map_and_batch: num_parallel_calls=", num_parallel_calls,
+                     ": must be >= 1 or -1 (AUTOTUNE)"));
+  }
+  MapFunction map_fn = fn;
+  map_fn.num_parallel_calls = num_parallel_calls;
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr map, MapNode::Make(input, std::move(map_fn)));
+  absl::StatusOr<NodePtr> batch =
+      BatchNode::Make(std::move(map), batch_size, drop_remainder);
+  if (!batch.ok()) {
+    return absl::Status(
+        batch.status().code(),
+        absl::StrCat("map_and_batch: ", batch.status().message()));
+  }
+  return NodePtr(std::make_shared<MapAndBatchNode>(
+      std::move(input), std::move(fn), batch_size, drop_remainder,
+      num_parallel_calls, *std::move(batch)));
+}
+
+std::vector<NodeAttr> MapAndBatchNode::attrs() const {
+  std::vector<NodeAttr> a;
+  if (!fn_.name.empty()) a.push_back({"f", fn_.name});
+  a.push_back({"batch_size", absl::StrCat(batch_size_)});
+  a.push_back({"num_parallel_calls", num_parallel_calls_ == kAutotune
+                                         ? std::string("AUTOTUNE")
+                                         : absl::StrCat(num_parallel_calls_)});
+  a.push_back({"drop_remainder", B(drop_remainder_)});
+  if (fn_.cost.count() != 0) a.push_back({"cost", fn_.cost.ToString()});
+  return a;
+}
+
+absl::StatusOr<IteratorPtr> MapAndBatchNode::DoMakeIterator(
+    const IteratorContext& ctx) const {
+  return chain_->MakeIterator(ctx);
+}
+
+absl::StatusOr<NodePtr> MapAndBatchNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], fn_, batch_size_, drop_remainder_,
+              num_parallel_calls_);
+}
+
+absl::StatusOr<NodePtr> MapAndBatchNode::WithBatchSize(
+    int64_t batch_size) const {
+  return Make(inputs()[0], fn_, batch_size, drop_remainder_,
+              num_parallel_calls_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include "strategy/data/distribute.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -307,7 +308,14 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
     TPUSIM_ASSIGN_OR_RETURN(NodePtr root,
                             PrefetchNode::Make(rebatched.node, n));
     spec = RebatchedElementSpec(dataset.element_spec(), n);
-    const int64_t b = ComputeBatchSize(dataset.node());
+    int64_t b = ComputeBatchSize(dataset.node());
+    // The batch op the rewrite changed, when the 2.4 search finds none (e.g.
+    // a batch inside a flat_map body) and all rewritten ones agree.
+    if (b < 0 && !rebatched.batch_sizes.empty() &&
+        std::all_of(rebatched.batch_sizes.begin(), rebatched.batch_sizes.end(),
+                    [&](int64_t s) { return s == rebatched.batch_sizes[0]; })) {
+      b = rebatched.batch_sizes[0];
+    }
     const std::string bs = b >= 0 ? absl::StrCat(b) : std::string("unknown");
     std::string detail;
     switch (rebatched.kind) {

@@ -66,6 +66,10 @@ struct RebatchResult {
   // What was done. With zip/concatenate several batch ops may be rewritten;
   // `kind` is then kCase2 if any of them needed Case 2, else kCase1.
   RebatchKind kind = RebatchKind::kCase1;
+  // The batch_size of every batch op rewritten (walk order; also those found
+  // inside flat_map/interleave bodies, e.g. window(n).flat_map(batch(n)));
+  // empty for the fallback.
+  std::vector<int64_t> batch_sizes;
 };
 
 // TF 2.2's rebatch rewrite with split_batch_by = num_replicas (spec (b)
