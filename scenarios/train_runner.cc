@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -501,15 +502,36 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
   const int64_t want = result.steps;
   int64_t done = 0;
   const strategy::MultiStepFn body = LoopBody(step, per_example);
+  // The shapes of a step's per-replica inputs: a device loop of steps_per_run
+  // steps needs the same static shapes in every step, so a step whose shapes
+  // differ (a partial final batch) starts the next device call.
+  auto shapes = [](const strategy::PerReplica<strategy::ReplicaElement>& e) {
+    std::string out;
+    for (int r = 0; r < e.num_replicas(); ++r) {
+      for (const Tensor* t : e[r].Flatten()) {
+        absl::StrAppend(&out, t->shape().ToString(), ";");
+      }
+    }
+    return out;
+  };
+  std::optional<strategy::PerReplica<strategy::ReplicaElement>> pending;
   while (done < want) {
     const int k = static_cast<int>(
         std::min<int64_t>(result.steps_per_run, want - done));
     std::vector<strategy::PerReplica<strategy::ReplicaElement>> elements;
-    for (int i = 0; i < k; ++i) {
+    if (pending.has_value()) {
+      elements.push_back(std::move(*pending));
+      pending.reset();
+    }
+    while (!in.ended && static_cast<int>(elements.size()) < k) {
       strategy::PerReplica<strategy::ReplicaElement> e;
       TPUSIM_ASSIGN_OR_RETURN(bool got, pull(e));
       if (!got) {
         in.ended = true;
+        break;
+      }
+      if (!elements.empty() && shapes(e) != shapes(elements[0])) {
+        pending = std::move(e);
         break;
       }
       elements.push_back(std::move(e));
@@ -537,7 +559,7 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
     }
     done += got;
     if (options.progress) options.progress(done, want);
-    if (in.ended) break;
+    if (in.ended && !pending.has_value()) break;
   }
   in.steps_run = done;
   result.steps = done;
