@@ -191,7 +191,7 @@ std::string TextReport(const RunStats& s) {
   if (s.cores_per_replica > 1) {
     absl::StrAppendFormat(
         &out,
-        "model parallel: %d cores per replica; cross-core bytes %d, of which "
+        "model parallel: %d cores per replica; cross-core bytes over the run %d, of which "
         "%d over ICI (cores of a replica at most %d chip hops apart)\n",
         s.cores_per_replica, s.cross_core_bytes, s.cross_core_ici_bytes,
         s.max_pair_chip_distance);
