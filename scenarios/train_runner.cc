@@ -657,6 +657,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   proto::PodSpec pod = run.pod();
   if (!run.has_pod()) pod.set_slice(sc.cluster().slice());
   std::unique_ptr<runtime::Backend> backend;
+  const sim::SimBackend* sim_backend = nullptr;
   runtime::SliceLayout layout;
   if (result.backend == "sim") {
     TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> s,
@@ -665,6 +666,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
     result.peak_flops_per_device = s->rates().peak_flops_per_second;
     result.hbm_bytes_per_second_per_device = s->rates().hbm_bytes_per_second;
     result.hbm_capacity_per_device = s->rates().hbm_capacity.count();
+    sim_backend = s.get();
     backend = std::move(s);
   } else if (result.backend == "host") {
     if (!pod.has_slice()) {
@@ -739,11 +741,20 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   result.steps = run.has_steps() ? run.steps() : 10;
   TPUSIM_ASSIGN_OR_RETURN(result.model_flops_per_step,
                           workload->FlopsPerStep(n, local_batch));
+  auto finish = [&] {
+    FillModelParallelTraffic(*strategy, layout, result);
+    if (sim_backend != nullptr) {
+      const sim::SimBackend::SimStats st = sim_backend->Stats();
+      result.sim_kernels = st.kernels;
+      result.sim_collectives = st.collectives;
+      result.sim_network_events = st.network_events;
+    }
+  };
   if (pipeline) {
     TPUSIM_RETURN_IF_ERROR(RunOnPipeline(scenario, options, *strategy, *backend,
                                          *workload, step, local_batch, real,
                                          per_example, result));
-    FillModelParallelTraffic(*strategy, layout, result);
+    finish();
     return result;
   }
   TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
@@ -788,7 +799,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
     }
   }
   TPUSIM_ASSIGN_OR_RETURN(result.profile, backend->CollectProfile());
-  FillModelParallelTraffic(*strategy, layout, result);
+  finish();
   return result;
 }
 

@@ -113,6 +113,11 @@ struct TrainResult {
   int64_t cross_core_bytes = 0;
   int64_t cross_core_ici_bytes = 0;
   int max_pair_chip_distance = 0;
+  // The simulator's work (sim backend only; sim::SimBackend::SimStats): device
+  // kernels timed, collective member starts, network events.
+  int64_t sim_kernels = 0;
+  int64_t sim_collectives = 0;
+  int64_t sim_network_events = 0;
   runtime::Profile profile;
 };
 
