@@ -409,6 +409,18 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   }
 
   // ---- run op by op, in lockstep across replicas ----
+  // Each value is dropped after its last use (outputs are kept), so a pod-scale
+  // run holds the live values only, not every value of every replica.
+  std::vector<int> last_use(n, -1);
+  for (int i = 0; i < n; ++i) {
+    for (int o : ops[i].operands) last_use[o] = std::max(last_use[o], i);
+  }
+  for (Value v : program.outputs()) last_use[v.id] = n;
+  auto release = [&](int i, int r) {
+    for (int o : ops[i].operands) {
+      if (last_use[o] == i) val(r, o) = Tensor();
+    }
+  };
   std::vector<absl::Status> status(R);
   InferContext ctx{R};
   auto run_one = [&](int i, int r) -> absl::Status {
@@ -469,6 +481,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     }
     val(r, i) = std::move(out);
     if (dynamic) typ(r, i) = *result;
+    release(i, r);
     return absl::OkStatus();
   };
 
@@ -513,6 +526,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
           val(r, i) = std::move((*outs)[k]);
         }
       }
+      for (int r = 0; r < R; ++r) release(i, r);
       continue;
     }
     if (exe->parallel_[i]) {
