@@ -359,14 +359,16 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
   std::vector<Tensor> values(static_cast<size_t>(R) * n);
+  // Op-major: an op's values of all replicas are adjacent (the lockstep loop
+  // below walks the replicas of one op).
   auto val = [&](int r, int id) -> Tensor& {
-    return values[static_cast<size_t>(r) * n + id];
+    return values[static_cast<size_t>(id) * R + r];
   };
   const bool dynamic = program.has_dynamic_shapes();
   std::vector<ValueType> types;
   if (dynamic) types.resize(static_cast<size_t>(R) * n);
   auto typ = [&](int r, int id) -> ValueType& {
-    return types[static_cast<size_t>(r) * n + id];
+    return types[static_cast<size_t>(id) * R + r];
   };
   for (int r = 0; r < R; ++r) {
     const std::vector<Buffer*>& args = per_replica_args[r];

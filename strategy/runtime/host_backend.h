@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -103,8 +104,9 @@ class HostBackend final : public Backend {
   HostBackendOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<Device*> device_ptrs_;
-  // variables_[device][slot]
-  std::vector<std::map<int, Tensor>> variables_;
+  // variables_[device][slot] (a flat table: one lookup per variable op and
+  // replica on the hot path of pod-scale runs; never iterated).
+  std::vector<absl::flat_hash_map<int, Tensor>> variables_;
   // Counters since the last ResetProfile; CollectProfile builds the Profile.
   struct DeviceTally {
     int64_t executions = 0;
