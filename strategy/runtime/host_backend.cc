@@ -173,7 +173,6 @@ HostBackend::HostBackend(std::vector<DeviceDescription> devices,
     devices_.push_back(std::make_unique<Device>(std::move(devices[i])));
     device_ptrs_.push_back(devices_.back().get());
   }
-  variables_.resize(devices_.size());
   ResetProfile();
   if (options_.num_threads > 0)
     pool_ = std::make_unique<WorkerPool>(options_.num_threads);
@@ -410,6 +409,15 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     }
   }
 
+  // Variable slots the program assigns get their per-device table now (never
+  // from the replica threads).
+  for (const Op& op : ops) {
+    if (op.code == OpCode::kVariableAssign) {
+      variables_.try_emplace(static_cast<int>(op.attrs.variable_slot),
+                             devices_.size());
+    }
+  }
+
   // ---- run op by op, in lockstep across replicas ----
   // Each value is dropped after its last use (outputs are kept), so a pod-scale
   // run holds the live values only, not every value of every replica.
@@ -450,32 +458,34 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     switch (op.code) {
       case OpCode::kVariableRead:
       case OpCode::kVariableAssignAdd: {
-        auto it = variables_[device].find(slot);
-        if (it == variables_[device].end()) {
+        auto held = variables_.find(slot);
+        if (held == variables_.end() || !held->second[device].has_value()) {
           return absl::FailedPreconditionError(
               absl::StrCat("variable slot ", slot,
                            " is not initialized on device ", device));
         }
-        if (it->second.dtype() != op.type.dtype ||
-            it->second.shape() != op.type.shape) {
+        Tensor& var = *held->second[device];
+        if (var.dtype() != op.type.dtype || var.shape() != op.type.shape) {
           return absl::FailedPreconditionError(
               absl::StrCat("variable slot ", slot, " on device ", device,
-                           " holds ", it->second.spec().ToString(),
+                           " holds ", var.spec().ToString(),
                            ", the program declares ", op.type.ToString()));
         }
         if (op.code == OpCode::kVariableRead) {
-          out = it->second;
+          out = var;
         } else {
-          const Tensor* add_operands[2] = {&it->second, operands[0]};
+          const Tensor* add_operands[2] = {&var, operands[0]};
           TPUSIM_ASSIGN_OR_RETURN(
               out, RunKernel(op.code, op.attrs, add_operands, *result, r));
-          it->second = out;
+          var = out;
         }
         break;
       }
       case OpCode::kVariableAssign:
+        // The slot's table exists (made before the lockstep loop, so the
+        // replica threads only look it up).
         out = *operands[0];
-        variables_[device][slot] = out;
+        variables_.find(slot)->second[device] = out;
         break;
       default:
         TPUSIM_ASSIGN_OR_RETURN(
@@ -580,19 +590,19 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
 absl::Status HostBackend::WriteVariable(int device_id, int slot,
                                         const Tensor& value) {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "WriteVariable"));
-  variables_[device_id][slot] = value;
+  variables_.try_emplace(slot, devices_.size()).first->second[device_id] = value;
   return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> HostBackend::ReadVariable(int device_id,
                                                  int slot) const {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "ReadVariable"));
-  auto it = variables_[device_id].find(slot);
-  if (it == variables_[device_id].end()) {
+  auto it = variables_.find(slot);
+  if (it == variables_.end() || !it->second[device_id].has_value()) {
     return absl::NotFoundError(absl::StrCat(
         "variable slot ", slot, " was never written on device ", device_id));
   }
-  return it->second;
+  return *it->second[device_id];
 }
 
 absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmdLoop(

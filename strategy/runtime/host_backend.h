@@ -25,6 +25,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -104,9 +105,10 @@ class HostBackend final : public Backend {
   HostBackendOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<Device*> device_ptrs_;
-  // variables_[device][slot] (a flat table: one lookup per variable op and
-  // replica on the hot path of pod-scale runs; never iterated).
-  std::vector<absl::flat_hash_map<int, Tensor>> variables_;
+  // variables_[slot][device], slot-major: the lockstep loop reads one slot
+  // for every replica in turn, so those reads are adjacent (pod-scale runs);
+  // never iterated.
+  absl::flat_hash_map<int, std::vector<std::optional<Tensor>>> variables_;
   // Counters since the last ResetProfile; CollectProfile builds the Profile.
   struct DeviceTally {
     int64_t executions = 0;
