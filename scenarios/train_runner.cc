@@ -484,6 +484,15 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
       const std::vector<const Tensor*> leaves = e.Flatten();
       const int64_t b =
           leaves.empty() || leaves[0]->rank() == 0 ? 0 : leaves[0]->shape().dim(0);
+      if (b > local_batch) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pipeline: step ", in.steps_pulled, " gives replica ", r, " ", b,
+            " rows, more than global_batch_size / replicas = ", local_batch,
+            sc.api() == Scenario::DISTRIBUTE_DATASETS_FROM_FUNCTION
+                ? " (a function's dataset makes per-replica batches: batch "
+                  "with use_global_batch: true)"
+                : ""));
+      }
       in.examples_per_replica[r] += b;
       rows += b;
       // The step takes the element's leaves as its tuple of inputs.
@@ -494,6 +503,7 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
       parts.push_back(strategy::ReplicaElement::Tuple(std::move(flat)));
     }
     in.examples_last_step = rows;
+    ++in.steps_pulled;
     out = strategy::PerReplica<strategy::ReplicaElement>(std::move(parts));
     return true;
   };

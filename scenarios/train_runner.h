@@ -78,6 +78,7 @@ struct InputSummary {
   std::vector<int64_t> examples_per_replica;
   int64_t examples_last_step = 0;
   int64_t steps_run = 0;
+  int64_t steps_pulled = 0;  // elements taken from the iterator
   // The data ended before run.steps steps.
   bool ended = false;
   // The loss is strategy.reduce(MEAN, per-example losses, axis=0).
