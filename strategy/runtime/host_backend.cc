@@ -409,6 +409,23 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     }
   }
 
+  // Pod-scale abstract runs: a value that is abstract, of its op's type and so
+  // the same on every replica is "uniform" and stored once (replica 0's slot);
+  // an op whose operands are all uniform makes a uniform value without running
+  // per replica (what RunKernel / RunCollective would return for abstract
+  // operands: Tensor::Abstract of the op's type). Static shapes only.
+  std::vector<char> uniform(n, 0);
+  auto read = [&](int r, int id) -> const Tensor& {
+    return uniform[id] ? val(0, id) : val(r, id);
+  };
+  if (!dynamic) {
+    for (Value p : params) {
+      bool all = true;
+      for (int r = 0; all && r < R; ++r) all = !val(r, p.id).has_data();
+      uniform[p.id] = all;
+    }
+  }
+
   // Variable slots the program assigns get their per-device table now (never
   // from the replica threads).
   for (const Op& op : ops) {
@@ -426,9 +443,16 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     for (int o : ops[i].operands) last_use[o] = std::max(last_use[o], i);
   }
   for (Value v : program.outputs()) last_use[v.id] = n;
+  // A uniform operand (below) is read by every replica from one slot: it is
+  // released after the whole op (release_uniform), never by one replica.
   auto release = [&](int i, int r) {
     for (int o : ops[i].operands) {
-      if (last_use[o] == i) val(r, o) = Tensor();
+      if (last_use[o] == i && !uniform[o]) val(r, o) = Tensor();
+    }
+  };
+  auto release_uniform = [&](int i) {
+    for (int o : ops[i].operands) {
+      if (last_use[o] == i && uniform[o]) val(0, o) = Tensor();
     }
   };
   std::vector<absl::Status> status(R);
@@ -437,7 +461,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     const Op& op = ops[i];
     if (op.code == OpCode::kParameter) return absl::OkStatus();
     absl::InlinedVector<const Tensor*, 4> operands;
-    for (int o : op.operands) operands.push_back(&val(r, o));
+    for (int o : op.operands) operands.push_back(&read(r, o));
     const ValueType* result = &op.type;
     ValueType true_type;
     if (dynamic) {
@@ -497,8 +521,72 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     return absl::OkStatus();
   };
 
+  // True when op i makes a uniform value (see `uniform`); performs the
+  // variable writes of a uniform assign. Any doubt (a missing or real
+  // variable, a partial replica group) leaves the op to the normal path, which
+  // reports errors as before.
+  auto make_uniform = [&](int i) -> bool {
+    const Op& op = ops[i];
+    if (dynamic || op.code == OpCode::kParameter ||
+        op.code == OpCode::kConstant || op.code == OpCode::kReplicaId) {
+      return false;
+    }
+    // A kernel or collective with an abstract operand returns an abstract
+    // result whatever its other operands hold; so does a variable op on
+    // abstract variables. An assign stores its operand: that must be uniform.
+    bool any = false;
+    for (int o : op.operands) any = any || uniform[o];
+    if (op.code == OpCode::kVariableAssign && !any) return false;
+    if (!any && op.code != OpCode::kVariableRead &&
+        op.code != OpCode::kVariableAssignAdd) {
+      return false;
+    }
+    const int slot = static_cast<int>(op.attrs.variable_slot);
+    auto device_of = [&](int r) {
+      return assignment.replica_devices[r][op.logical_core];
+    };
+    if (op.code == OpCode::kVariableRead ||
+        op.code == OpCode::kVariableAssignAdd) {
+      auto held = variables_.find(slot);
+      if (held == variables_.end()) return false;
+      for (int r = 0; r < R; ++r) {
+        const std::optional<Tensor>& v = held->second[device_of(r)];
+        if (!v.has_value() || v->has_data() || v->dtype() != op.type.dtype ||
+            v->shape() != op.type.shape) {
+          return false;
+        }
+      }
+      // AssignAdd of abstract values leaves the abstract variables as they are.
+    } else if (op.code == OpCode::kVariableAssign) {
+      const Tensor& value = val(0, op.operands[0]);
+      std::vector<std::optional<Tensor>>& held =
+          variables_.find(slot)->second;
+      for (int r = 0; r < R; ++r) {
+        std::optional<Tensor>& v = held[device_of(r)];
+        if (!v.has_value() || v->has_data() || v->dtype() != value.dtype() ||
+            v->shape() != value.shape()) {
+          v = value;
+        }
+      }
+    } else if (IsCollective(op.code) &&
+               op.code != OpCode::kCollectivePermute) {
+      size_t members = 0;
+      for (const auto& g : exe->groups_[i]) members += g.size();
+      if (members != static_cast<size_t>(R)) return false;
+    }
+    val(0, i) = op.code == OpCode::kVariableAssign
+                    ? val(0, op.operands[0])
+                    : Tensor::Abstract(op.type.dtype, op.type.shape);
+    uniform[i] = 1;
+    return true;
+  };
+
   for (int i = 0; i < n; ++i) {
     const Op& op = ops[i];
+    if (make_uniform(i)) {
+      release_uniform(i);
+      continue;
+    }
     if (IsCollective(op.code)) {
       const int src = op.operands[0];
       std::vector<std::vector<int64_t>> permute_group;
@@ -512,7 +600,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
         std::vector<const Tensor*> operands;
         std::vector<ValueType> results;
         for (int64_t r : g) {
-          operands.push_back(&val(static_cast<int>(r), src));
+          operands.push_back(&read(static_cast<int>(r), src));
           if (dynamic) {
             const ValueType* in = &typ(static_cast<int>(r), src);
             absl::StatusOr<ValueType> t =
@@ -539,6 +627,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
         }
       }
       for (int r = 0; r < R; ++r) release(i, r);
+      release_uniform(i);
       continue;
     }
     if (exe->parallel_[i]) {
@@ -552,6 +641,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
         if (!s.ok()) return AtOp(s, program, i, r);
       }
     }
+    release_uniform(i);
   }
 
   // ---- counters ----
@@ -581,7 +671,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     for (Value v : program.outputs()) {
       const int device = assignment.replica_devices[r][ops[v.id].logical_core];
       outputs[r].push_back(std::unique_ptr<Buffer>(
-          new HostBuffer(this, devices_[device].get(), val(r, v.id))));
+          new HostBuffer(this, devices_[device].get(), read(r, v.id))));
     }
   }
   return outputs;
