@@ -357,12 +357,10 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   }
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
-  std::vector<Tensor> values(static_cast<size_t>(R) * n);
-  // Op-major: an op's values of all replicas are adjacent (the lockstep loop
-  // below walks the replicas of one op).
-  auto val = [&](int r, int id) -> Tensor& {
-    return values[static_cast<size_t>(id) * R + r];
-  };
+  // Per op, its value on every replica (allocated when the op runs, freed
+  // after its last use; a uniform value, below, has one slot).
+  std::vector<std::vector<Tensor>> values(n);
+  auto val = [&](int r, int id) -> Tensor& { return values[id][r]; };
   const bool dynamic = program.has_dynamic_shapes();
   std::vector<ValueType> types;
   if (dynamic) types.resize(static_cast<size_t>(R) * n);
@@ -405,6 +403,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       if (dynamic)
         typ(r, params[p].id) =
             ValueType(t.dtype(), t.shape(), want.dynamic_dims);
+      if (values[params[p].id].empty()) values[params[p].id].resize(R);
       val(r, params[p].id) = std::move(t);
     }
   }
@@ -443,16 +442,11 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     for (int o : ops[i].operands) last_use[o] = std::max(last_use[o], i);
   }
   for (Value v : program.outputs()) last_use[v.id] = n;
-  // A uniform operand (below) is read by every replica from one slot: it is
-  // released after the whole op (release_uniform), never by one replica.
-  auto release = [&](int i, int r) {
+  // An op's operands whose last use it is are freed once the op has run on
+  // every replica.
+  auto release = [&](int i) {
     for (int o : ops[i].operands) {
-      if (last_use[o] == i && !uniform[o]) val(r, o) = Tensor();
-    }
-  };
-  auto release_uniform = [&](int i) {
-    for (int o : ops[i].operands) {
-      if (last_use[o] == i && uniform[o]) val(0, o) = Tensor();
+      if (last_use[o] == i) std::vector<Tensor>().swap(values[o]);
     }
   };
   std::vector<absl::Status> status(R);
@@ -517,7 +511,6 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     }
     val(r, i) = std::move(out);
     if (dynamic) typ(r, i) = *result;
-    release(i, r);
     return absl::OkStatus();
   };
 
@@ -574,9 +567,9 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       for (const auto& g : exe->groups_[i]) members += g.size();
       if (members != static_cast<size_t>(R)) return false;
     }
-    val(0, i) = op.code == OpCode::kVariableAssign
-                    ? val(0, op.operands[0])
-                    : Tensor::Abstract(op.type.dtype, op.type.shape);
+    values[i].assign(1, op.code == OpCode::kVariableAssign
+                            ? val(0, op.operands[0])
+                            : Tensor::Abstract(op.type.dtype, op.type.shape));
     uniform[i] = 1;
     return true;
   };
@@ -584,9 +577,10 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   for (int i = 0; i < n; ++i) {
     const Op& op = ops[i];
     if (make_uniform(i)) {
-      release_uniform(i);
+      release(i);
       continue;
     }
+    values[i].resize(R);
     if (IsCollective(op.code)) {
       const int src = op.operands[0];
       std::vector<std::vector<int64_t>> permute_group;
@@ -626,8 +620,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
           val(r, i) = std::move((*outs)[k]);
         }
       }
-      for (int r = 0; r < R; ++r) release(i, r);
-      release_uniform(i);
+      release(i);
       continue;
     }
     if (exe->parallel_[i]) {
@@ -641,7 +634,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
         if (!s.ok()) return AtOp(s, program, i, r);
       }
     }
-    release_uniform(i);
+    release(i);
   }
 
   // ---- counters ----
