@@ -73,10 +73,10 @@ class Mlp : public Workload {
       TPUSIM_ASSIGN_OR_RETURN(TracedValue z, c.Mul(d, zero));
       TPUSIM_ASSIGN_OR_RETURN(TracedValue ones, c.Add(z, one));
       TPUSIM_ASSIGN_OR_RETURN(TracedValue count, c.ReduceSum(ones, {0, 1}));
-      TPUSIM_ASSIGN_OR_RETURN(
-          TracedValue total, c.AllReduce(strategy::ReduceOp::kSum, count));
-      TPUSIM_ASSIGN_OR_RETURN(
-          TracedValue two_n, s.Scalar(2.0 * c.num_replicas_in_sync()));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue total,
+                              c.AllReduce(strategy::ReduceOp::kSum, count));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue two_n,
+                              s.Scalar(2.0 * c.num_replicas_in_sync()));
       TPUSIM_ASSIGN_OR_RETURN(TracedValue scale, c.Div(two_n, total));
       TPUSIM_ASSIGN_OR_RETURN(dy, c.Mul(d, scale));
     } else {

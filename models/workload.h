@@ -83,13 +83,13 @@ struct TrainOptions {
   // backward (no re-gather).
   bool fsdp = false;
   runtime::DType compute_dtype = runtime::DType::kF32;
-  // Set by `tpusim run` for pipeline-fed input (Workload::SupportsPerExampleLoss
-  // workloads only): ForwardBackward returns the per-example losses (f32
-  // [rows]) instead of their mean, so that the caller's
-  // strategy.reduce(MEAN, losses, axis=0) divides by the real number of
-  // examples, and the gradient is scaled by N / (rows of all replicas) before
-  // the MEAN all-reduce, so it is the exact gradient of the global mean loss
-  // even when replicas hold partial or empty batches (spec (f), partial
+  // Set by `tpusim run` for pipeline-fed input
+  // (Workload::SupportsPerExampleLoss workloads only): ForwardBackward returns
+  // the per-example losses (f32 [rows]) instead of their mean, so that the
+  // caller's strategy.reduce(MEAN, losses, axis=0) divides by the real number
+  // of examples, and the gradient is scaled by N / (rows of all replicas)
+  // before the MEAN all-reduce, so it is the exact gradient of the global mean
+  // loss even when replicas hold partial or empty batches (spec (f), partial
   // batches). Costs one extra scalar all-reduce per step.
   bool per_example_loss = false;
 };

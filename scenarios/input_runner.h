@@ -27,10 +27,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "scenarios/pipeline_builder.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/dataset.h"
 #include "strategy/data/distribute.h"
-#include "scenarios/pipeline_builder.h"
 #include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,18 +15,18 @@
 #include "absl/strings/str_join.h"
 #include "common/int_math.h"
 #include "common/status_macros.h"
+#include "models/workload.h"
 #include "scenarios/backend_registry.h"
 #include "scenarios/input_runner.h"
 #include "scenarios/pipeline_builder.h"
-#include "strategy/distributed_input.h"
-#include "strategy/reduce.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
 #include "sim/sim_backend.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/device_assignment.h"
+#include "strategy/distributed_input.h"
 #include "strategy/input_iterator.h"
-#include "models/workload.h"
+#include "strategy/reduce.h"
 #include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
@@ -194,14 +193,14 @@ class DeepMlp final : public Workload {
     const DType dtype = dtype_;
     const bool split = split_layers_;
     return strategy::StepFunction(
-        [weights, dtype, split](
-            ReplicaContext& ctx,
-            const TracedNest& args) -> absl::StatusOr<TracedNest> {
+        [weights, dtype, split](ReplicaContext& ctx, const TracedNest& args)
+            -> absl::StatusOr<TracedNest> {
           // model_parallel=layers: layer l (forward, backward, its gradient's
           // all-reduce and update) runs on logical core l mod cores, so each
           // activation and each backward gradient crosses between cores.
           const int cores = ctx.num_cores_per_replica();
-          auto place = [&](int l) -> absl::StatusOr<strategy::LogicalCoreScope> {
+          auto place =
+              [&](int l) -> absl::StatusOr<strategy::LogicalCoreScope> {
             return ctx.AssignToLogicalCore(split ? l % cores : 0);
           };
           const TracedValue x = args.children()[0].leaf();
@@ -336,7 +335,6 @@ class ModelsWorkload final : public Workload {
   std::vector<MirroredVariable*> vars_;
 };
 
-
 // The body of a steps_per_run loop: one step of `step`; its loss is the last
 // step's output "loss", MEAN-reduced across replicas in the program, or, with
 // per-example losses, returned per replica (the host reduces it with axis 0).
@@ -372,8 +370,7 @@ std::string InputTypeString(const runtime::ValueType& t) {
 // the batch dimension unknown or at most the per-replica batch.
 absl::Status CheckInputSignature(const data::ElementSpec& spec,
                                  const Workload& workload,
-                                 const std::string& name,
-                                 int64_t local_batch) {
+                                 const std::string& name, int64_t local_batch) {
   const std::vector<runtime::ValueType> want = workload.InputTypes(local_batch);
   const std::vector<std::string> names = workload.InputNames();
   const auto got = spec.FlattenWithPaths();
@@ -393,9 +390,9 @@ absl::Status CheckInputSignature(const data::ElementSpec& spec,
     std::vector<std::string> parts;
     for (size_t i = 0; i < got.size(); ++i) parts.push_back(component(i));
     return absl::InvalidArgumentError(absl::StrCat(
-        "pipeline: the per-replica element has ", got.size(),
-        " component(s) (", absl::StrJoin(parts, ", "), ") but workload ", name,
-        " takes ", want.size(), " input(s): ", signature()));
+        "pipeline: the per-replica element has ", got.size(), " component(s) (",
+        absl::StrJoin(parts, ", "), ") but workload ", name, " takes ",
+        want.size(), " input(s): ", signature()));
   }
   for (size_t i = 0; i < want.size(); ++i) {
     const runtime::TensorSpec& g = *got[i].second;
@@ -436,8 +433,8 @@ absl::StatusOr<double> LossOf(const strategy::TPUStrategy& tpu,
 // the data.
 absl::Status RunOnPipeline(const LoadedScenario& scenario,
                            const TrainOptions& options,
-                           strategy::TPUStrategy& tpu, runtime::Backend& backend,
-                           const Workload& workload,
+                           strategy::TPUStrategy& tpu,
+                           runtime::Backend& backend, const Workload& workload,
                            const strategy::StepFunction& step,
                            int64_t local_batch, bool real, bool per_example,
                            TrainResult& result) {
@@ -452,9 +449,9 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
       options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
   TPUSIM_ASSIGN_OR_RETURN(const FileSetPaths files,
                           MaterializeFileSets(scenario, data_dir));
-  TPUSIM_ASSIGN_OR_RETURN(
-      absl::StatusOr<data::DistributedDataset> dist,
-      DistributeScenarioPipeline(scenario, files, tpu, data::kDefaultMaxMemory));
+  TPUSIM_ASSIGN_OR_RETURN(absl::StatusOr<data::DistributedDataset> dist,
+                          DistributeScenarioPipeline(scenario, files, tpu,
+                                                     data::kDefaultMaxMemory));
   if (!dist.ok()) {
     return absl::Status(dist.status().code(),
                         absl::StrCat("pipeline: ", dist.status().message()));
@@ -468,8 +465,9 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
   }
   const int n = tpu.num_replicas_in_sync();
   in.examples_per_replica.assign(n, 0);
-  TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<strategy::DistributedInputIterator> it,
-                          strategy::DistributedInputIterator::Create(*dist));
+  TPUSIM_ASSIGN_OR_RETURN(
+      std::unique_ptr<strategy::DistributedInputIterator> it,
+      strategy::DistributedInputIterator::Create(*dist));
   // Pulls one step: false at the end of the data. Counts each replica's rows.
   auto pull = [&](strategy::PerReplica<strategy::ReplicaElement>& out)
       -> absl::StatusOr<bool> {
@@ -485,8 +483,9 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
     for (int r = 0; r < n; ++r) {
       const strategy::ReplicaElement& e = (*next)[r];
       const std::vector<const Tensor*> leaves = e.Flatten();
-      const int64_t b =
-          leaves.empty() || leaves[0]->rank() == 0 ? 0 : leaves[0]->shape().dim(0);
+      const int64_t b = leaves.empty() || leaves[0]->rank() == 0
+                            ? 0
+                            : leaves[0]->shape().dim(0);
       if (b > local_batch) {
         return absl::InvalidArgumentError(absl::StrCat(
             "pipeline: step ", in.steps_pulled, " gives replica ", r, " ", b,
@@ -532,8 +531,8 @@ absl::Status RunOnPipeline(const LoadedScenario& scenario,
   };
   std::optional<strategy::PerReplica<strategy::ReplicaElement>> pending;
   while (done < want) {
-    const int k = static_cast<int>(
-        std::min<int64_t>(result.steps_per_run, want - done));
+    const int k =
+        static_cast<int>(std::min<int64_t>(result.steps_per_run, want - done));
     std::vector<strategy::PerReplica<strategy::ReplicaElement>> elements;
     if (pending.has_value()) {
       elements.push_back(std::move(*pending));
@@ -759,10 +758,10 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
       common::CheckedMul(local_batch, run.input_host_cost_ns());
   if (run.input_host_cost_ns() < 0 || !batch_cost_ns.has_value() ||
       *batch_cost_ns > std::numeric_limits<int64_t>::max() / 1000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run.input_host_cost_ns=", run.input_host_cost_ns(),
-        ": must be >= 0, and times the ", local_batch,
-        " examples of a replica's batch at most 2^63 ps"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.input_host_cost_ns=", run.input_host_cost_ns(),
+                     ": must be >= 0, and times the ", local_batch,
+                     " examples of a replica's batch at most 2^63 ps"));
   }
   const std::vector<common::Picoseconds> host_costs(
       n, common::Picoseconds::FromNanoseconds(*batch_cost_ns));

@@ -189,20 +189,23 @@ std::string TextReport(const RunStats& s) {
       s.global_batch, s.steps);
   const scenarios::InputSummary& in = s.input;
   if (in.pipeline) {
-    absl::StrAppendFormat(
-        &out, "input: the scenario pipeline via %s (semantics %s), %d input workers, shard policy %s\n",
-        in.api, in.semantics, in.workers, in.requested_policy);
+    absl::StrAppendFormat(&out,
+                          "input: the scenario pipeline via %s (semantics %s), "
+                          "%d input workers, shard policy %s\n",
+                          in.api, in.semantics, in.workers,
+                          in.requested_policy);
     for (size_t w = 0; w < in.applied_policy.size(); ++w) {
       absl::StrAppendFormat(&out, "  worker %d: %s (%s)\n", w,
                             in.applied_policy[w], in.shard_reason[w]);
     }
     int64_t total = 0;
     for (int64_t e : in.examples_per_replica) total += e;
-    absl::StrAppendFormat(
-        &out, "  %d steps run%s; examples per replica: [%s] (%d in all; %d in the last step)\n",
-        in.steps_run, in.ended ? " (end of data)" : "",
-        absl::StrJoin(in.examples_per_replica, ", "), total,
-        in.examples_last_step);
+    absl::StrAppendFormat(&out,
+                          "  %d steps run%s; examples per replica: [%s] (%d in "
+                          "all; %d in the last step)\n",
+                          in.steps_run, in.ended ? " (end of data)" : "",
+                          absl::StrJoin(in.examples_per_replica, ", "), total,
+                          in.examples_last_step);
   }
   if (s.has_loss) {
     if (in.per_example_loss) {
@@ -211,14 +214,16 @@ std::string TextReport(const RunStats& s) {
                             "over its %d examples, axis=0): %.6g\n",
                             in.examples_last_step, s.last_loss);
     } else {
-      absl::StrAppendFormat(&out, "loss after the last step (mean over replicas): %.6g\n",
-                            s.last_loss);
+      absl::StrAppendFormat(
+          &out, "loss after the last step (mean over replicas): %.6g\n",
+          s.last_loss);
     }
   }
   if (s.cores_per_replica > 1) {
     absl::StrAppendFormat(
         &out,
-        "model parallel: %d cores per replica; cross-core bytes over the run %d, of which "
+        "model parallel: %d cores per replica; cross-core bytes over the run "
+        "%d, of which "
         "%d over ICI (cores of a replica at most %d chip hops apart)\n",
         s.cores_per_replica, s.cross_core_bytes, s.cross_core_ici_bytes,
         s.max_pair_chip_distance);
@@ -270,7 +275,8 @@ Json StatsJson(const RunStats& s) {
   if (s.input.pipeline) {
     const scenarios::InputSummary& in = s.input;
     std::vector<Json> applied, examples;
-    for (const std::string& p : in.applied_policy) applied.push_back(Json::String(p));
+    for (const std::string& p : in.applied_policy)
+      applied.push_back(Json::String(p));
     for (int64_t e : in.examples_per_replica) examples.push_back(Json::Int(e));
     extra["input"] = Json::Object(
         {{"api", Json::String(in.api)},

@@ -553,8 +553,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       // AssignAdd of abstract values leaves the abstract variables as they are.
     } else if (op.code == OpCode::kVariableAssign) {
       const Tensor& value = val(0, op.operands[0]);
-      std::vector<std::optional<Tensor>>& held =
-          variables_.find(slot)->second;
+      std::vector<std::optional<Tensor>>& held = variables_.find(slot)->second;
       for (int r = 0; r < R; ++r) {
         std::optional<Tensor>& v = held[device_of(r)];
         if (!v.has_value() || v->has_data() || v->dtype() != value.dtype() ||
@@ -562,8 +561,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
           v = value;
         }
       }
-    } else if (IsCollective(op.code) &&
-               op.code != OpCode::kCollectivePermute) {
+    } else if (IsCollective(op.code) && op.code != OpCode::kCollectivePermute) {
       size_t members = 0;
       for (const auto& g : exe->groups_[i]) members += g.size();
       if (members != static_cast<size_t>(R)) return false;
@@ -674,7 +672,8 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
 absl::Status HostBackend::WriteVariable(int device_id, int slot,
                                         const Tensor& value) {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "WriteVariable"));
-  variables_.try_emplace(slot, devices_.size()).first->second[device_id] = value;
+  variables_.try_emplace(slot, devices_.size()).first->second[device_id] =
+      value;
   return absl::OkStatus();
 }
 

@@ -384,8 +384,8 @@ TEST(ModelsTest, PerExampleLossTrainsExactlyOnUnevenBatches) {
   const std::vector<float> t = {1, 0, 0.5f};
   auto run = [&](const std::string& slice, bool per_example,
                  std::vector<std::vector<float>>& weights) -> double {
-    auto w = Make("mlp",
-                  {{"in", "2"}, {"hidden", "2"}, {"learning_rate", "0.5"}});
+    auto w =
+        Make("mlp", {{"in", "2"}, {"hidden", "2"}, {"learning_rate", "0.5"}});
     w->set_per_example_loss(per_example);
     Runner r(slice, *w, 1);
     SetHandWeights(r);
@@ -423,7 +423,8 @@ TEST(ModelsTest, PerExampleLossTrainsExactlyOnUnevenBatches) {
   for (int i = 0; i < 4; ++i) {
     ASSERT_EQ(one[i].size(), two[i].size());
     for (size_t k = 0; k < one[i].size(); ++k) {
-      EXPECT_NEAR(one[i][k], two[i][k], 1e-6) << "parameter " << i << "[" << k << "]";
+      EXPECT_NEAR(one[i][k], two[i][k], 1e-6)
+          << "parameter " << i << "[" << k << "]";
     }
   }
   run("plain:1x2", false, two_means);
