@@ -110,6 +110,26 @@ class Nest {
     Walk("", fn);
   }
 
+  // Calls fn(leaf) for every leaf in flattening order, without building
+  // paths or a vector (the per-element hot paths of the input pipeline).
+  template <typename Fn>
+  void ForEachLeaf(Fn&& fn) const {
+    if (is_leaf()) {
+      fn(leaf_);
+      return;
+    }
+    for (const Nest& child : children_) child.ForEachLeaf(fn);
+  }
+  // As ForEachLeaf, with writable leaves.
+  template <typename Fn>
+  void ForEachMutableLeaf(Fn&& fn) {
+    if (is_leaf()) {
+      fn(leaf_);
+      return;
+    }
+    for (Nest& child : children_) child.ForEachMutableLeaf(fn);
+  }
+
   // The same structure with every leaf replaced by fn(leaf).
   template <typename Fn>
   auto Map(Fn&& fn) const -> Nest<decltype(fn(std::declval<const Leaf&>()))> {
