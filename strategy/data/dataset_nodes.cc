@@ -424,6 +424,12 @@ namespace {
 // copy (into a recycled buffer of `pool` when given).
 absl::StatusOr<Tensor> StackColumn(const std::vector<Tensor>& col, int k,
                                    Tensor::BufferPool* pool) {
+  // StackViews and Stack check that the parts agree; only when they do not is
+  // the column searched for the first odd one, for TF's message.
+  if (std::optional<Tensor> view = Tensor::StackViews(col))
+    return *std::move(view);
+  absl::StatusOr<Tensor> stacked = Tensor::Stack(col, pool);
+  if (stacked.ok()) return stacked;
   for (size_t i = 1; i < col.size(); ++i) {
     if (col[i].shape() != col[0].shape() || col[i].dtype() != col[0].dtype()) {
       // TF: "Cannot batch tensors with different shapes in component 0. First
@@ -434,9 +440,7 @@ absl::StatusOr<Tensor> StackColumn(const std::vector<Tensor>& col, int k,
           " and element ", i, " had shape ", col[i].spec().ToString(), "."));
     }
   }
-  if (std::optional<Tensor> view = Tensor::StackViews(col))
-    return *std::move(view);
-  return Tensor::Stack(col, pool);
+  return stacked;
 }
 
 bool SpecFullyDefined(const ElementSpec& spec) {

@@ -190,9 +190,15 @@ Shape Shape::WithDim0(int64_t dim) const {
 Shape Shape::Prepend(int64_t dim) const {
   if (!rank_known_) return *this;
   Shape s;
+  if (rank_ < kInlineDims) {  // stays inline: fixed-size copies
+    s.rank_ = rank_ + 1;
+    s.inline_[0] = dim;
+    std::memcpy(s.inline_ + 1, inline_, (kInlineDims - 1) * sizeof(int64_t));
+    return s;
+  }
   s.Resize(rank_ + 1);
   s.data()[0] = dim;
-  if (rank_ > 0) std::memcpy(s.data() + 1, data(), rank_ * sizeof(int64_t));
+  std::memcpy(s.data() + 1, data(), rank_ * sizeof(int64_t));
   return s;
 }
 
@@ -200,6 +206,11 @@ Shape Shape::DropDim0() const {
   if (!rank_known_) return *this;
   TPUSIM_CHECK(rank_ > 0) << "DropDim0 of a scalar";
   Shape s;
+  if (heap_ == nullptr) {  // inline: a fixed-size copy
+    s.rank_ = rank_ - 1;
+    std::memcpy(s.inline_, inline_ + 1, (kInlineDims - 1) * sizeof(int64_t));
+    return s;
+  }
   s.Assign(data() + 1, rank_ - 1);
   return s;
 }
