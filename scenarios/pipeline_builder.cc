@@ -344,6 +344,10 @@ class Builder {
       const std::string p = absl::StrCat(path, "[", i, "]");
       TPUSIM_ASSIGN_OR_RETURN(ds,
                               Apply(i == 0 ? nullptr : &ds, stages.Get(i), p));
+      if (stages.Get(i).has_host_cost_ns()) {
+        ds = ds.WithHostCost(
+            common::Picoseconds::FromNanoseconds(stages.Get(i).host_cost_ns()));
+      }
       if (!ds.ok()) return ds;  // TF would raise here; later stages never run
     }
     return ds;

@@ -478,6 +478,28 @@ class Validator {
             absl::StrCat("\"", name, "\" is a source and can only be stage 0"));
       }
       TPUSIM_RETURN_IF_ERROR(CheckStage(c, st, name, /*first=*/i == 0));
+      if (st.has_host_cost_ns()) {
+        TPUSIM_RETURN_IF_ERROR(
+            CheckHostCostNs(c, "host_cost_ns", st.host_cost_ns()));
+        if (st.has_map() && st.map().has_cpu_cost_ns()) {
+          return c.Error("host_cost_ns", absl::StrCat(st.host_cost_ns()),
+                         "a map stage sets host_cost_ns or map.cpu_cost_ns, "
+                         "not both");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A per-element host cost in ns: >= 0, and small enough to be a
+  // Picoseconds count.
+  static absl::Status CheckHostCostNs(const Cursor& c, absl::string_view field,
+                                      int64_t ns) {
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 1000;
+    if (ns < 0 || ns > kMax) {
+      return c.Error(field, absl::StrCat(ns),
+                     absl::StrCat("must be in [0, ", kMax,
+                                  "] (nanoseconds of host CPU per element)"));
     }
     return absl::OkStatus();
   }
@@ -846,9 +868,9 @@ class Validator {
                          absl::StrCat("only parse_example takes features, not ",
                                       Quote(m.fn())));
         }
-        if (m.has_cpu_cost_ns() && m.cpu_cost_ns() < 0) {
-          return c.Error("cpu_cost_ns", absl::StrCat(m.cpu_cost_ns()),
-                         "must be >= 0");
+        if (m.has_cpu_cost_ns()) {
+          TPUSIM_RETURN_IF_ERROR(
+              CheckHostCostNs(c, "cpu_cost_ns", m.cpu_cost_ns()));
         }
         if (m.has_num_parallel_calls() &&
             (m.num_parallel_calls() == 0 || m.num_parallel_calls() < -1)) {

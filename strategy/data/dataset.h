@@ -155,6 +155,15 @@ class DatasetIterator {
 };
 using IteratorPtr = std::unique_ptr<DatasetIterator>;
 
+// The host CPU work an iterator tree has done, by the declared per-element
+// costs of its nodes (DatasetNode::host_cost_per_element): every element a
+// costed node produces — returned or skipped — adds its cost. A distributed
+// iterator reads it between per-replica batches to learn what each batch cost
+// the host (the host timing model of a timing backend consumes it).
+struct HostWorkMeter {
+  common::Picoseconds work;
+};
+
 // What an iterator is made in.
 struct IteratorContext {
   // The actual argument when instantiating the body of a flat_map/interleave
@@ -168,6 +177,8 @@ struct IteratorContext {
   uint64_t epoch = 0;
   // The memory budget of each buffer (Options::max_memory).
   common::Bytes max_memory = kDefaultMaxMemory;
+  // Where costed nodes add their work; null: not metered.
+  std::shared_ptr<HostWorkMeter> host_work;
 };
 
 // ---- memory estimates (Options::max_memory) ----
@@ -278,11 +289,12 @@ class DatasetNode {
   // order.
   virtual std::vector<NodeAttr> attrs() const { return {}; }
 
-  // A new iterator over this node's elements. Errors: those of resolving tensor
-  // inputs (e.g. FailedPrecondition for an argument reference outside a
-  // function), opening files (NotFound), and node-specific ones.
-  virtual absl::StatusOr<IteratorPtr> MakeIterator(
-      const IteratorContext& ctx) const = 0;
+  // A new iterator over this node's elements (DoMakeIterator's; when the node
+  // declares a host cost and ctx.host_work is set, every element it produces
+  // adds the cost to the meter). Errors: those of resolving tensor inputs
+  // (e.g. FailedPrecondition for an argument reference outside a function),
+  // opening files (NotFound), and node-specific ones.
+  absl::StatusOr<IteratorPtr> MakeIterator(const IteratorContext& ctx) const;
 
   // A copy of this node with `inputs` instead of inputs() (same count; element
   // specs may differ: the copy recomputes its own spec from them). Errors as
@@ -292,11 +304,9 @@ class DatasetNode {
       std::vector<NodePtr> inputs) const = 0;
 
   // Declared host CPU cost of producing one output element in this node itself
-  // (not its inputs); zero unless declared (map). Used by the host timing
-  // model.
-  virtual common::Picoseconds host_cost_per_element() const {
-    return common::Picoseconds(0);
-  }
+  // (not its inputs): zero unless declared (Dataset::WithHostCost, a map
+  // function's cost). Used by the host timing model.
+  common::Picoseconds host_cost_per_element() const { return host_cost_; }
 
   // A one-line description: op(attr=value, ...).
   std::string ShortString() const;
@@ -305,6 +315,14 @@ class DatasetNode {
   std::string DebugString() const;
 
  protected:
+  // The node's own iterator (MakeIterator adds the host-cost metering).
+  virtual absl::StatusOr<IteratorPtr> DoMakeIterator(
+      const IteratorContext& ctx) const = 0;
+  // For constructors: the declared per-element host cost (>= 0).
+  void set_host_cost_per_element(common::Picoseconds cost) {
+    host_cost_ = cost;
+  }
+
   DatasetNode(std::vector<NodePtr> inputs, ElementSpec element_spec)
       : inputs_(std::move(inputs)), element_spec_(std::move(element_spec)) {
     for (const NodePtr& in : inputs_) {
@@ -318,7 +336,10 @@ class DatasetNode {
   int depth() const { return depth_; }
 
  private:
+  friend absl::StatusOr<NodePtr> WithHostCost(NodePtr fresh,
+                                              common::Picoseconds cost);
   int depth_ = 1;
+  common::Picoseconds host_cost_;
   std::vector<NodePtr> inputs_;
   ElementSpec element_spec_;
 };
@@ -347,6 +368,17 @@ class FunctionNode : public DatasetNode {
  private:
   NodePtr body_;
 };
+
+// `node` rebuilt over `inputs` (node.WithInputs) keeping its declared host
+// cost; graph rewrites (auto-shard, rebatch) use it so that a cost survives
+// them.
+absl::StatusOr<NodePtr> Rebuild(const DatasetNode& node,
+                                std::vector<NodePtr> inputs);
+// The same for a function node's body (node.WithBody).
+absl::StatusOr<NodePtr> RebuildWithBody(const FunctionNode& node, NodePtr body);
+// A copy of `node` whose own elements each cost `cost` of host CPU time.
+// InvalidArgument for a negative cost, naming it.
+absl::StatusOr<NodePtr> WithHostCost(NodePtr node, common::Picoseconds cost);
 
 // Every node of the graph rooted at `root` (inputs before users; each node
 // once), not descending into function bodies.
@@ -535,9 +567,22 @@ class Dataset {
   Dataset Concatenate(const Dataset& other) const;
   // Attaches options (replacing those carried so far).
   Dataset WithOptions(Options options) const;
+  // tpusim extension (no TF counterpart): declares that each element of the
+  // last stage costs `per_element` of host CPU time to produce (beyond its
+  // inputs' costs), for the host timing model of a timing backend; replaces a
+  // cost declared before (a map function's included). It survives the
+  // auto-shard and rebatch rewrites (a batch that the 2.2 rewrite's Case 1
+  // makes N times smaller costs 1/N of the declared cost, rounded down to a
+  // picosecond), and is metered per element produced.
+  // A negative cost is InvalidArgument naming it.
+  Dataset WithHostCost(common::Picoseconds per_element) const;
 
   // ---- iteration ----
   absl::StatusOr<IteratorPtr> MakeIterator() const;
+  // The same, adding the declared host work of every element the pipeline's
+  // nodes produce to `meter` (may be null: not metered).
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      std::shared_ptr<HostWorkMeter> meter) const;
   // Every element (for tests and small datasets). Errors from iteration
   // propagate.
   absl::StatusOr<std::vector<Element>> Collect(

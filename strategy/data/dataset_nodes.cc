@@ -118,7 +118,7 @@ int64_t RangeNode::size() const {
       count, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
 }
 
-absl::StatusOr<IteratorPtr> RangeNode::MakeIterator(
+absl::StatusOr<IteratorPtr> RangeNode::DoMakeIterator(
     const IteratorContext&) const {
   class It final : public DatasetIterator {
    public:
@@ -175,7 +175,7 @@ std::vector<NodeAttr> GeneratorNode::attrs() const {
   return {{"output_spec", ElementSpecToString(element_spec())}};
 }
 
-absl::StatusOr<IteratorPtr> GeneratorNode::MakeIterator(
+absl::StatusOr<IteratorPtr> GeneratorNode::DoMakeIterator(
     const IteratorContext&) const {
   class It final : public DatasetIterator {
    public:
@@ -249,7 +249,7 @@ std::vector<NodeAttr> TensorNode::attrs() const {
   return {{"components", absl::StrCat("[", absl::StrJoin(parts, ", "), "]")}};
 }
 
-absl::StatusOr<IteratorPtr> TensorNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TensorNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(Element e, ResolveNest(components_, ctx));
   std::vector<Element> v;
@@ -328,7 +328,7 @@ std::vector<NodeAttr> TensorSliceNode::attrs() const {
   return {{"components", absl::StrCat("[", absl::StrJoin(parts, ", "), "]")}};
 }
 
-absl::StatusOr<IteratorPtr> TensorSliceNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TensorSliceNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(Element e, ResolveNest(components_, ctx));
   std::vector<std::pair<std::string, Shape>> shapes;
@@ -555,7 +555,7 @@ absl::StatusOr<Element> StackElements(std::vector<Element> elements) {
   return batch.Finish();
 }
 
-absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   // Estimate before allocating: a batch holds batch_size input elements.
   TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
@@ -847,7 +847,7 @@ absl::StatusOr<Tensor> PadColumn(const std::vector<const Tensor*>& rows,
 
 }  // namespace
 
-absl::StatusOr<IteratorPtr> PaddedBatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> PaddedBatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -940,7 +940,7 @@ absl::StatusOr<NodePtr> UnbatchNode::Make(NodePtr input) {
                                                std::move(spec)));
 }
 
-absl::StatusOr<IteratorPtr> UnbatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> UnbatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1053,7 +1053,7 @@ absl::Status NotEnoughElementsForShards(ShardNonEmpty wording, int64_t elems,
 
 }  // namespace
 
-absl::StatusOr<IteratorPtr> ShardNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ShardNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1125,7 +1125,7 @@ std::vector<NodeAttr> RepeatNode::attrs() const {
   return {{"count", absl::StrCat(count_)}};
 }
 
-absl::StatusOr<IteratorPtr> RepeatNode::MakeIterator(
+absl::StatusOr<IteratorPtr> RepeatNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   class It final : public DatasetIterator {
    public:
@@ -1255,7 +1255,9 @@ absl::StatusOr<ElementSpec> InferMapSpec(const ElementSpec& input,
 }  // namespace
 
 MapNode::MapNode(NodePtr input, MapFunction fn, ElementSpec spec)
-    : DatasetNode({std::move(input)}, std::move(spec)), fn_(std::move(fn)) {}
+    : DatasetNode({std::move(input)}, std::move(spec)), fn_(std::move(fn)) {
+  set_host_cost_per_element(fn_.cost);
+}
 
 absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
   if (!fn.fn) return absl::InvalidArgumentError("map: the function is empty");
@@ -1263,6 +1265,11 @@ absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
     return absl::InvalidArgumentError(absl::StrCat(
         "map: num_parallel_calls=", fn.num_parallel_calls,
         ": must be >= 1 or -1 (AUTOTUNE)"));
+  }
+  if (fn.cost.count() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("map: cost=", fn.cost.count(),
+                     "ps: a host cost per element must be >= 0"));
   }
   ElementSpec spec;
   if (fn.output_spec.has_value()) {
@@ -1280,7 +1287,6 @@ absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
 std::vector<NodeAttr> MapNode::attrs() const {
   std::vector<NodeAttr> a;
   if (!fn_.name.empty()) a.push_back({"f", fn_.name});
-  if (fn_.cost.count() != 0) a.push_back({"cost", fn_.cost.ToString()});
   if (fn_.num_parallel_calls != 1) {
     a.push_back({"num_parallel_calls", fn_.num_parallel_calls == -1
                                            ? std::string("AUTOTUNE")
@@ -1290,7 +1296,7 @@ std::vector<NodeAttr> MapNode::attrs() const {
   return a;
 }
 
-absl::StatusOr<IteratorPtr> MapNode::MakeIterator(
+absl::StatusOr<IteratorPtr> MapNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1346,7 +1352,7 @@ absl::StatusOr<NodePtr> FilterNode::Make(NodePtr input, PredicateFn predicate) {
       std::make_shared<FilterNode>(std::move(input), std::move(predicate)));
 }
 
-absl::StatusOr<IteratorPtr> FilterNode::MakeIterator(
+absl::StatusOr<IteratorPtr> FilterNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1402,7 +1408,7 @@ std::vector<NodeAttr> ShuffleNode::attrs() const {
           {"reshuffle_each_iteration", B(reshuffle_each_iteration_)}};
 }
 
-absl::StatusOr<IteratorPtr> ShuffleNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ShuffleNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   // Estimate before allocating: the buffer holds up to buffer_size elements.
   TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
@@ -1486,7 +1492,7 @@ std::vector<NodeAttr> TakeNode::attrs() const {
   return {{"count", absl::StrCat(count_)}};
 }
 
-absl::StatusOr<IteratorPtr> TakeNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TakeNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1543,7 +1549,7 @@ std::vector<NodeAttr> SkipNode::attrs() const {
   return {{"count", absl::StrCat(count_)}};
 }
 
-absl::StatusOr<IteratorPtr> SkipNode::MakeIterator(
+absl::StatusOr<IteratorPtr> SkipNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1591,7 +1597,7 @@ std::vector<NodeAttr> PrefetchNode::attrs() const {
   return {{"buffer_size", absl::StrCat(buffer_size_)}};
 }
 
-absl::StatusOr<IteratorPtr> PrefetchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> PrefetchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   // Prefetching changes timing, never values: a pass-through here (the host
   // timing model reads buffer_size()).
@@ -1624,7 +1630,7 @@ absl::StatusOr<NodePtr> CacheNode::Make(NodePtr input) {
       std::make_shared<CacheNode>(std::move(input), std::make_shared<State>()));
 }
 
-absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
+absl::StatusOr<IteratorPtr> CacheNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
@@ -1723,7 +1729,7 @@ absl::StatusOr<NodePtr> FlatMapNode::MakeWithBody(NodePtr input, NodePtr body) {
       std::make_shared<FlatMapNode>(std::move(input), std::move(body)));
 }
 
-absl::StatusOr<IteratorPtr> FlatMapNode::MakeIterator(
+absl::StatusOr<IteratorPtr> FlatMapNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1816,7 +1822,7 @@ std::vector<NodeAttr> InterleaveNode::attrs() const {
           {"block_length", absl::StrCat(block_length_)}};
 }
 
-absl::StatusOr<IteratorPtr> InterleaveNode::MakeIterator(
+absl::StatusOr<IteratorPtr> InterleaveNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   // TF's InterleaveDataset order: a cycle of `cycle_length` slots visited in
@@ -1910,7 +1916,7 @@ absl::StatusOr<NodePtr> ZipNode::Make(std::vector<NodePtr> inputs) {
   return NodePtr(std::make_shared<ZipNode>(std::move(inputs), std::move(spec)));
 }
 
-absl::StatusOr<IteratorPtr> ZipNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ZipNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   std::vector<IteratorPtr> its;
   for (const NodePtr& n : inputs()) {
@@ -1963,7 +1969,7 @@ absl::StatusOr<NodePtr> ConcatenateNode::Make(NodePtr input,
       std::move(input), std::move(to_concatenate), *std::move(spec)));
 }
 
-absl::StatusOr<IteratorPtr> ConcatenateNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ConcatenateNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   class It final : public DatasetIterator {
    public:

@@ -43,7 +43,7 @@ class RangeNode final : public DatasetNode {
                                       int64_t step);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -74,7 +74,7 @@ class GeneratorNode final : public DatasetNode {
                                       ElementSpec spec);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -93,7 +93,7 @@ class TensorNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(TensorRefNest components);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -114,7 +114,7 @@ class TensorSliceNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(TensorRefNest components);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -153,7 +153,7 @@ class TFRecordReaderNode final : public ReaderNode {
                                       std::string compression_type = "");
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -171,7 +171,7 @@ class TextLineReaderNode final : public ReaderNode {
   static constexpr absl::string_view kOp = "TextLineDataset";
   static absl::StatusOr<NodePtr> Make(TensorRef filenames);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -189,7 +189,7 @@ class FixedLengthRecordReaderNode final : public ReaderNode {
                                       int64_t footer_bytes);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -228,7 +228,7 @@ class BatchNode final : public DatasetNode {
                                       bool drop_remainder);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -262,7 +262,7 @@ class PaddedBatchNode final : public DatasetNode {
                                       bool drop_remainder);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -296,7 +296,7 @@ class UnbatchNode final : public DatasetNode {
   static constexpr absl::string_view kOp = "UnbatchDataset";
   static absl::StatusOr<NodePtr> Make(NodePtr input);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -326,7 +326,7 @@ class ShardNode final : public DatasetNode {
       ShardNonEmpty non_empty = ShardNonEmpty::kNotRequired);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -352,7 +352,7 @@ class RepeatNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -371,14 +371,11 @@ class MapNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, MapFunction fn);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   // Re-infers the output spec unless it was declared.
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
-  common::Picoseconds host_cost_per_element() const override {
-    return fn_.cost;
-  }
   const MapFunction& function() const { return fn_; }
 
   MapNode(NodePtr input, MapFunction fn, ElementSpec spec);  // use Make
@@ -392,7 +389,7 @@ class FilterNode final : public DatasetNode {
   static constexpr absl::string_view kOp = "FilterDataset";
   static absl::StatusOr<NodePtr> Make(NodePtr input, PredicateFn predicate);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -421,7 +418,7 @@ class ShuffleNode final : public DatasetNode {
                                       bool reshuffle_each_iteration);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -445,7 +442,7 @@ class TakeNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -464,7 +461,7 @@ class SkipNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -483,7 +480,7 @@ class PrefetchNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t buffer_size);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -503,7 +500,7 @@ class CacheNode final : public DatasetNode {
   static constexpr absl::string_view kOp = "CacheDataset";
   static absl::StatusOr<NodePtr> Make(NodePtr input);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -525,7 +522,7 @@ class FlatMapNode final : public FunctionNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, const DatasetFn& fn);
   static absl::StatusOr<NodePtr> MakeWithBody(NodePtr input, NodePtr body);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -550,7 +547,7 @@ class InterleaveNode final : public FunctionNode {
                                               int64_t block_length);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -573,7 +570,7 @@ class ZipNode final : public DatasetNode {
   // At least one input, else InvalidArgument.
   static absl::StatusOr<NodePtr> Make(std::vector<NodePtr> inputs);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -587,7 +584,7 @@ class ConcatenateNode final : public DatasetNode {
   // Specs must have the same structure and dtypes, else InvalidArgument.
   static absl::StatusOr<NodePtr> Make(NodePtr input, NodePtr to_concatenate);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;

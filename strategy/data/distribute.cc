@@ -74,18 +74,24 @@ absl::StatusOr<DistributedIterator> DistributedIterator::Create(
 
 absl::Status DistributedIterator::Initialize() {
   std::vector<IteratorPtr> iterators(inputs_.size());
+  std::vector<std::shared_ptr<HostWorkMeter>> meters(inputs_.size());
   for (size_t w = 0; w < inputs_.size(); ++w) {
     if (inputs_[w].dataset.has_value()) {
-      TPUSIM_ASSIGN_OR_RETURN(iterators[w], inputs_[w].dataset->MakeIterator());
+      meters[w] = std::make_shared<HostWorkMeter>();
+      TPUSIM_ASSIGN_OR_RETURN(iterators[w],
+                              inputs_[w].dataset->MakeIterator(meters[w]));
     }
   }
   iterators_ = std::move(iterators);
+  meters_ = std::move(meters);
+  accounted_.assign(inputs_.size(), common::Picoseconds(0));
   return absl::OkStatus();
 }
 
 absl::StatusOr<strategy::PerReplica<Element>> DistributedIterator::GetNext() {
   const int n = workers_.num_replicas();
   std::vector<std::optional<Element>> per_replica(n);
+  std::vector<common::Picoseconds> costs(n, common::Picoseconds(0));
   int workers_with_data = 0;
   bool any_missing = false;
   for (int w = 0; w < workers_.num_workers(); ++w) {
@@ -103,6 +109,8 @@ absl::StatusOr<strategy::PerReplica<Element>> DistributedIterator::GetNext() {
       }
       TPUSIM_ASSIGN_OR_RETURN(per_replica[replicas[j]],
                               iterators_[w]->GetNext());
+      costs[replicas[j]] = meters_[w]->work - accounted_[w];
+      accounted_[w] = meters_[w]->work;
       if (!per_replica[replicas[j]].has_value()) {
         ended = true;
         any_missing = true;
@@ -126,7 +134,9 @@ absl::StatusOr<strategy::PerReplica<Element>> DistributedIterator::GetNext() {
     out.push_back(per_replica[r].has_value() ? std::move(*per_replica[r])
                                              : DummyElement(element_spec_));
   }
-  return strategy::PerReplica<Element>(std::move(out));
+  strategy::PerReplica<Element> step(std::move(out));
+  step.set_host_costs(std::move(costs));
+  return step;
 }
 
 // ---- DistributedDataset ----

@@ -54,9 +54,11 @@ absl::StatusOr<NodePtr> WithRewrittenInput(const DatasetNode& node,
     if (fn.output_spec.has_value()) {
       fn.output_spec = RebatchedElementSpec(*fn.output_spec, n);
     }
-    return MapNode::Make(std::move(input), std::move(fn));
+    TPUSIM_ASSIGN_OR_RETURN(NodePtr map,
+                            MapNode::Make(std::move(input), std::move(fn)));
+    return WithHostCost(std::move(map), node.host_cost_per_element());
   }
-  return node.WithInputs({std::move(input)});
+  return Rebuild(node, {std::move(input)});
 }
 
 // The rewrite proper. Returns the rewritten node; any error means "use the
@@ -68,9 +70,15 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
     const auto& batch = static_cast<const BatchNode&>(*node);
     const int64_t b = batch.batch_size();
     if (!batch.drop_remainder() && b % n == 0) {
-      // Case 1: direct mutation.
-      return BatchNode::Make(batch.inputs()[0], b / n,
-                             /*drop_remainder=*/false);
+      // Case 1: direct mutation. A declared host cost is per batch of B
+      // rows; the mutated batch has B / N rows and costs 1/N of it (the
+      // pipeline's work per global batch stays what was declared).
+      TPUSIM_ASSIGN_OR_RETURN(NodePtr mutated,
+                              BatchNode::Make(batch.inputs()[0], b / n,
+                                              /*drop_remainder=*/false));
+      return WithHostCost(std::move(mutated),
+                          common::Picoseconds(
+                              batch.host_cost_per_element().count() / n));
     }
     // Case 2: split each batch into pieces of m = ceil(B/N) rows.
     // tpusim choice (spec (b) open point [U]): m comes from the batch op's
@@ -95,10 +103,14 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
     const auto& batch = static_cast<const PaddedBatchNode&>(*node);
     const int64_t b = batch.batch_size();
     if (!batch.drop_remainder() && b % n == 0) {
-      return PaddedBatchNode::Make(batch.inputs()[0], b / n,
-                                   batch.padded_shapes(),
-                                   batch.padding_values(),
-                                   /*drop_remainder=*/false);
+      TPUSIM_ASSIGN_OR_RETURN(
+          NodePtr mutated,
+          PaddedBatchNode::Make(batch.inputs()[0], b / n,
+                                batch.padded_shapes(), batch.padding_values(),
+                                /*drop_remainder=*/false));
+      return WithHostCost(std::move(mutated),
+                          common::Picoseconds(
+                              batch.host_cost_per_element().count() / n));
     }
     any_case2 = true;
     const int64_t m = CeilDiv(b, n);
@@ -120,12 +132,12 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
                               RewriteOutermostBatch(input, n, any_case2));
       inputs.push_back(std::move(rewritten));
     }
-    return node->WithInputs(std::move(inputs));
+    return Rebuild(*node, std::move(inputs));
   }
   if (const auto* fn = dynamic_cast<const FunctionNode*>(node.get())) {
     TPUSIM_ASSIGN_OR_RETURN(NodePtr body,
                             RewriteOutermostBatch(fn->body(), n, any_case2));
-    return fn->WithBody(std::move(body));
+    return RebuildWithBody(*fn, std::move(body));
   }
   return absl::NotFoundError(
       absl::StrCat("rebatch: reached ", op, " without encountering a batch"));
@@ -557,7 +569,7 @@ std::vector<NodeAttr> RebatchV2Node::attrs() const {
       {"drop_remainder", "false"}};
 }
 
-absl::StatusOr<IteratorPtr> RebatchV2Node::MakeIterator(
+absl::StatusOr<IteratorPtr> RebatchV2Node::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   return IteratorPtr(std::make_unique<RebatchV2Iterator>(
@@ -596,7 +608,7 @@ std::vector<NodeAttr> LegacyRebatchNode::attrs() const {
   return {{"num_replicas", absl::StrCat(num_replicas_)}};
 }
 
-absl::StatusOr<IteratorPtr> LegacyRebatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> LegacyRebatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   return IteratorPtr(

@@ -123,7 +123,7 @@ class RebatchV2Node final : public DatasetNode {
                                       std::vector<int64_t> batch_sizes);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -149,7 +149,7 @@ class LegacyRebatchNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t num_replicas);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;

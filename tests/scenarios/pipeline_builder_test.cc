@@ -155,6 +155,13 @@ TEST(PipelineBuilderTest, BuiltinMapFunctionsComputeElementwise) {
   ASSERT_THAT(ds, IsOk());
   EXPECT_THAT(IntScalars(*ds), ElementsAre(0, 1, 2, 3));
   EXPECT_EQ(ds->node()->host_cost_per_element(), common::Picoseconds(50000));
+  // Any stage can declare a host cost per element.
+  ds = Build(MustParse("pipeline { range { stop: 4 } host_cost_ns: 7 }\n"
+                       "pipeline { batch { batch_size: 2 } host_cost_ns: 90 }\n"));
+  ASSERT_THAT(ds, IsOk());
+  EXPECT_EQ(ds->node()->host_cost_per_element(), common::Picoseconds(90000));
+  EXPECT_EQ(ds->node()->inputs()[0]->host_cost_per_element(),
+            common::Picoseconds(7000));
   ds = Build(MustParse(src + "pipeline { map { fn: \"identity\" } }\n"));
   ASSERT_THAT(ds, IsOk());
   EXPECT_THAT(IntScalars(*ds), ElementsAre(-1, 0, 1, 2));

@@ -52,6 +52,30 @@ TEST(ScenarioLoaderTest, ParallelMapCallsMustBePositiveOrAutotune) {
                        "be >= 1 or -1 (AUTOTUNE)"));
 }
 
+TEST(ScenarioLoaderTest, HostCostsMustBeNonNegativeNanoseconds) {
+  const std::string base =
+      "cluster { workers: 1 replicas_per_worker: 1 }\n"
+      "pipeline { range { stop: 4 } host_cost_ns: 30 }\n";
+  EXPECT_THAT(Parse(base + "pipeline { batch { batch_size: 2 } host_cost_ns: 0 }\n"),
+              IsOk());
+  EXPECT_THAT(
+      Parse(base + "pipeline { batch { batch_size: 2 } host_cost_ns: -4 }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].host_cost_ns=-4: must be in [0, "
+               "9223372036854775] (nanoseconds of host CPU per element)"));
+  EXPECT_THAT(
+      Parse(base + "pipeline { map { fn: \"square\" cpu_cost_ns: -1 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].map.cpu_cost_ns=-1: must be in [0, "
+               "9223372036854775] (nanoseconds of host CPU per element)"));
+  EXPECT_THAT(
+      Parse(base + "pipeline { map { fn: \"square\" cpu_cost_ns: 1 } "
+                   "host_cost_ns: 2 }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].host_cost_ns=2: a map stage sets "
+               "host_cost_ns or map.cpu_cost_ns, not both"));
+}
+
 TEST(ScenarioLoaderTest, UnknownFieldNamesLineColumnAndField) {
   EXPECT_THAT(
       ErrorOf(std::string(kCluster) + "pipeline { range { stp: 16 } }\n"),

@@ -519,6 +519,55 @@ TEST(DatasetTest, HostCostsAreCollectedAlongTheGraph) {
             common::Picoseconds(0));
 }
 
+// Every element a costed node produces adds its cost to the meter: those
+// returned, those a filter drops, and those skipped.
+TEST(DatasetTest, HostWorkIsMeteredPerElementProduced) {
+  auto id = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  auto even = [](const Element& e) -> absl::StatusOr<bool> {
+    return e.leaf().AsDouble(0) == 0 ||
+           static_cast<int64_t>(e.leaf().AsDouble(0)) % 2 == 0;
+  };
+  Dataset ds = Dataset::Range(10)
+                   .WithHostCost(common::Picoseconds(2))
+                   .Skip(1)
+                   .Filter(even)
+                   .Map(id, common::Picoseconds(50));
+  auto meter = std::make_shared<HostWorkMeter>();
+  auto it = ds.MakeIterator(meter);
+  ASSERT_THAT(it, IsOk());
+  // Range makes 0 (skipped), 1 (dropped), 2: 3 x 2 ps; map makes 2: 50 ps.
+  auto e = (*it)->GetNext();
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ((*e)->leaf().AsDouble(0), 2);
+  EXPECT_EQ(meter->work, common::Picoseconds(56));
+  // 3 (dropped), 4: 2 x 2 ps + 50 ps.
+  ASSERT_THAT((*it)->GetNext(), IsOk());
+  EXPECT_EQ(meter->work, common::Picoseconds(110));
+  // Without a meter nothing is counted and nothing changes.
+  EXPECT_THAT(Collect(ds), ElementsAre(ElementsAre(2), ElementsAre(4),
+                                       ElementsAre(6), ElementsAre(8)));
+}
+
+TEST(DatasetTest, WithHostCostDeclaresAndReplacesTheLastStagesCost) {
+  auto id = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  Dataset ds = Dataset::Range(4)
+                   .Map(id, common::Picoseconds(500))
+                   .WithHostCost(common::Picoseconds(9000))
+                   .Batch(2)
+                   .WithHostCost(common::Picoseconds::FromNanoseconds(3));
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(ds.node()->host_cost_per_element(), common::Picoseconds(3000));
+  EXPECT_EQ(ds.node()->inputs()[0]->host_cost_per_element(),
+            common::Picoseconds(9000));
+  EXPECT_THAT(ds.node()->ShortString(), HasSubstr("host_cost=3.000 ns"));
+  // The values are unchanged.
+  EXPECT_THAT(Collect(ds), ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3)));
+  EXPECT_THAT(
+      Dataset::Range(4).Map(id, common::Picoseconds(-7)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "map: cost=-7ps: a host cost per element must be >= 0"));
+}
+
 // ---- shuffle ----
 
 TEST(DatasetTest, ShuffleIsAPermutationDeterministicPerSeed) {

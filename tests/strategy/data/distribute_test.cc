@@ -144,6 +144,40 @@ TEST(DistributeDatasetTest, RewriteKindsOfTheTable) {
             RebatchKind::kCase2);
 }
 
+// The declared host cost survives auto-shard and rebatch, and each
+// per-replica batch carries the work its worker's pipeline did for it.
+TEST(DistributeDatasetTest, PerReplicaBatchesCarryTheirHostWork) {
+  // 2 workers x 2 replicas; DATA sharding (range is not file based), global
+  // batch 8 -> 2 rows per replica.
+  Dataset ds = Dataset::Range(32)
+                   .WithHostCost(common::Picoseconds(10))
+                   .Batch(8)
+                   .WithHostCost(common::Picoseconds(1000));
+  auto dist = DistributeDataset(ds, InputWorkers::Uniform(2, 2));
+  ASSERT_THAT(dist, IsOk());
+  for (int w = 0; w < 2; ++w) {
+    const std::string graph = dist->worker_dataset(w).node()->DebugString();
+    EXPECT_THAT(graph, HasSubstr("RangeDataset(start=0, stop=32, step=1, host_cost=10 ps)"))
+        << graph;
+    EXPECT_THAT(graph, HasSubstr("BatchDatasetV2(batch_size=2, drop_remainder=false, host_cost=250 ps)"))
+        << graph;
+  }
+  auto it = dist->MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  auto step = it->GetNext();
+  ASSERT_THAT(step, IsOk());
+  // Each worker runs range (10 ps per row) -> batch(2) (Case 1: 1 ns / 4 =
+  // 250 ps per batch) -> shard(2, w) after the batch (DATA). A batch of 2 rows
+  // costs 270 ps. Replica 0 (worker 0) takes batch 0 and, as the
+  // require-non-empty shard does on its first element, reads ahead over
+  // batch 1; replica 1 takes batch 2. Worker 1's replicas each drop one batch
+  // and take one.
+  EXPECT_THAT(step->host_costs(),
+              ElementsAre(common::Picoseconds(540), common::Picoseconds(270),
+                          common::Picoseconds(540), common::Picoseconds(540)));
+  EXPECT_EQ(testing::StepValues(*step), (Step{{0, 1}, {4, 5}, {2, 3}, {6, 7}}));
+}
+
 TEST(DistributeDatasetTest, EmptyReplicasGetDummyBatchesOfShapeZero) {
   absl::StatusOr<DistributedDataset> dist = DistributeDataset(
       Dataset::Range(10).Batch(8), InputWorkers::Uniform(1, 4));
