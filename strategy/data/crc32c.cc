@@ -37,8 +37,9 @@ const Tables& GetTables() {
 // The SSE4.2 crc32 instruction computes exactly CRC-32C: 8 bytes per
 // instruction, several times the table's speed (TFRecord checks every
 // record's length and payload with it).
-__attribute__((target("sse4.2"))) uint32_t Crc32cExtendSse42(
-    uint32_t crc, const void* data, size_t size) {
+__attribute__((target("sse4.2"))) uint32_t Crc32cExtendSse42(uint32_t crc,
+                                                             const void* data,
+                                                             size_t size) {
   const auto* p = static_cast<const uint8_t*>(data);
   uint64_t c = ~crc;
   while (size >= 8) {

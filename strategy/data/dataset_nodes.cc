@@ -531,7 +531,8 @@ class BatchAssembler {
  private:
   void TakeLeaves(Element& e) {
     size_t k = 0;
-    e.ForEachMutableLeaf([&](Tensor& t) { columns_[k++].push_back(std::move(t)); });
+    e.ForEachMutableLeaf(
+        [&](Tensor& t) { columns_[k++].push_back(std::move(t)); });
   }
   void Clear() {
     for (std::vector<Tensor>& c : columns_) c.clear();  // keeps capacity
@@ -588,8 +589,8 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
           const size_t at = batch_.size();
           batch_.Reset();
           return MemoryBudgetExceeded(
-              absl::StrCat("batch(batch_size=", b_, ") at element ", at),
-              bytes, budget_);
+              absl::StrCat("batch(batch_size=", b_, ") at element ", at), bytes,
+              budget_);
         }
         batch_.Add(*std::move(e));
       }

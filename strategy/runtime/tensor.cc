@@ -221,22 +221,21 @@ bool Shape::IsCompatibleWith(const Shape& other) const {
   const int64_t* a = data();
   const int64_t* b = other.data();
   for (int i = 0; i < rank_; ++i) {
-    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i])
-      return false;
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
   }
   return true;
 }
 
 Shape Shape::MostSpecificCompatible(const Shape& other) const {
-  if (!rank_known_ || !other.rank_known_ ||
-      rank_ != other.rank_) {
+  if (!rank_known_ || !other.rank_known_ || rank_ != other.rank_) {
     return UnknownRank();
   }
   Shape s;
   s.Resize(rank_);
   const int64_t* a = data();
   const int64_t* b = other.data();
-  for (int i = 0; i < rank_; ++i) s.data()[i] = a[i] == b[i] ? a[i] : kUnknownDim;
+  for (int i = 0; i < rank_; ++i)
+    s.data()[i] = a[i] == b[i] ? a[i] : kUnknownDim;
   return s;
 }
 

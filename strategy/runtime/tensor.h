@@ -167,7 +167,9 @@ class Shape {
   static constexpr int kInlineDims = 6;  // chosen: ranks seen in practice
 
   Shape() = default;  // a scalar: rank 0, fully defined
-  Shape(std::initializer_list<int64_t> dims) { Assign(dims.begin(), dims.size()); }
+  Shape(std::initializer_list<int64_t> dims) {
+    Assign(dims.begin(), dims.size());
+  }
   explicit Shape(const std::vector<int64_t>& dims) {
     Assign(dims.data(), dims.size());
   }

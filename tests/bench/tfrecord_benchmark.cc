@@ -64,7 +64,8 @@ const TestFile& File() {
       for (int i = 0; i < kFeatures; ++i)
         x->add_value(static_cast<float>((r * kFeatures + i) % 1000) * 0.5f);
       m["label"].mutable_int64_list()->add_value(r % 10);
-      m["id"].mutable_bytes_list()->add_value(absl::StrCat("record-", 1000000 + r, "__"));
+      m["id"].mutable_bytes_list()->add_value(
+          absl::StrCat("record-", 1000000 + r, "__"));
       TPUSIM_CHECK((*w)->Write(ex.SerializeAsString()).ok());
     }
     TPUSIM_CHECK((*w)->Close().ok());
@@ -87,9 +88,9 @@ FeatureSpec Spec() {
 
 void Report(benchmark::State& state) {
   state.SetBytesProcessed(File().bytes * state.iterations());
-  state.counters["records_per_second"] = benchmark::Counter(
-      static_cast<double>(kRecords) * state.iterations(),
-      benchmark::Counter::kIsRate);
+  state.counters["records_per_second"] =
+      benchmark::Counter(static_cast<double>(kRecords) * state.iterations(),
+                         benchmark::Counter::kIsRate);
 }
 
 void BM_PlainRead(benchmark::State& state) {
@@ -139,9 +140,7 @@ void BM_TFRecordParseSingle(benchmark::State& state) {
   for (auto _ : state) TPUSIM_CHECK(Drain(ds) == kRecords);
   Report(state);
 }
-BENCHMARK(BM_TFRecordParseSingle)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_TFRecordParseSingle)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_TFRecordBatchParse(benchmark::State& state) {
   const Dataset ds = Dataset::TFRecord({File().path})
@@ -150,9 +149,7 @@ void BM_TFRecordBatchParse(benchmark::State& state) {
   for (auto _ : state) TPUSIM_CHECK(Drain(ds) == kRecords / kBatch);
   Report(state);
 }
-BENCHMARK(BM_TFRecordBatchParse)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_TFRecordBatchParse)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace tpusim::data

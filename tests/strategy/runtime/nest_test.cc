@@ -43,7 +43,8 @@ TEST(NestTest, MapAndUnflattenKeepTheStructure) {
 // independent, moves leave the source None-like and usable.
 TEST(NestTest, CopiesAreDeepAndMovesKeepTheStructure) {
   Nest<int> n = Nest<int>::Tuple(
-      {Nest<int>(1), Nest<int>::Dict({{"b", Nest<int>(3)}, {"a", Nest<int>(2)}})});
+      {Nest<int>(1),
+       Nest<int>::Dict({{"b", Nest<int>(3)}, {"a", Nest<int>(2)}})});
   Nest<int> copy = n;
   copy.mutable_children()[0].mutable_leaf() = 10;
   EXPECT_EQ(n.children()[0].leaf(), 1);

@@ -196,10 +196,8 @@ TEST(ShapeTest, InlineAndHeapRanksCopyMoveAndCompare) {
   EXPECT_EQ(big.Prepend(0).ToString(), "[0,1,2,3,4,5,6,7,8]");
   EXPECT_EQ(big.WithDim0(kUnknownDim).ToString(), "[?,2,3,4,5,6,7,8]");
   // Crossing the inline limit in both directions.
-  EXPECT_EQ(Shape({1, 2, 3, 4, 5, 6}).Prepend(7),
-            Shape({7, 1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(Shape({7, 1, 2, 3, 4, 5, 6}).DropDim0(),
-            Shape({1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Shape({1, 2, 3, 4, 5, 6}).Prepend(7), Shape({7, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Shape({7, 1, 2, 3, 4, 5, 6}).DropDim0(), Shape({1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(Shape({3, 4}).Prepend(2), Shape({2, 3, 4}));
   EXPECT_EQ(Shape({3}).DropDim0(), Shape());
   EXPECT_NE(Shape({1, 2, 3, 4, 5, 6, 7}), Shape({1, 2, 3, 4, 5, 6, 8}));
