@@ -1,6 +1,12 @@
 #include "strategy/data/crc32c.h"
 
 #include <array>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define TPUSIM_CRC32C_X86 1
+#endif
 
 namespace tpusim::data {
 namespace {
@@ -27,9 +33,43 @@ const Tables& GetTables() {
   return *tables;
 }
 
+#ifdef TPUSIM_CRC32C_X86
+// The SSE4.2 crc32 instruction computes exactly CRC-32C: 8 bytes per
+// instruction, several times the table's speed (TFRecord checks every
+// record's length and payload with it).
+__attribute__((target("sse4.2"))) uint32_t Crc32cExtendSse42(uint32_t crc,
+                                                             const void* data,
+                                                             size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t c = ~crc;
+  while (size >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = _mm_crc32_u64(c, word);
+    p += 8;
+    size -= 8;
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  while (size-- > 0) c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+
+bool HasSse42() {
+  static const bool has = __builtin_cpu_supports("sse4.2");
+  return has;
+}
+#endif
+
 }  // namespace
 
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
+#ifdef TPUSIM_CRC32C_X86
+  if (HasSse42()) return Crc32cExtendSse42(crc, data, size);
+#endif
+  return Crc32cExtendPortable(crc, data, size);
+}
+
+uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t size) {
   const auto& t = GetTables().t;
   const auto* p = static_cast<const uint8_t*>(data);
   uint32_t c = ~crc;

@@ -1,6 +1,7 @@
 // strategy/data/crc32c.h
 //
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), table-driven, and
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), in hardware where
+// the CPU has it and table-driven elsewhere, and
 // TFRecord's masked form:
 //
 // clang-format off
@@ -19,8 +20,11 @@
 namespace tpusim::data {
 
 // Continues a CRC-32C over more bytes:
-// Crc32cExtend(Crc32c(a), b) == Crc32c(a + b).
+// Crc32cExtend(Crc32c(a), b) == Crc32c(a + b). Uses the CPU's crc32
+// instruction where there is one (x86-64 with SSE4.2), else the tables.
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size);
+// The table-driven computation (slicing by 8) on every CPU; the same results.
+uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t size);
 inline uint32_t Crc32c(const void* data, size_t size) {
   return Crc32cExtend(0, data, size);
 }

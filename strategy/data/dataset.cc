@@ -148,12 +148,12 @@ std::optional<int64_t> EstimateElementBytes(const ElementSpec& spec) {
 
 int64_t ElementBytes(const Element& element) {
   int64_t total = 0;
-  for (const Tensor* t : element.Flatten()) {
-    total += kTensorOverheadBytes + t->byte_size();
-    if (t->dtype() == DType::kBytes) {
-      total += t->num_elements() * static_cast<int64_t>(sizeof(std::string));
+  element.ForEachLeaf([&](const Tensor& t) {
+    total += kTensorOverheadBytes + t.byte_size();
+    if (t.dtype() == DType::kBytes) {
+      total += t.num_elements() * static_cast<int64_t>(sizeof(std::string));
     }
-  }
+  });
   return total;
 }
 

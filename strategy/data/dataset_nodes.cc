@@ -422,8 +422,15 @@ namespace {
 
 // Stacks one component of a batch: a zero-copy view when the parts are
 // consecutive views of one storage (e.g. from_tensor_slices rows), else one
-// copy.
-absl::StatusOr<Tensor> StackColumn(const std::vector<Tensor>& col, int k) {
+// copy (into a recycled buffer of `pool` when given).
+absl::StatusOr<Tensor> StackColumn(const std::vector<Tensor>& col, int k,
+                                   Tensor::BufferPool* pool) {
+  // StackViews and Stack check that the parts agree; only when they do not is
+  // the column searched for the first odd one, for TF's message.
+  if (std::optional<Tensor> view = Tensor::StackViews(col))
+    return *std::move(view);
+  absl::StatusOr<Tensor> stacked = Tensor::Stack(col, pool);
+  if (stacked.ok()) return stacked;
   for (size_t i = 1; i < col.size(); ++i) {
     if (col[i].shape() != col[0].shape() || col[i].dtype() != col[0].dtype()) {
       // TF: "Cannot batch tensors with different shapes in component 0. First
@@ -434,9 +441,7 @@ absl::StatusOr<Tensor> StackColumn(const std::vector<Tensor>& col, int k) {
           " and element ", i, " had shape ", col[i].spec().ToString(), "."));
     }
   }
-  if (std::optional<Tensor> view = Tensor::StackViews(col))
-    return *std::move(view);
-  return Tensor::Stack(col);
+  return stacked;
 }
 
 bool SpecFullyDefined(const ElementSpec& spec) {
@@ -452,38 +457,104 @@ absl::Status StructureError(const Element& e, size_t i, const Element& first) {
                    ", element 0 has ", first.StructureString()));
 }
 
+// Builds batches column by column as elements arrive: each element's leaves
+// are moved into one vector per component (reused from batch to batch), so
+// no nest or vector is made per row, and the stacked components' storage is
+// recycled through one BufferPool per component (when `pooled`). Errors are
+// those of stacking the collected elements: the first element whose structure
+// differs from element 0's, else the first component whose shapes differ.
+class BatchAssembler {
+ public:
+  explicit BatchAssembler(bool pooled) : pooled_(pooled) {}
+
+  size_t size() const { return rows_; }
+
+  void Add(Element e) {
+    const size_t i = rows_++;
+    if (i == 0) {
+      int n = 0;
+      e.ForEachLeaf([&](const Tensor&) { ++n; });
+      if (columns_.size() != static_cast<size_t>(n)) {
+        columns_.assign(n, {});
+        pools_.clear();
+      }
+      if (pooled_ && pools_.size() != static_cast<size_t>(n)) {
+        pools_.clear();
+        for (int k = 0; k < n; ++k)
+          pools_.push_back(std::make_unique<Tensor::BufferPool>());
+      }
+      TakeLeaves(e);
+      structure_ = std::move(e);  // leaves moved out; the structure is kept
+      return;
+    }
+    if (!error_.ok()) return;
+    if (structure_.is_leaf() ? !e.is_leaf() : !e.SameStructure(structure_)) {
+      error_ = StructureError(e, i, structure_);
+      return;
+    }
+    TakeLeaves(e);
+  }
+
+  // Stacks the collected elements and starts a new batch. Precondition:
+  // size() > 0.
+  absl::StatusOr<Element> Finish() {
+    absl::Status error = std::move(error_);
+    error_ = absl::OkStatus();
+    rows_ = 0;
+    if (!error.ok()) {
+      Clear();
+      return error;
+    }
+    std::vector<Tensor> stacked;
+    stacked.reserve(columns_.size());
+    for (size_t k = 0; k < columns_.size(); ++k) {
+      absl::StatusOr<Tensor> t =
+          StackColumn(columns_[k], static_cast<int>(k),
+                      pooled_ ? pools_[k].get() : nullptr);
+      if (!t.ok()) {
+        Clear();
+        return t.status();
+      }
+      stacked.push_back(*std::move(t));
+    }
+    Clear();
+    if (structure_.is_leaf()) return Element(std::move(stacked[0]));
+    return structure_.Unflatten(std::move(stacked));
+  }
+
+  // Drops the collected elements (a partial batch under drop_remainder).
+  void Reset() {
+    rows_ = 0;
+    error_ = absl::OkStatus();
+    Clear();
+  }
+
+ private:
+  void TakeLeaves(Element& e) {
+    size_t k = 0;
+    e.ForEachMutableLeaf(
+        [&](Tensor& t) { columns_[k++].push_back(std::move(t)); });
+  }
+  void Clear() {
+    for (std::vector<Tensor>& c : columns_) c.clear();  // keeps capacity
+  }
+
+  bool pooled_;
+  Element structure_;
+  std::vector<std::vector<Tensor>> columns_;
+  std::vector<std::unique_ptr<Tensor::BufferPool>> pools_;
+  size_t rows_ = 0;
+  absl::Status error_;
+};
+
 }  // namespace
 
 absl::StatusOr<Element> StackElements(std::vector<Element> elements) {
   if (elements.empty())
     return absl::InvalidArgumentError("batch: no elements to stack");
-  const Element& first = elements[0];
-  if (first.is_leaf()) {  // the common case, without per-leaf bookkeeping
-    std::vector<Tensor> col;
-    col.reserve(elements.size());
-    for (size_t i = 0; i < elements.size(); ++i) {
-      if (!elements[i].is_leaf()) return StructureError(elements[i], i, first);
-      col.push_back(std::move(elements[i].mutable_leaf()));
-    }
-    TPUSIM_ASSIGN_OR_RETURN(Tensor t, StackColumn(col, 0));
-    return Element(std::move(t));
-  }
-  const int n_leaves = first.num_leaves();
-  std::vector<std::vector<Tensor>> columns(n_leaves);
-  for (auto& c : columns) c.reserve(elements.size());
-  for (size_t i = 0; i < elements.size(); ++i) {
-    if (!elements[i].SameStructure(first))
-      return StructureError(elements[i], i, first);
-    int k = 0;
-    for (const Tensor* t : elements[i].Flatten()) columns[k++].push_back(*t);
-  }
-  std::vector<Tensor> stacked;
-  stacked.reserve(n_leaves);
-  for (int k = 0; k < n_leaves; ++k) {
-    TPUSIM_ASSIGN_OR_RETURN(Tensor t, StackColumn(columns[k], k));
-    stacked.push_back(std::move(t));
-  }
-  return first.Unflatten(std::move(stacked));
+  BatchAssembler batch(/*pooled=*/false);
+  for (Element& e : elements) batch.Add(std::move(e));
+  return batch.Finish();
 }
 
 absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
@@ -504,10 +575,9 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
           uniform_(uniform) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (done_) return std::optional<Element>();
-      std::vector<Element> parts;
-      parts.reserve(static_cast<size_t>(std::min<int64_t>(b_, 1 << 16)));
+      batch_.Reset();
       int64_t bytes = 0;
-      while (static_cast<int64_t>(parts.size()) < b_) {
+      while (static_cast<int64_t>(batch_.size()) < b_) {
         TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
         if (!e.has_value()) {
           done_ = true;
@@ -517,17 +587,20 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
         // as they arrive.
         bytes += ElementBytes(*e);
         if (bytes > budget_.count()) {
+          const size_t at = batch_.size();
+          batch_.Reset();
           return MemoryBudgetExceeded(
-              absl::StrCat("batch(batch_size=", b_, ") at element ",
-                           parts.size()),
-              bytes, budget_);
+              absl::StrCat("batch(batch_size=", b_, ") at element ", at), bytes,
+              budget_);
         }
-        parts.push_back(*std::move(e));
+        batch_.Add(*std::move(e));
       }
-      if (parts.empty() || (drop_ && static_cast<int64_t>(parts.size()) < b_)) {
+      if (batch_.size() == 0 ||
+          (drop_ && static_cast<int64_t>(batch_.size()) < b_)) {
+        batch_.Reset();
         return std::optional<Element>();
       }
-      TPUSIM_ASSIGN_OR_RETURN(Element out, StackElements(std::move(parts)));
+      TPUSIM_ASSIGN_OR_RETURN(Element out, batch_.Finish());
       return std::optional<Element>(std::move(out));
     }
     // Stacking can only fail for elements of different shapes or structures;
@@ -558,6 +631,7 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
     common::Bytes budget_;
     bool uniform_;
     bool done_ = false;
+    BatchAssembler batch_{/*pooled=*/true};
   };
   return IteratorPtr(std::make_unique<It>(
       std::move(input), batch_size_, drop_remainder_, ctx.max_memory,

@@ -701,7 +701,7 @@ template <typename T>
 absl::StatusOr<Tensor> ReduceKernel(OpCode code, const OpAttrs& attrs,
                                     const Tensor& x, const ValueType& result) {
   using V = C<T>;
-  const auto& dims = x.shape().dims();
+  const std::vector<int64_t> dims = x.shape().dims();
   const int rank = static_cast<int>(dims.size());
   std::vector<bool> mask(rank, false);
   for (int64_t a : attrs.axes) mask[a < 0 ? a + rank : a] = true;

@@ -18,6 +18,7 @@
 #define TPUSIM_STRATEGY_RUNTIME_NEST_H_
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,11 +40,23 @@ class Nest {
   Nest(Leaf leaf)
       : kind_(Kind::kLeaf),
         leaf_(std::move(leaf)) {}  // NOLINT: implicit by design
+  Nest(const Nest& other) : kind_(other.kind_), leaf_(other.leaf_) {
+    if (other.branches_ != nullptr)
+      branches_ = std::make_unique<Branches>(*other.branches_);
+  }
+  Nest(Nest&&) noexcept = default;
+  Nest& operator=(const Nest& other) {
+    if (this != &other) *this = Nest(other);
+    return *this;
+  }
+  Nest& operator=(Nest&&) noexcept = default;
+  ~Nest() = default;
   static Nest None() { return Nest(); }
   static Nest Tuple(std::vector<Nest> children) {
     Nest n;
     n.kind_ = Kind::kTuple;
-    n.children_ = std::move(children);
+    n.branches_ = std::make_unique<Branches>();
+    n.branches_->children = std::move(children);
     return n;
   }
   // Keys are sorted (tf.nest order); duplicate keys are a programming error.
@@ -52,11 +65,12 @@ class Nest {
               [](const auto& a, const auto& b) { return a.first < b.first; });
     Nest n;
     n.kind_ = Kind::kDict;
+    n.branches_ = std::make_unique<Branches>();
     for (size_t i = 0; i < items.size(); ++i) {
       TPUSIM_CHECK(i == 0 || items[i].first != items[i - 1].first)
           << "duplicate dict key " << items[i].first;
-      n.keys_.push_back(std::move(items[i].first));
-      n.children_.push_back(std::move(items[i].second));
+      n.branches_->keys.push_back(std::move(items[i].first));
+      n.branches_->children.push_back(std::move(items[i].second));
     }
     return n;
   }
@@ -76,10 +90,17 @@ class Nest {
     return leaf_;
   }
   // Children of a tuple or dict (dict children in key order).
-  const std::vector<Nest>& children() const { return children_; }
-  std::vector<Nest>& mutable_children() { return children_; }
+  const std::vector<Nest>& children() const {
+    return branches_ != nullptr ? branches_->children : Empty().children;
+  }
+  std::vector<Nest>& mutable_children() {
+    if (branches_ == nullptr) branches_ = std::make_unique<Branches>();
+    return branches_->children;
+  }
   // Keys of a dict, sorted.
-  const std::vector<std::string>& keys() const { return keys_; }
+  const std::vector<std::string>& keys() const {
+    return branches_ != nullptr ? branches_->keys : Empty().keys;
+  }
 
   // The leaves in flattening order.
   std::vector<const Leaf*> Flatten() const {
@@ -110,6 +131,27 @@ class Nest {
     Walk("", fn);
   }
 
+  // Calls fn(leaf) for every leaf in flattening order, without building
+  // paths or a vector (the per-element hot paths of the input pipeline).
+  template <typename Fn>
+  void ForEachLeaf(Fn&& fn) const {
+    if (is_leaf()) {
+      fn(leaf_);
+      return;
+    }
+    for (const Nest& child : children()) child.ForEachLeaf(fn);
+  }
+  // As ForEachLeaf, with writable leaves.
+  template <typename Fn>
+  void ForEachMutableLeaf(Fn&& fn) {
+    if (is_leaf()) {
+      fn(leaf_);
+      return;
+    }
+    if (branches_ == nullptr) return;
+    for (Nest& child : branches_->children) child.ForEachMutableLeaf(fn);
+  }
+
   // The same structure with every leaf replaced by fn(leaf).
   template <typename Fn>
   auto Map(Fn&& fn) const -> Nest<decltype(fn(std::declval<const Leaf&>()))> {
@@ -121,13 +163,13 @@ class Nest {
         return Out(fn(leaf_));
       case Kind::kTuple: {
         std::vector<Out> c;
-        for (const Nest& child : children_) c.push_back(child.Map(fn));
+        for (const Nest& child : children()) c.push_back(child.Map(fn));
         return Out::Tuple(std::move(c));
       }
       case Kind::kDict: {
         std::vector<std::pair<std::string, Out>> items;
-        for (size_t i = 0; i < children_.size(); ++i) {
-          items.emplace_back(keys_[i], children_[i].Map(fn));
+        for (size_t i = 0; i < children().size(); ++i) {
+          items.emplace_back(keys()[i], children()[i].Map(fn));
         }
         return Out::Dict(std::move(items));
       }
@@ -154,10 +196,10 @@ class Nest {
   template <typename T>
   bool SameStructure(const Nest<T>& other) const {
     if (static_cast<int>(kind_) != static_cast<int>(other.kind())) return false;
-    if (children_.size() != other.children().size()) return false;
-    if (is_dict() && keys_ != other.keys()) return false;
-    for (size_t i = 0; i < children_.size(); ++i) {
-      if (!children_[i].SameStructure(other.children()[i])) return false;
+    if (children().size() != other.children().size()) return false;
+    if (is_dict() && keys() != other.keys()) return false;
+    for (size_t i = 0; i < children().size(); ++i) {
+      if (!children()[i].SameStructure(other.children()[i])) return false;
     }
     return true;
   }
@@ -171,15 +213,15 @@ class Nest {
         return "*";
       case Kind::kTuple: {
         std::vector<std::string> parts;
-        for (const Nest& c : children_) parts.push_back(c.StructureString());
+        for (const Nest& c : children()) parts.push_back(c.StructureString());
         return absl::StrCat("(", absl::StrJoin(parts, ", "),
-                            children_.size() == 1 ? ",)" : ")");
+                            children().size() == 1 ? ",)" : ")");
       }
       case Kind::kDict: {
         std::vector<std::string> parts;
-        for (size_t i = 0; i < children_.size(); ++i) {
+        for (size_t i = 0; i < children().size(); ++i) {
           parts.push_back(
-              absl::StrCat(keys_[i], ": ", children_[i].StructureString()));
+              absl::StrCat(keys()[i], ": ", children()[i].StructureString()));
         }
         return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
       }
@@ -198,9 +240,9 @@ class Nest {
         return;
       case Kind::kTuple:
       case Kind::kDict:
-        for (size_t i = 0; i < children_.size(); ++i) {
-          std::string name = is_dict() ? keys_[i] : absl::StrCat(i);
-          children_[i].Walk(
+        for (size_t i = 0; i < children().size(); ++i) {
+          std::string name = is_dict() ? keys()[i] : absl::StrCat(i);
+          children()[i].Walk(
               prefix.empty() ? name : absl::StrCat(prefix, "/", name), fn);
         }
         return;
@@ -220,15 +262,15 @@ class Nest {
         return Nest<T>(std::move(leaves[next++]));
       case Kind::kTuple: {
         std::vector<Nest<T>> c;
-        for (const Nest& child : children_)
+        for (const Nest& child : children())
           c.push_back(child.template Rebuild<T>(leaves, next));
         return Nest<T>::Tuple(std::move(c));
       }
       case Kind::kDict: {
         std::vector<std::pair<std::string, Nest<T>>> items;
-        for (size_t i = 0; i < children_.size(); ++i) {
-          items.emplace_back(keys_[i],
-                             children_[i].template Rebuild<T>(leaves, next));
+        for (size_t i = 0; i < children().size(); ++i) {
+          items.emplace_back(keys()[i],
+                             children()[i].template Rebuild<T>(leaves, next));
         }
         return Nest<T>::Dict(std::move(items));
       }
@@ -239,10 +281,20 @@ class Nest {
   template <typename>
   friend class Nest;
 
+  // The children of a tuple or dict, out of line so that a leaf (a dataset
+  // element's usual form) is small and cheap to move.
+  struct Branches {
+    std::vector<Nest> children;
+    std::vector<std::string> keys;
+  };
+  static const Branches& Empty() {
+    static const Branches* empty = new Branches();
+    return *empty;
+  }
+
   Kind kind_ = Kind::kNone;
   Leaf leaf_{};
-  std::vector<Nest> children_;
-  std::vector<std::string> keys_;
+  std::unique_ptr<Branches> branches_;
 };
 
 }  // namespace tpusim::runtime

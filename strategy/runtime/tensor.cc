@@ -1,5 +1,6 @@
 #include "strategy/runtime/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -136,13 +137,24 @@ Shape Shape::UnknownRank() {
 
 bool Shape::IsFullyDefined() const {
   if (!rank_known_) return false;
-  for (int64_t d : dims_) {
+  for (int64_t d : dims()) {
     if (d < 0) return false;
   }
   return true;
 }
 
 int64_t Shape::num_elements() const {
+  if (rank_known_) {  // the fast path: no Status unless it fails
+    int64_t n = 1;
+    bool ok = true;
+    for (int64_t d : dims()) {
+      if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return n;
+  }
   absl::StatusOr<int64_t> n = CheckedNumElements();
   TPUSIM_CHECK(n.ok()) << n.status();
   return *n;
@@ -155,7 +167,7 @@ absl::StatusOr<int64_t> Shape::CheckedNumElements() const {
                      " is not fully defined; it has no element count"));
   }
   int64_t n = 1;
-  for (int64_t d : dims_) {
+  for (int64_t d : dims()) {
     std::optional<int64_t> p = common::CheckedMul(n, d);
     if (!p.has_value()) {
       return absl::InvalidArgumentError(
@@ -169,54 +181,69 @@ absl::StatusOr<int64_t> Shape::CheckedNumElements() const {
 }
 
 Shape Shape::WithDim0(int64_t dim) const {
-  TPUSIM_CHECK(rank_known_ && !dims_.empty()) << ToString();
+  TPUSIM_CHECK(rank_known_ && rank_ > 0) << ToString();
   Shape s = *this;
-  s.dims_[0] = dim;
+  s.data()[0] = dim;
   return s;
 }
 
 Shape Shape::Prepend(int64_t dim) const {
   if (!rank_known_) return *this;
-  std::vector<int64_t> dims;
-  dims.reserve(dims_.size() + 1);
-  dims.push_back(dim);
-  dims.insert(dims.end(), dims_.begin(), dims_.end());
-  return Shape(std::move(dims));
+  Shape s;
+  if (rank_ < kInlineDims) {  // stays inline: fixed-size copies
+    s.rank_ = rank_ + 1;
+    s.inline_[0] = dim;
+    std::memcpy(s.inline_ + 1, inline_, (kInlineDims - 1) * sizeof(int64_t));
+    return s;
+  }
+  s.Resize(rank_ + 1);
+  s.data()[0] = dim;
+  std::memcpy(s.data() + 1, data(), rank_ * sizeof(int64_t));
+  return s;
 }
 
 Shape Shape::DropDim0() const {
   if (!rank_known_) return *this;
-  TPUSIM_CHECK(!dims_.empty()) << "DropDim0 of a scalar";
-  return Shape(std::vector<int64_t>(dims_.begin() + 1, dims_.end()));
+  TPUSIM_CHECK(rank_ > 0) << "DropDim0 of a scalar";
+  Shape s;
+  if (heap_ == nullptr) {  // inline: a fixed-size copy
+    s.rank_ = rank_ - 1;
+    std::memcpy(s.inline_, inline_ + 1, (kInlineDims - 1) * sizeof(int64_t));
+    return s;
+  }
+  s.Assign(data() + 1, rank_ - 1);
+  return s;
 }
 
 bool Shape::IsCompatibleWith(const Shape& other) const {
   if (!rank_known_ || !other.rank_known_) return true;
-  if (dims_.size() != other.dims_.size()) return false;
-  for (size_t i = 0; i < dims_.size(); ++i) {
-    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i])
-      return false;
+  if (rank_ != other.rank_) return false;
+  const int64_t* a = data();
+  const int64_t* b = other.data();
+  for (int i = 0; i < rank_; ++i) {
+    if (a[i] >= 0 && b[i] >= 0 && a[i] != b[i]) return false;
   }
   return true;
 }
 
 Shape Shape::MostSpecificCompatible(const Shape& other) const {
-  if (!rank_known_ || !other.rank_known_ ||
-      dims_.size() != other.dims_.size()) {
+  if (!rank_known_ || !other.rank_known_ || rank_ != other.rank_) {
     return UnknownRank();
   }
-  std::vector<int64_t> dims(dims_.size());
-  for (size_t i = 0; i < dims_.size(); ++i) {
-    dims[i] = dims_[i] == other.dims_[i] ? dims_[i] : kUnknownDim;
-  }
-  return Shape(std::move(dims));
+  Shape s;
+  s.Resize(rank_);
+  const int64_t* a = data();
+  const int64_t* b = other.data();
+  for (int i = 0; i < rank_; ++i)
+    s.data()[i] = a[i] == b[i] ? a[i] : kUnknownDim;
+  return s;
 }
 
 std::string Shape::ToString() const {
   if (!rank_known_) return "<unknown>";
   std::vector<std::string> parts;
-  parts.reserve(dims_.size());
-  for (int64_t d : dims_) parts.push_back(d < 0 ? "?" : absl::StrCat(d));
+  parts.reserve(rank_);
+  for (int64_t d : dims()) parts.push_back(d < 0 ? "?" : absl::StrCat(d));
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
 
@@ -245,6 +272,14 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage,
     : dtype_(dtype),
       shape_(std::move(shape)),
       num_elements_(shape_.num_elements()),
+      storage_(std::move(storage)),
+      offset_(offset) {}
+
+Tensor::Tensor(DType dtype, Shape shape, int64_t num_elements,
+               std::shared_ptr<Storage> storage, int64_t offset)
+    : dtype_(dtype),
+      shape_(std::move(shape)),
+      num_elements_(num_elements),
       storage_(std::move(storage)),
       offset_(offset) {}
 
@@ -342,16 +377,18 @@ Tensor Tensor::Slice(int64_t begin, int64_t count) const {
   TPUSIM_CHECK(begin >= 0 && count >= 0 && begin + count <= shape_.dim(0))
       << "slice [" << begin << ", " << begin + count << ") of "
       << shape_.ToString();
-  Shape shape = shape_.WithDim0(count);
   const int64_t row = shape_.dim(0) == 0 ? 0 : num_elements_ / shape_.dim(0);
-  return Tensor(dtype_, std::move(shape), storage_,
+  return Tensor(dtype_, shape_.WithDim0(count), count * row, storage_,
                 storage_ ? offset_ + begin * row : 0);
 }
 
 Tensor Tensor::Row(int64_t i) const {
-  Tensor t = Slice(i, 1);
-  t.shape_ = shape_.DropDim0();
-  return t;
+  TPUSIM_CHECK(shape_.rank() >= 1) << "Row of a scalar";
+  TPUSIM_CHECK(i >= 0 && i < shape_.dim(0))
+      << "row " << i << " of " << shape_.ToString();
+  const int64_t row = num_elements_ / shape_.dim(0);
+  return Tensor(dtype_, shape_.DropDim0(), row, storage_,
+                storage_ ? offset_ + i * row : 0);
 }
 
 absl::StatusOr<Tensor> Tensor::Reshape(Shape shape) const {
@@ -365,7 +402,8 @@ absl::StatusOr<Tensor> Tensor::Reshape(Shape shape) const {
   return t;
 }
 
-absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
+absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts,
+                                     BufferPool* pool) {
   if (parts.empty()) return absl::InvalidArgumentError("Stack of zero tensors");
   for (size_t i = 1; i < parts.size(); ++i) {
     if (parts[i].dtype_ != parts[0].dtype_ ||
@@ -381,10 +419,11 @@ absl::StatusOr<Tensor> Tensor::Stack(absl::Span<const Tensor> parts) {
   // overflow, their bytes exist; abstract parts can.)
   Shape shape = parts[0].shape_.Prepend(static_cast<int64_t>(parts.size()));
   TPUSIM_RETURN_IF_ERROR(CheckedByteSize(parts[0].dtype_, shape).status());
-  return Join(parts, std::move(shape));
+  return Join(parts, std::move(shape), pool);
 }
 
-Tensor Tensor::Join(absl::Span<const Tensor> parts, Shape shape) {
+Tensor Tensor::Join(absl::Span<const Tensor> parts, Shape shape,
+                    BufferPool* pool) {
   const Tensor& first = parts[0];
   for (const Tensor& p : parts) {
     if (!p.has_data()) return Abstract(first.dtype_, std::move(shape));
@@ -394,15 +433,23 @@ Tensor Tensor::Join(absl::Span<const Tensor> parts, Shape shape) {
     t.shape_ = std::move(shape);
     return t;
   }
-  auto storage = std::make_shared<Storage>();
+  std::shared_ptr<Storage> storage;
+  const int64_t n = shape.num_elements();
   if (first.dtype_ == DType::kBytes) {
-    storage->strings.reserve(shape.num_elements());
+    storage = std::make_shared<Storage>();
+    storage->strings.reserve(n);
     for (const Tensor& p : parts) {
       auto v = p.values<std::string>();
       storage->strings.insert(storage->strings.end(), v.begin(), v.end());
     }
   } else {
-    storage->bytes = ByteBuffer(shape.num_elements() * DTypeSize(first.dtype_));
+    const int64_t bytes = n * DTypeSize(first.dtype_);
+    if (pool != nullptr) {
+      storage = pool->Acquire(bytes);
+    } else {
+      storage = std::make_shared<Storage>();
+      storage->bytes = ByteBuffer(bytes);
+    }
     uint8_t* out = storage->bytes.data();
     for (const Tensor& p : parts) {
       absl::Span<const uint8_t> b = p.raw_bytes();
@@ -410,7 +457,7 @@ Tensor Tensor::Join(absl::Span<const Tensor> parts, Shape shape) {
       out += b.size();
     }
   }
-  return Tensor(first.dtype_, std::move(shape), std::move(storage), 0);
+  return Tensor(first.dtype_, std::move(shape), n, std::move(storage), 0);
 }
 
 std::optional<Tensor> Tensor::StackViews(absl::Span<const Tensor> parts) {
@@ -430,7 +477,8 @@ std::optional<Tensor> Tensor::StackViews(absl::Span<const Tensor> parts) {
                 first.storage_, first.offset_);
 }
 
-absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
+absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts,
+                                      BufferPool* pool) {
   if (parts.empty())
     return absl::InvalidArgumentError("Concat of zero tensors");
   const Tensor& first = parts[0];
@@ -457,7 +505,7 @@ absl::StatusOr<Tensor> Tensor::Concat(absl::Span<const Tensor> parts) {
   }
   Shape shape = first.shape_.WithDim0(rows);
   TPUSIM_RETURN_IF_ERROR(CheckedByteSize(first.dtype_, shape).status());
-  return Join(parts, std::move(shape));
+  return Join(parts, std::move(shape), pool);
 }
 
 absl::StatusOr<Tensor> Tensor::Cast(DType to) const {
@@ -507,6 +555,42 @@ std::string Tensor::DebugString(int max_elements) const {
   if (n < num_elements_) out += ", ...";
   out += "}";
   return out;
+}
+
+// ---- Tensor::BufferPool ----
+
+Tensor::BufferPool::BufferPool(int max_buffers, int64_t max_bytes)
+    : max_buffers_(max_buffers), max_bytes_(max_bytes) {}
+
+std::shared_ptr<Tensor::Storage> Tensor::BufferPool::Acquire(int64_t bytes) {
+  // A pooled storage nobody else holds: no tensor can see it, so writing it
+  // does not break the immutability of any tensor. The acquire fence pairs
+  // with the release in the last other owner's reference drop, so its reads
+  // of the old contents happen before our writes.
+  int free_other_size = -1;
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const std::shared_ptr<Storage>& b = buffers_[i];
+    if (b.use_count() != 1) continue;
+    if (b->bytes.size() == bytes) {
+      std::atomic_thread_fence(std::memory_order_acquire);
+      ++reused_;
+      return b;
+    }
+    if (free_other_size < 0) free_other_size = static_cast<int>(i);
+  }
+  auto fresh = std::make_shared<Storage>();
+  fresh->bytes = ByteBuffer(bytes);
+  ++allocated_;
+  if (free_other_size >= 0) {  // replace an idle buffer of another size
+    held_bytes_ -= buffers_[free_other_size]->bytes.size();
+    buffers_.erase(buffers_.begin() + free_other_size);
+  }
+  if (static_cast<int>(buffers_.size()) < max_buffers_ &&
+      held_bytes_ + bytes <= max_bytes_) {
+    buffers_.push_back(fresh);
+    held_bytes_ += bytes;
+  }
+  return fresh;
 }
 
 bool operator==(const Tensor& a, const Tensor& b) {

@@ -20,6 +20,7 @@
 #ifndef TPUSIM_STRATEGY_RUNTIME_TENSOR_H_
 #define TPUSIM_STRATEGY_RUNTIME_TENSOR_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -120,20 +121,105 @@ auto VisitNumeric(DType dtype, Fn&& fn) {
 
 inline constexpr int64_t kUnknownDim = -1;
 
+// The dimensions of a Shape: a read-only view into the shape (valid while the
+// Shape lives and is not assigned to). It converts implicitly to
+// std::vector<int64_t> (a copy) for callers that need a vector, and compares
+// with another view or a vector element by element.
+class DimsView : public absl::Span<const int64_t> {
+ public:
+  using absl::Span<const int64_t>::Span;
+  DimsView(absl::Span<const int64_t> dims)  // NOLINT: implicit by design
+      : absl::Span<const int64_t>(dims) {}
+  operator std::vector<int64_t>() const {  // NOLINT: implicit by design
+    return std::vector<int64_t>(begin(), end());
+  }
+  std::vector<int64_t> ToVector() const { return *this; }
+  friend bool operator==(DimsView a, DimsView b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {  // short: a loop beats memcmp
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
+  friend bool operator!=(DimsView a, DimsView b) { return !(a == b); }
+  friend bool operator==(DimsView a, const std::vector<int64_t>& b) {
+    return a == DimsView(b);
+  }
+  friend bool operator==(const std::vector<int64_t>& a, DimsView b) {
+    return DimsView(a) == b;
+  }
+  friend bool operator!=(DimsView a, const std::vector<int64_t>& b) {
+    return !(a == b);
+  }
+  friend bool operator!=(const std::vector<int64_t>& a, DimsView b) {
+    return !(a == b);
+  }
+};
+
 // A possibly partial shape: dimensions may be kUnknownDim and the rank may be
 // unknown.
+//
+// Small-buffer storage: up to kInlineDims dimensions live inside the Shape, so
+// making, copying and destroying a shape of rank <= kInlineDims never touches
+// the heap (a Tensor carries one; slicing a row used to allocate twice).
 class Shape {
  public:
+  static constexpr int kInlineDims = 6;  // chosen: ranks seen in practice
+
   Shape() = default;  // a scalar: rank 0, fully defined
-  Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
+  Shape(std::initializer_list<int64_t> dims) {
+    Assign(dims.begin(), dims.size());
+  }
+  explicit Shape(const std::vector<int64_t>& dims) {
+    Assign(dims.data(), dims.size());
+  }
+  explicit Shape(absl::Span<const int64_t> dims) {
+    Assign(dims.data(), dims.size());
+  }
+  explicit Shape(DimsView dims) { Assign(dims.data(), dims.size()); }
+  Shape(const Shape& other) : rank_known_(other.rank_known_) {
+    CopyFrom(other);
+  }
+  Shape(Shape&& other) noexcept : rank_known_(other.rank_known_) {
+    if (other.heap_ != nullptr) {
+      heap_ = other.heap_;
+      rank_ = other.rank_;
+      other.heap_ = nullptr;
+      other.rank_ = 0;
+    } else {
+      CopyFrom(other);
+    }
+  }
+  Shape& operator=(const Shape& other) {
+    if (this != &other) {
+      CopyFrom(other);
+      rank_known_ = other.rank_known_;
+    }
+    return *this;
+  }
+  Shape& operator=(Shape&& other) noexcept {
+    if (this != &other) {
+      if (other.heap_ != nullptr) {
+        delete[] heap_;
+        heap_ = other.heap_;
+        rank_ = other.rank_;
+        other.heap_ = nullptr;
+        other.rank_ = 0;
+      } else {
+        CopyFrom(other);
+      }
+      rank_known_ = other.rank_known_;
+    }
+    return *this;
+  }
+  ~Shape() { delete[] heap_; }
   static Shape UnknownRank();
 
   bool rank_known() const { return rank_known_; }
   // Precondition: rank_known().
-  int rank() const { return static_cast<int>(dims_.size()); }
-  int64_t dim(int i) const { return dims_[i]; }
-  const std::vector<int64_t>& dims() const { return dims_; }
+  int rank() const { return rank_; }
+  int64_t dim(int i) const { return data()[i]; }
+  DimsView dims() const { return DimsView(data(), static_cast<size_t>(rank_)); }
   bool IsFullyDefined() const;
   // Product of the dimensions. Precondition: IsFullyDefined() and the product
   // fits in int64 (CheckedNumElements() has accepted the shape); a violation
@@ -161,12 +247,49 @@ class Shape {
   // "[2,3]", "[?,28,28]", "[]" (scalar), "<unknown>".
   std::string ToString() const;
   friend bool operator==(const Shape& a, const Shape& b) {
-    return a.rank_known_ == b.rank_known_ && a.dims_ == b.dims_;
+    return a.rank_known_ == b.rank_known_ && a.dims() == b.dims();
   }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
 
  private:
-  std::vector<int64_t> dims_;
+  const int64_t* data() const { return heap_ != nullptr ? heap_ : inline_; }
+  int64_t* data() { return heap_ != nullptr ? heap_ : inline_; }
+  // Makes room for `rank` dimensions (contents unspecified); the heap block
+  // exists exactly when rank > kInlineDims.
+  void Resize(size_t rank) {
+    if (rank > static_cast<size_t>(kInlineDims)) {
+      if (heap_ == nullptr || static_cast<size_t>(rank_) != rank) {
+        delete[] heap_;
+        heap_ = new int64_t[rank];
+      }
+    } else if (heap_ != nullptr) {
+      delete[] heap_;
+      heap_ = nullptr;
+    }
+    rank_ = static_cast<int32_t>(rank);
+  }
+  // The dimensions of `other`; an inline shape is copied as a whole block of
+  // fixed size (no length-dependent loop or call).
+  void CopyFrom(const Shape& other) {
+    if (other.heap_ == nullptr) {
+      if (heap_ != nullptr) {
+        delete[] heap_;
+        heap_ = nullptr;
+      }
+      std::memcpy(inline_, other.inline_, sizeof(inline_));
+      rank_ = other.rank_;
+    } else {
+      Assign(other.heap_, other.rank_);
+    }
+  }
+  void Assign(const int64_t* dims, size_t rank) {
+    Resize(rank);
+    if (rank > 0) std::memmove(data(), dims, rank * sizeof(int64_t));
+  }
+
+  int64_t inline_[kInlineDims] = {};
+  int64_t* heap_ = nullptr;  // the dimensions when rank_ > kInlineDims
+  int32_t rank_ = 0;
   bool rank_known_ = true;
 };
 
@@ -188,6 +311,8 @@ struct TensorSpec {
 
 class Tensor {
  public:
+  class BufferPool;
+
   // An abstract f32 scalar.
   Tensor() = default;
   // A tensor with no data. Precondition: shape.IsFullyDefined().
@@ -251,7 +376,10 @@ class Tensor {
   absl::StatusOr<Tensor> Reshape(Shape shape) const;
   // Stacks equal-shaped tensors along a new dimension 0 (tf.stack; what batch()
   // does). InvalidArgument on an empty list or on differing dtypes or shapes.
-  static absl::StatusOr<Tensor> Stack(absl::Span<const Tensor> parts);
+  // With a `pool`, a numeric result's storage comes from it (recycled when
+  // no tensor holds it any more), see BufferPool.
+  static absl::StatusOr<Tensor> Stack(absl::Span<const Tensor> parts,
+                                      BufferPool* pool = nullptr);
   // Stack without a copy, when possible: if every part has the same dtype and
   // shape and the parts are consecutive views of one storage (part i + 1 starts
   // where part i ends, e.g. consecutive Row()s of one tensor), the stacked
@@ -260,7 +388,9 @@ class Tensor {
   static std::optional<Tensor> StackViews(absl::Span<const Tensor> parts);
   // Concatenates along dimension 0 (tf.concat axis 0). Parts must agree in
   // dtype, rank and every dimension but the first.
-  static absl::StatusOr<Tensor> Concat(absl::Span<const Tensor> parts);
+  // `pool` as in Stack.
+  static absl::StatusOr<Tensor> Concat(absl::Span<const Tensor> parts,
+                                       BufferPool* pool = nullptr);
   // Converts numeric tensors (as tf.cast: float→int truncates toward zero,
   // →bf16 rounds to nearest even). kBytes converts only to kBytes.
   absl::StatusOr<Tensor> Cast(DType dtype) const;
@@ -296,10 +426,15 @@ class Tensor {
   };
   Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage,
          int64_t offset);
+  // As above with the element count of `shape` already known.
+  Tensor(DType dtype, Shape shape, int64_t num_elements,
+         std::shared_ptr<Storage> storage, int64_t offset);
   // The parts' elements back to back under `shape` (Stack and Concat): one
-  // allocation and one copy per part; a single part is returned as a view.
-  // Precondition: parts agree in dtype and shape.num_elements() is their total.
-  static Tensor Join(absl::Span<const Tensor> parts, Shape shape);
+  // allocation (or a recycled buffer from `pool`) and one copy per part; a
+  // single part is returned as a view. Precondition: parts agree in dtype and
+  // shape.num_elements() is their total.
+  static Tensor Join(absl::Span<const Tensor> parts, Shape shape,
+                     BufferPool* pool);
   void CheckAccess(DType expected) const;
   void MakeUnique();
 
@@ -308,6 +443,43 @@ class Tensor {
   int64_t num_elements_ = 1;
   std::shared_ptr<Storage> storage_;
   int64_t offset_ = 0;  // in elements
+};
+
+// Recycles the numeric storage of tensors one producer makes again and again
+// (a batch iterator's batches), so that each batch does not get a fresh heap
+// block: large fresh blocks come from mmap or a trimmed heap and page-fault on
+// first touch, which cost more than the copy that fills them.
+//
+// Tensors stay immutable values: a pooled storage is written again only when
+// the pool holds the one and only reference to it (its shared_ptr use count
+// is 1), i.e. every tensor made from it has been destroyed. A tensor still
+// held anywhere (including one mutated through copy-on-write, which copies
+// because the pool shares it) is never touched. Not thread-safe by itself: one
+// pool per producer; tensors it made may be released from any thread.
+class Tensor::BufferPool {
+ public:
+  // Keeps at most `max_buffers` storages and `max_bytes` bytes for reuse
+  // (chosen: 16 in-flight batches, 64 MiB); beyond that, storages are made
+  // and dropped as without a pool.
+  explicit BufferPool(int max_buffers = 16, int64_t max_bytes = 64 << 20);
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  int64_t reused() const { return reused_; }        // buffers handed out again
+  int64_t allocated() const { return allocated_; }  // fresh buffers made
+  int64_t held_bytes() const { return held_bytes_; }
+
+ private:
+  friend class Tensor;
+  // A numeric storage of exactly `bytes` (contents unspecified).
+  std::shared_ptr<Storage> Acquire(int64_t bytes);
+
+  int max_buffers_;
+  int64_t max_bytes_;
+  std::vector<std::shared_ptr<Storage>> buffers_;
+  int64_t held_bytes_ = 0;
+  int64_t reused_ = 0;
+  int64_t allocated_ = 0;
 };
 
 // ---- implementation of the templates ----

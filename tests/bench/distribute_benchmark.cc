@@ -12,13 +12,15 @@
 // views (zero_copy_fraction=1); this is the per-element cost of the pipeline.
 // BM_BatchOnly1GiB: the same dataset nodes without rebatch and distribution.
 //
-//   build-dist-rel/tests/bench/distribute_benchmark
+//   build/release/tests/bench/distribute_benchmark
 //
-// Allocation note: every copied batch is a new 128 KiB heap block. With glibc's
-// defaults such blocks are mmap'ed or trimmed and page-fault on every batch
-// (about 40% of the time in perf). TF allocates from a caching allocator; to
-// model that, run with
+// Allocation: batch() copies into storage recycled through a per-iterator
+// Tensor::BufferPool (a released batch's block is written again), so fresh
+// blocks are not page-faulted in for every batch; before, with glibc's
+// defaults, that was about 40% of the time. The caching-allocator setting
+// once needed to model TF's allocator
 //   MALLOC_MMAP_THRESHOLD_=268435456 MALLOC_TRIM_THRESHOLD_=1073741824
+// no longer changes the figures much.
 
 #include <cstring>
 #include <vector>

@@ -165,4 +165,144 @@ TEST(TensorTest, CheckedSizesNameTheShape) {
                        "int64)"));
 }
 
+namespace {
+
+// Shapes keep up to Shape::kInlineDims dimensions inline and larger ranks on
+// the heap; both behave the same through copies, moves and assignments.
+TEST(ShapeTest, InlineAndHeapRanksCopyMoveAndCompare) {
+  const std::vector<int64_t> eight = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{}, std::vector<int64_t>{4},
+        std::vector<int64_t>{1, 2, 3, 4, 5, 6}, eight}) {
+    const Shape s(dims);
+    EXPECT_EQ(s.rank(), static_cast<int>(dims.size()));
+    EXPECT_EQ(s.dims(), dims);
+    Shape copy = s;
+    EXPECT_EQ(copy, s);
+    Shape moved = std::move(copy);
+    EXPECT_EQ(moved, s);
+    Shape assigned({9});
+    assigned = moved;
+    EXPECT_EQ(assigned, s);
+    Shape move_assigned({1, 2, 3, 4, 5, 6, 7, 8, 9});
+    move_assigned = std::move(assigned);
+    EXPECT_EQ(move_assigned, s);
+    EXPECT_EQ(move_assigned.ToString(), s.ToString());
+  }
+  const Shape big(eight);
+  EXPECT_EQ(big.ToString(), "[1,2,3,4,5,6,7,8]");
+  EXPECT_EQ(big.num_elements(), 40320);
+  EXPECT_EQ(big.DropDim0(), Shape({2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(big.Prepend(0).ToString(), "[0,1,2,3,4,5,6,7,8]");
+  EXPECT_EQ(big.WithDim0(kUnknownDim).ToString(), "[?,2,3,4,5,6,7,8]");
+  // Crossing the inline limit in both directions.
+  EXPECT_EQ(Shape({1, 2, 3, 4, 5, 6}).Prepend(7), Shape({7, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Shape({7, 1, 2, 3, 4, 5, 6}).DropDim0(), Shape({1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Shape({3, 4}).Prepend(2), Shape({2, 3, 4}));
+  EXPECT_EQ(Shape({3}).DropDim0(), Shape());
+  EXPECT_NE(Shape({1, 2, 3, 4, 5, 6, 7}), Shape({1, 2, 3, 4, 5, 6, 8}));
+  EXPECT_NE(Shape({2}), Shape({2, 1}));
+  EXPECT_NE(Shape(), Shape::UnknownRank());
+  EXPECT_EQ(Shape({1, 2, 3, 4, 5, 6, 7})
+                .MostSpecificCompatible(Shape({1, 2, 3, 4, 5, 6, 8}))
+                .ToString(),
+            "[1,2,3,4,5,6,?]");
+}
+
+// dims() is a view into the shape; it converts to a vector and compares with
+// one, and a Span over it refers to the shape's own storage.
+TEST(ShapeTest, DimsViewConvertsAndCompares) {
+  const Shape s({2, 3, 4});
+  std::vector<int64_t> v = s.dims();
+  EXPECT_THAT(v, ElementsAre(2, 3, 4));
+  const std::vector<int64_t>& bound = s.dims();
+  EXPECT_EQ(bound, v);
+  EXPECT_TRUE(s.dims() == v);
+  EXPECT_TRUE(v == s.dims());
+  EXPECT_FALSE(s.dims() != v);
+  EXPECT_TRUE(s.dims() != std::vector<int64_t>({2, 3}));
+  EXPECT_EQ(s.dims().back(), 4);
+  EXPECT_EQ(s.dims().size(), 3u);
+  absl::Span<const int64_t> span = s.dims();
+  EXPECT_EQ(span.data(), s.dims().data());
+  EXPECT_EQ(Shape(s.dims()), s);
+  EXPECT_EQ(s.dims().ToVector(), v);
+}
+
+// The pool hands a storage out again only when no tensor holds it; a tensor
+// that is still held keeps its values, and copy-on-write of a pooled tensor
+// copies (the pool shares its storage).
+TEST(BufferPoolTest, ReusesOnlyStorageNoTensorHolds) {
+  const Tensor m =
+      Tensor::FromVector<int64_t>(Shape({4, 2}), {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor::BufferPool pool;
+  auto stack = [&](int a, int b) {
+    absl::StatusOr<Tensor> t = Tensor::Stack({m.Row(a), m.Row(b)}, &pool);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return *t;
+  };
+  Tensor first = stack(3, 0);
+  const int64_t* first_data = first.values<int64_t>().data();
+  Tensor second = stack(1, 2);  // `first` is held: a new buffer
+  EXPECT_NE(second.values<int64_t>().data(), first_data);
+  EXPECT_EQ(pool.allocated(), 2);
+  EXPECT_EQ(pool.reused(), 0);
+  EXPECT_THAT(first.values<int64_t>(), ElementsAre(6, 7, 0, 1));
+  EXPECT_THAT(second.values<int64_t>(), ElementsAre(2, 3, 4, 5));
+
+  first = Tensor();  // released: its buffer is free again
+  Tensor third = stack(2, 3);
+  EXPECT_EQ(third.values<int64_t>().data(), first_data);
+  EXPECT_EQ(pool.reused(), 1);
+  EXPECT_THAT(third.values<int64_t>(), ElementsAre(4, 5, 6, 7));
+  EXPECT_THAT(second.values<int64_t>(), ElementsAre(2, 3, 4, 5));
+
+  // A copy of a tensor holds the storage too.
+  const Tensor copy_of_third = third;
+  third = Tensor();
+  Tensor fourth = stack(0, 0);
+  EXPECT_NE(fourth.values<int64_t>().data(), first_data);
+  EXPECT_THAT(copy_of_third.values<int64_t>(), ElementsAre(4, 5, 6, 7));
+
+  // Writing a pooled tensor copies first; the pool's buffer is untouched.
+  const int64_t* fourth_data = fourth.values<int64_t>().data();
+  fourth.mutable_values<int64_t>()[0] = 99;
+  EXPECT_NE(fourth.values<int64_t>().data(), fourth_data);
+  EXPECT_THAT(fourth.values<int64_t>(), ElementsAre(99, 1, 0, 1));
+
+  // Another size: an idle buffer of the old size is replaced; results exact.
+  second = Tensor();
+  absl::StatusOr<Tensor> three =
+      Tensor::Stack({m.Row(0), m.Row(1), m.Row(3)}, &pool);
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_THAT(three->values<int64_t>(), ElementsAre(0, 1, 2, 3, 6, 7));
+  absl::StatusOr<Tensor> cat =
+      Tensor::Concat({m.Slice(2, 2), m.Slice(0, 1)}, &pool);
+  ASSERT_TRUE(cat.ok()) << cat.status();
+  EXPECT_THAT(cat->values<int64_t>(), ElementsAre(4, 5, 6, 7, 0, 1));
+}
+
+TEST(BufferPoolTest, KeepsAtMostItsLimits) {
+  const Tensor m =
+      Tensor::FromVector<float>(Shape({2, 4}), {0, 1, 2, 3, 4, 5, 6, 7});
+  Tensor::BufferPool pool(/*max_buffers=*/2, /*max_bytes=*/1 << 20);
+  std::vector<Tensor> held;
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<Tensor> t = Tensor::Stack({m.Row(1), m.Row(0)}, &pool);
+    ASSERT_TRUE(t.ok()) << t.status();
+    held.push_back(*t);
+  }
+  EXPECT_EQ(pool.allocated(), 5);
+  EXPECT_EQ(pool.held_bytes(), 2 * 32);
+  for (const Tensor& t : held)
+    EXPECT_THAT(t.values<float>(), ElementsAre(4, 5, 6, 7, 0, 1, 2, 3));
+  Tensor::BufferPool small(/*max_buffers=*/16, /*max_bytes=*/40);
+  absl::StatusOr<Tensor> a = Tensor::Stack({m.Row(0), m.Row(1)}, &small);
+  absl::StatusOr<Tensor> b = Tensor::Stack({m.Row(0), m.Row(1)}, &small);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(small.held_bytes(), 32);  // the second would pass 40 bytes
+}
+
+}  // namespace
+
 }  // namespace tpusim::runtime
