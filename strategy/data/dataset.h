@@ -206,6 +206,10 @@ class TensorRef {
   // Implicit: constants are the common case.
   TensorRef(runtime::Tensor constant);  // NOLINT
   static TensorRef Argument(int arg_index, runtime::TensorSpec spec);
+  // A constant tensor of boxed SparseTensors (strategy/data/sparse.h) whose
+  // spec says so: `boxes`' spec with `sparse` set to `box_spec`.
+  static TensorRef SparseBoxes(runtime::Tensor boxes,
+                               runtime::SparseBoxSpec box_spec);
 
   bool is_argument() const { return arg_index_ >= 0; }
   // Precondition: !is_argument().
