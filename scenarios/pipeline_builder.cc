@@ -51,7 +51,8 @@ uint64_t Fingerprint(const FileSet& set) {
                    set.records_per_file(), "|", set.float_feature() ? 1 : 0,
                    set.compression_type().empty()
                        ? ""
-                       : absl::StrCat("|", set.compression_type()));
+                       : absl::StrCat("|", set.compression_type()),
+                   set.varlen_feature() ? "|varlen" : "");
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) {
     h ^= c;
@@ -280,13 +281,21 @@ absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
   } else if (fn == "parse_example") {
     data::FeatureSpec features;
     for (const FeatureSpec& spec : m.feature()) {
-      data::FixedLenFeature feature;
       TPUSIM_ASSIGN_OR_RETURN(
-          feature.dtype,
+          DType dtype,
           runtime::DTypeFromName(spec.has_dtype() ? spec.dtype() : "int64"));
-      feature.shape =
-          Shape(std::vector<int64_t>(spec.shape().begin(), spec.shape().end()));
-      features.emplace_back(spec.name(), std::move(feature));
+      Shape shape(
+          std::vector<int64_t>(spec.shape().begin(), spec.shape().end()));
+      if (spec.kind() == "var_len") {
+        features.emplace_back(spec.name(), data::VarLenFeature{dtype});
+      } else if (spec.kind() == "fixed_len_sequence") {
+        features.emplace_back(
+            spec.name(), data::FixedLenSequenceFeature{
+                             dtype, std::move(shape), spec.allow_missing(), {}});
+      } else {
+        features.emplace_back(spec.name(),
+                              data::FixedLenFeature{dtype, std::move(shape), {}});
+      }
     }
     // tf.io.parse_single_example on string scalars, tf.io.parse_example on
     // string vectors (e.g. after batch).
@@ -664,6 +673,10 @@ std::string SyntheticExample(const FileSet& set, int file, int record) {
     features["x"].mutable_float_list()->add_value(static_cast<float>(id) /
                                                   2.0f);
   }
+  if (set.varlen_feature() && id % 4 != 0) {
+    auto& tokens = *features["tokens"].mutable_int64_list();
+    for (int64_t j = 0; j < id % 4; ++j) tokens.add_value(10 * id + j);
+  }
   // Deterministic serialization writes map entries in key order, so the bytes
   // are stable.
   std::string out;
@@ -733,7 +746,8 @@ std::string ManifestHeader(const FileSet& set) {
       "\nfloat_feature=", set.float_feature() ? 1 : 0, "\n",
       set.compression_type().empty()
           ? ""
-          : absl::StrCat("compression_type=", set.compression_type(), "\n"));
+          : absl::StrCat("compression_type=", set.compression_type(), "\n"),
+      set.varlen_feature() ? "varlen_feature=1\n" : "");
 }
 
 std::string FileName(const FileSet& set, int f) {
