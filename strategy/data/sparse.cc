@@ -162,9 +162,23 @@ std::string SparseTensor::DebugString() const {
                : absl::StrCat("[", s.substr(brace + 1, s.size() - brace - 2),
                               "]");
   };
-  return absl::StrCat("SparseTensor(indices=", vals(indices),
-                      ", values=", vals(values), ", dense_shape=",
-                      vals(dense_shape), ")");
+  // indices one [i0, i1, ...] per value.
+  std::string ix = "[";
+  if (indices.dtype() == DType::kI64 && indices.rank() == 2 &&
+      indices.has_data()) {
+    const int64_t n = indices.shape().dim(0);
+    const int64_t rank = indices.shape().dim(1);
+    auto v = indices.values<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      absl::StrAppend(&ix, i > 0 ? ", [" : "[",
+                      absl::StrJoin(v.subspan(i * rank, rank), ", "), "]");
+    }
+    ix += "]";
+  } else {
+    ix = vals(indices);
+  }
+  return absl::StrCat("SparseTensor(indices=", ix, ", values=", vals(values),
+                      ", dense_shape=", vals(dense_shape), ")");
 }
 
 TensorSpec SparseComponentSpec(DType dtype, Shape shape, Shape box_shape) {
