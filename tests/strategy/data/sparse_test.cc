@@ -396,6 +396,32 @@ TEST(SparseDistributeTest, Semantics24BatchSizesSliceRows) {
   EXPECT_EQ(Steps(*dist), want);
 }
 
+TEST(SparseDistributeTest, Semantics24LegacySplitSlicesBoxesOnTheirOwn) {
+  // zip of batches of 4 and 2: no common batch size, so 2.4 splits every
+  // batch into N = 3 pieces (RebatchDataset), the sparse boxes too.
+  DistributeOptions options;
+  options.semantics_version = "2.4";
+  absl::StatusOr<DistributedDataset> dist = DistributeDataset(
+      Dataset::Zip({Parsed(8).Batch(4), Dataset::Range(4).Batch(2)}),
+      InputWorkers::Uniform(1, 3), options);
+  ASSERT_TRUE(dist.ok()) << dist.status();
+  const std::string none =
+      "id=int64[0]{} tokens=SparseTensor(indices=[], values=[], "
+      "dense_shape=[0, 0])";
+  const std::vector<std::vector<std::string>> want = {
+      {"id=int64[2]{0, 1} tokens=SparseTensor(indices=[[1, 0]], values=[10], "
+       "dense_shape=[2, 1])",
+       "id=int64[2]{2, 3} tokens=SparseTensor(indices=[[0, 0], [0, 1], [1, 0], "
+       "[1, 1], [1, 2]], values=[20, 21, 30, 31, 32], dense_shape=[2, 3])",
+       none},
+      {"id=int64[2]{4, 5} tokens=SparseTensor(indices=[[1, 0]], values=[50], "
+       "dense_shape=[2, 1])",
+       "id=int64[2]{6, 7} tokens=SparseTensor(indices=[[0, 0], [0, 1], [1, 0], "
+       "[1, 1], [1, 2]], values=[60, 61, 70, 71, 72], dense_shape=[2, 3])",
+       none}};
+  EXPECT_EQ(Steps(*dist), want);
+}
+
 TEST(SparseDistributeTest, DataShardingOverTwoWorkers) {
   // 2 workers x 1 replica, AUTO -> DATA (no reader): Case 1 batch(1), worker
   // i keeps minibatches i, i + 2, ...
