@@ -29,6 +29,7 @@
 #include "strategy/data/example.pb.h"
 #include "strategy/data/example_parser.h"
 #include "strategy/data/glob.h"
+#include "strategy/data/sparse.h"
 #include "strategy/data/tfrecord.h"
 
 namespace tpusim::scenarios {
@@ -173,12 +174,31 @@ Tensor MapValues(const Tensor& t, IntOp int_op, FloatOp float_op) {
 template <typename IntOp, typename FloatOp>
 absl::StatusOr<Element> Elementwise(const Element& e,
                                     const std::string& fn_name, IntOp int_op,
-                                    FloatOp float_op) {
+                                    FloatOp float_op,
+                                    const ElementSpec* spec = nullptr) {
   std::vector<Tensor> leaves;
+  const std::vector<const TensorSpec*> specs =
+      spec != nullptr ? spec->Flatten() : std::vector<const TensorSpec*>();
   for (const auto& [path, leaf] : e.FlattenWithPaths()) {
     const Tensor& t = *leaf;
     if (!t.has_data()) {
       leaves.push_back(t);
+      continue;
+    }
+    const size_t k = leaves.size();
+    if (k < specs.size() && specs[k]->sparse.has_value()) {
+      // An elementwise op on a SparseTensor maps its values.
+      TPUSIM_ASSIGN_OR_RETURN(
+          Tensor mapped,
+          data::MapSparseValues(
+              t, *specs[k], path,
+              [&](const Tensor& values) -> absl::StatusOr<Tensor> {
+                TPUSIM_ASSIGN_OR_RETURN(
+                    Element m, Elementwise(Element(values), fn_name, int_op,
+                                           float_op));
+                return m.leaf();
+              }));
+      leaves.push_back(std::move(mapped));
       continue;
     }
     switch (t.dtype()) {
@@ -261,22 +281,22 @@ absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
   if (fn == "identity") {
     f.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
   } else if (fn == "square") {
-    f.fn = [fn](const Element& e) {
+    f.fn = [fn, spec = input_spec](const Element& e) {
       return Elementwise(
           e, fn, [](int64_t v) { return WrapMul(v, v); },
-          [](double v) { return v * v; });
+          [](double v) { return v * v; }, &spec);
     };
   } else if (fn == "negate") {
-    f.fn = [fn](const Element& e) {
+    f.fn = [fn, spec = input_spec](const Element& e) {
       return Elementwise(
           e, fn, [](int64_t v) { return WrapMul<int64_t>(v, -1); },
-          [](double v) { return -v; });
+          [](double v) { return -v; }, &spec);
     };
   } else if (fn == "add_one") {
-    f.fn = [fn](const Element& e) {
+    f.fn = [fn, spec = input_spec](const Element& e) {
       return Elementwise(
           e, fn, [](int64_t v) { return WrapAdd<int64_t>(v, 1); },
-          [](double v) { return v + 1; });
+          [](double v) { return v + 1; }, &spec);
     };
   } else if (fn == "parse_example") {
     data::FeatureSpec features;

@@ -412,6 +412,36 @@ absl::StatusOr<SparseTensor> UnboxSparse(const Tensor& boxes,
   return out;
 }
 
+absl::StatusOr<Tensor> MapSparseValues(
+    const Tensor& boxes, const TensorSpec& spec, absl::string_view name,
+    const std::function<absl::StatusOr<Tensor>(const Tensor&)>& fn) {
+  if (!spec.sparse.has_value() || boxes.dtype() != DType::kBytes ||
+      !boxes.has_data()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "component ", name, " (", spec.ToString(), ") holds no sparse boxes"));
+  }
+  auto encoded = boxes.values<std::string>();
+  std::vector<std::string> out;
+  out.reserve(encoded.size());
+  for (int64_t b = 0; b < static_cast<int64_t>(encoded.size()); ++b) {
+    TPUSIM_ASSIGN_OR_RETURN(Box box, Decode(encoded[b], name, b));
+    Tensor values =
+        box.dtype == DType::kBytes
+            ? Tensor::FromVector<std::string>(Shape({box.n}), box.strings)
+            : FromRaw(box.dtype, Shape({box.n}), std::string(box.raw_values));
+    TPUSIM_ASSIGN_OR_RETURN(Tensor mapped, fn(values));
+    if (mapped.rank() != 1 || mapped.num_elements() != box.n ||
+        !mapped.has_data()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse component ", name, ": the function turned ", box.n,
+          " values into ", mapped.spec().ToString(), "; it must keep them"));
+    }
+    out.push_back(Encode(mapped.dtype(), box.dense_shape, box.indices, box.n,
+                         mapped, 0));
+  }
+  return Tensor::FromVector<std::string>(boxes.shape(), std::move(out));
+}
+
 Dataset SparseTensorSlices(const SparseTensor& st, absl::string_view name) {
   absl::StatusOr<Tensor> rows = BoxSparseRows(st, name);
   if (!rows.ok()) return Dataset::FromError(rows.status());

@@ -27,6 +27,7 @@
 #define TPUSIM_STRATEGY_DATA_SPARSE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -91,6 +92,17 @@ absl::StatusOr<runtime::Tensor> BoxSparseRows(const SparseTensor& st,
 absl::StatusOr<SparseTensor> UnboxSparse(const runtime::Tensor& boxes,
                                          const runtime::TensorSpec& spec,
                                          absl::string_view name);
+// An elementwise op on a SparseTensor (tf.math.square(st), ...): `fn` maps
+// the values of every SparseTensor in `boxes` (component spec `spec`) to new
+// values of the same count (their dtype may change); indices and dense shapes
+// stay. Errors: UnboxSparse's, `fn`'s, and InvalidArgument when `fn` changes
+// the number of values.
+absl::StatusOr<runtime::Tensor> MapSparseValues(
+    const runtime::Tensor& boxes, const runtime::TensorSpec& spec,
+    absl::string_view name,
+    const std::function<absl::StatusOr<runtime::Tensor>(const runtime::Tensor&)>&
+        fn);
+
 // tf.data.Dataset.from_tensor_slices(sparse_tensor): one element per row of
 // `st` along dimension 0, each a SparseTensor of dense_shape[1:] (TF's
 // SparseTensorSliceDataset; tpusim builds a TensorSliceDataset over the boxed
