@@ -75,7 +75,9 @@ ElementSpec SpecOf(const Element& element);
 // "(int64[?], {a: string[]})"-style rendering of a spec.
 std::string ElementSpecToString(const ElementSpec& spec);
 // True when both have the same structure and every leaf has the same dtype and
-// compatible shapes.
+// compatible shapes (and, when both leaves are sparse components, the same
+// values dtype and compatible boxed shapes: the spec of an element, SpecOf,
+// cannot tell a sparse box from a string).
 bool IsCompatible(const ElementSpec& a, const ElementSpec& b);
 // The most specific spec compatible with both (leafwise
 // Shape::MostSpecificCompatible). InvalidArgument when structures or dtypes

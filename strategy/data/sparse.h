@@ -104,10 +104,11 @@ absl::StatusOr<runtime::Tensor> MapSparseValues(
         fn);
 
 // tf.data.Dataset.from_tensor_slices(sparse_tensor): one element per row of
-// `st` along dimension 0, each a SparseTensor of dense_shape[1:] (TF's
-// SparseTensorSliceDataset; tpusim builds a TensorSliceDataset over the boxed
-// rows, BoxSparseRows). An invalid `st` (ValidateSparse) gives a Dataset
-// carrying the InvalidArgument, naming `name`.
+// `st` along dimension 0, each a SparseTensor of dense_shape[1:]: as TF, a
+// TensorSliceDataset over the rows boxed by serialize_many_sparse
+// (BoxSparseRows). An invalid `st` (ValidateSparse; TF's SerializeManySparse
+// checks the order too) gives a Dataset carrying the InvalidArgument, naming
+// `name`.
 Dataset SparseTensorSlices(const SparseTensor& st,
                            absl::string_view name = "sparse_tensor");
 

@@ -104,8 +104,8 @@ TEST(SparseTest, OutOfOrderIndicesAreInvalidArgumentNamingTheValue) {
               StatusIs(absl::StatusCode::kInvalidArgument, msg));
   EXPECT_THAT(BoxSparse(st, "st").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, msg));
-  // from_tensor_slices(sparse) carries the error (TF's
-  // SparseTensorSliceDataset checks the order).
+  // from_tensor_slices(sparse) carries the error (TF's SerializeManySparse
+  // checks the order).
   Dataset ds = SparseTensorSlices(st, "st");
   EXPECT_THAT(ds.status(), StatusIs(absl::StatusCode::kInvalidArgument, msg));
 }
