@@ -34,8 +34,8 @@ scenarios::InputListing SmallListing() {
       {{"b", data::Element(Tensor::Zeros(runtime::DType::kBytes, Shape({0})))},
        {"a",
         data::Element(Tensor::Zeros(runtime::DType::kI64, Shape({0, 2})))}});
-  step.replicas.push_back({0, 0, full});
-  step.replicas.push_back({1, 0, empty});
+  step.replicas.push_back({0, 0, full, {}});
+  step.replicas.push_back({1, 0, empty, {}});
   l.steps.push_back(step);
   l.end = absl::OutOfRangeError("End of sequence");
   l.end_at_step = 1;
