@@ -453,6 +453,17 @@ Dataset SparseTensorSlices(const SparseTensor& st, absl::string_view name) {
       runtime::SparseBoxSpec{st.values.dtype(), Shape(std::move(row_dims))})));
 }
 
+Dataset SparseTensorDataset(const SparseTensor& st, absl::string_view name) {
+  absl::StatusOr<Tensor> box = BoxSparse(st, name);
+  if (!box.ok()) return Dataset::FromError(box.status());
+  auto dims = st.dense_shape.values<int64_t>();
+  return Dataset::FromTensors(TensorRefNest(TensorRef::SparseBoxes(
+      *std::move(box),
+      runtime::SparseBoxSpec{st.values.dtype(),
+                             Shape(std::vector<int64_t>(dims.begin(),
+                                                        dims.end()))})));
+}
+
 Tensor DummySparseBoxes(const TensorSpec& spec) {
   // TF: dims from the logical shape, unknown -> 0, fully known -> dims[0] = 0.
   const Shape logical = LogicalShape(spec);

@@ -112,6 +112,12 @@ absl::StatusOr<runtime::Tensor> MapSparseValues(
 Dataset SparseTensorSlices(const SparseTensor& st,
                            absl::string_view name = "sparse_tensor");
 
+// tf.data.Dataset.from_tensors(sparse_tensor): one element, `st` itself (a
+// TensorDataset over its box), of spec SparseTensor(dense_shape as given). An
+// invalid `st` gives a Dataset carrying the InvalidArgument, naming `name`.
+Dataset SparseTensorDataset(const SparseTensor& st,
+                            absl::string_view name = "sparse_tensor");
+
 // The empty sparse value of a replica without data (TF's _dummy_tensor_fn for
 // a SparseTensorSpec): dims = the logical shape with unknown dims 0 and, when
 // the shape is fully known, dimension 0 set to 0; the SparseTensor has indices

@@ -159,6 +159,61 @@ TEST(SparseTest, BoxRowsAndUnboxKeepEachRowsOwnShape) {
   EXPECT_EQ(row2->indices.shape(), Shape({0, 2}));
 }
 
+TEST(SparseTest, UnboxingABatchTakesThePerDimensionMaximum) {
+  // DeserializeManySparse's documented example: [0],[10],[20] of shape [50]
+  // and [2],[10] of shape [30] give shape [2, 50].
+  absl::StatusOr<Tensor> a =
+      BoxSparse({Ix(3, 1, {0, 10, 20}), I64({1, 2, 3}), I64({50})}, "a");
+  absl::StatusOr<Tensor> b = BoxSparse({Ix(2, 1, {2, 10}), I64({4, 5}), I64({30})}, "b");
+  ASSERT_TRUE(a.ok() && b.ok());
+  absl::StatusOr<Tensor> both = Tensor::Stack({*a, *b});
+  ASSERT_TRUE(both.ok());
+  absl::StatusOr<SparseTensor> st = UnboxSparse(
+      *both, SparseComponentSpec(DType::kI64, Shape({-1}), Shape({2})), "x");
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(Show(*st),
+            "SparseTensor(indices=[[0, 0], [0, 10], [0, 20], [1, 2], [1, 10]], "
+            "values=[1, 2, 3, 4, 5], dense_shape=[2, 50])");
+  // Boxes of different rank cannot be one SparseTensor.
+  absl::StatusOr<Tensor> c =
+      BoxSparse({Ix(1, 2, {0, 0}), I64({7}), I64({1, 1})}, "c");
+  ASSERT_TRUE(c.ok());
+  both = Tensor::Stack({*a, *c});
+  ASSERT_TRUE(both.ok());
+  EXPECT_THAT(UnboxSparse(*both,
+                          SparseComponentSpec(DType::kI64, Shape({-1}),
+                                              Shape({2})),
+                          "x")
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "sparse component x: element 1 has rank 2 but element 0 "
+                       "has rank 1; all SparseTensors of a batch need the same "
+                       "rank"));
+}
+
+TEST(SparseTest, FromTensorsOfASparseBatchCannotUseTheFallback) {
+  // from_tensors(SparseTensor [2, 2]): one element of spec [2, 2]; without a
+  // batch op the 2.2 rewrite needs the fallback, which a sparse component
+  // cannot use.
+  const SparseTensor st{Ix(2, 2, {0, 0, 1, 1}), I64({1, 2}), I64({2, 2})};
+  Dataset ds = SparseTensorDataset(st, "st");
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_EQ(ElementSpecToString(ds.element_spec()),
+            "SparseTensor(int64[2,2])");
+  absl::StatusOr<std::vector<Element>> all = ds.Collect();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  absl::StatusOr<SparseTensor> back =
+      UnboxSparse(all->at(0).leaf(), ds.element_spec().leaf(), "st");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, st);
+  EXPECT_THAT(DistributeDataset(ds, InputWorkers::Uniform(1, 2)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr(
+                           "[0:SparseTensor(int64[2,2]) (boxed: unknown "
+                           "shape)]")));
+}
+
 TEST(SparseTest, DummyIsTheEmptySparseOfInputLib) {
   // [?, ?] -> dense_shape [0, 0]; [4, ?] (not fully known) -> [4, 0].
   const TensorSpec unknown =
