@@ -194,8 +194,8 @@ absl::StatusOr<Element> Elementwise(const Element& e,
               t, *specs[k], path,
               [&](const Tensor& values) -> absl::StatusOr<Tensor> {
                 TPUSIM_ASSIGN_OR_RETURN(
-                    Element m, Elementwise(Element(values), fn_name, int_op,
-                                           float_op));
+                    Element m,
+                    Elementwise(Element(values), fn_name, int_op, float_op));
                 return m.leaf();
               }));
       leaves.push_back(std::move(mapped));
@@ -310,11 +310,12 @@ absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
         features.emplace_back(spec.name(), data::VarLenFeature{dtype});
       } else if (spec.kind() == "fixed_len_sequence") {
         features.emplace_back(
-            spec.name(), data::FixedLenSequenceFeature{
-                             dtype, std::move(shape), spec.allow_missing(), {}});
+            spec.name(),
+            data::FixedLenSequenceFeature{
+                dtype, std::move(shape), spec.allow_missing(), {}});
       } else {
-        features.emplace_back(spec.name(),
-                              data::FixedLenFeature{dtype, std::move(shape), {}});
+        features.emplace_back(
+            spec.name(), data::FixedLenFeature{dtype, std::move(shape), {}});
       }
     }
     // tf.io.parse_single_example on string scalars, tf.io.parse_example on

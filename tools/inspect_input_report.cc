@@ -52,28 +52,31 @@ Json ComponentJson(const std::string& path, const Tensor& t) {
 
 // The sparse component form: the values' dtype, "shape" = dense_shape,
 // "indices" one [i0, i1, ...] per value, "sparse": true.
-Json SparseComponentJson(const std::string& path, const data::SparseTensor& st) {
+Json SparseComponentJson(const std::string& path,
+                         const data::SparseTensor& st) {
   std::vector<Json> shape;
-  for (int64_t d : st.dense_shape.values<int64_t>()) shape.push_back(Json::Int(d));
+  for (int64_t d : st.dense_shape.values<int64_t>())
+    shape.push_back(Json::Int(d));
   const int64_t n = st.indices.shape().dim(0);
   const int64_t rank = st.indices.shape().dim(1);
   auto idx = st.indices.values<int64_t>();
   std::vector<Json> indices;
   for (int64_t i = 0; i < n; ++i) {
     std::vector<Json> index;
-    for (int64_t d = 0; d < rank; ++d) index.push_back(Json::Int(idx[i * rank + d]));
+    for (int64_t d = 0; d < rank; ++d)
+      index.push_back(Json::Int(idx[i * rank + d]));
     indices.push_back(Json::Array(std::move(index)));
   }
   std::vector<Json> values;
   for (int64_t i = 0; i < st.values.num_elements(); ++i)
     values.push_back(ValueAt(st.values, i));
-  return Json::Object(
-      {{"dtype", Json::String(std::string(runtime::DTypeName(st.values.dtype())))},
-       {"indices", Json::Array(std::move(indices))},
-       {"path", Json::String(path)},
-       {"shape", Json::Array(std::move(shape))},
-       {"sparse", Json::Bool(true)},
-       {"values", Json::Array(std::move(values))}});
+  return Json::Object({{"dtype", Json::String(std::string(
+                                     runtime::DTypeName(st.values.dtype())))},
+                       {"indices", Json::Array(std::move(indices))},
+                       {"path", Json::String(path)},
+                       {"shape", Json::Array(std::move(shape))},
+                       {"sparse", Json::Bool(true)},
+                       {"values", Json::Array(std::move(values))}});
 }
 
 const data::SparseTensor* FindSparse(const scenarios::ReplicaInput& r,

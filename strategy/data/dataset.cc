@@ -222,7 +222,8 @@ TensorRef::TensorRef(Tensor constant) : constant_(std::move(constant)) {
   spec_ = constant_->spec();
 }
 
-TensorRef TensorRef::SparseBoxes(Tensor boxes, runtime::SparseBoxSpec box_spec) {
+TensorRef TensorRef::SparseBoxes(Tensor boxes,
+                                 runtime::SparseBoxSpec box_spec) {
   TensorRef r(std::move(boxes));
   r.spec_.sparse = std::move(box_spec);
   return r;

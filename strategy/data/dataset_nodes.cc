@@ -379,11 +379,11 @@ absl::StatusOr<NodePtr> TensorSliceNode::WithInputs(
 
 BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
     : DatasetNode({input}, input->element_spec().Map([&](const TensorSpec& s) {
-        return s.WithShape(
-            s.shape.rank_known()
-                ? s.shape.Prepend(drop_remainder ? batch_size
-                                                 : runtime::kUnknownDim)
-                : s.shape);
+        return s.WithShape(s.shape.rank_known()
+                               ? s.shape.Prepend(drop_remainder
+                                                     ? batch_size
+                                                     : runtime::kUnknownDim)
+                               : s.shape);
       })),
       batch_size_(batch_size),
       drop_remainder_(drop_remainder) {}

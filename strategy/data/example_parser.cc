@@ -30,13 +30,12 @@ absl::Status CheckDtype(const std::string& key, DType dtype) {
   return absl::OkStatus();
 }
 
-absl::Status CheckShape(const std::string& key, DType dtype,
-                        const Shape& shape, absl::string_view kind) {
+absl::Status CheckShape(const std::string& key, DType dtype, const Shape& shape,
+                        absl::string_view kind) {
   if (!shape.IsFullyDefined()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("feature spec: feature \"", key, "\" has shape ",
-                     shape.ToString(), "; ", kind,
-                     " needs a fully defined shape"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feature spec: feature \"", key, "\" has shape ", shape.ToString(),
+        "; ", kind, " needs a fully defined shape"));
   }
   if (absl::StatusOr<int64_t> bytes = runtime::CheckedByteSize(dtype, shape);
       !bytes.ok()) {
@@ -53,9 +52,9 @@ absl::Status ValidateFeature(const std::string& key, const FixedLenFeature& f) {
       !(f.default_value->dtype() == f.dtype &&
         f.default_value->shape() == f.shape && f.default_value->has_data())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("feature spec: default_value of feature \"", key,
-                     "\" is ", f.default_value->spec().ToString(),
-                     ", expected ", TensorSpec{f.dtype, f.shape}.ToString()));
+        absl::StrCat("feature spec: default_value of feature \"", key, "\" is ",
+                     f.default_value->spec().ToString(), ", expected ",
+                     TensorSpec{f.dtype, f.shape}.ToString()));
   }
   return absl::OkStatus();
 }
@@ -78,13 +77,13 @@ absl::Status ValidateFeature(const std::string& key,
   TPUSIM_RETURN_IF_ERROR(
       CheckShape(key, f.dtype, f.shape, "FixedLenSequenceFeature"));
   if (f.default_value.has_value() &&
-      !(f.default_value->dtype() == f.dtype &&
-        f.default_value->rank() == 0 && f.default_value->has_data())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "feature spec: default_value of feature \"", key, "\" is ",
-        f.default_value->spec().ToString(), ", expected a ",
-        runtime::DTypeName(f.dtype),
-        " scalar (the padding of a FixedLenSequenceFeature)"));
+      !(f.default_value->dtype() == f.dtype && f.default_value->rank() == 0 &&
+        f.default_value->has_data())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature spec: default_value of feature \"", key, "\" is ",
+                     f.default_value->spec().ToString(), ", expected a ",
+                     runtime::DTypeName(f.dtype),
+                     " scalar (the padding of a FixedLenSequenceFeature)"));
   }
   return absl::OkStatus();
 }
@@ -98,7 +97,6 @@ TensorSpec FeatureSpecOf(const Feature& feature) {
   const auto& f = std::get<FixedLenSequenceFeature>(feature);
   return TensorSpec{f.dtype, f.shape.Prepend(runtime::kUnknownDim)};
 }
-
 
 }  // namespace
 
@@ -234,11 +232,11 @@ absl::StatusOr<Tensor> ParseFeature(const tensorflow::Example& ex,
   const int64_t stride = f.shape.num_elements();
   const int64_t count = values->num_elements();
   if ((stride == 0 && count != 0) || (stride != 0 && count % stride != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Key: ", key, ".  Number of ", DtypeKind(f.dtype),
-        " values is not a multiple of stride length. Saw ", count,
-        " values but output shape is: ",
-        f.shape.Prepend(runtime::kUnknownDim).ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Key: ", key, ".  Number of ", DtypeKind(f.dtype),
+                     " values is not a multiple of stride length. Saw ", count,
+                     " values but output shape is: ",
+                     f.shape.Prepend(runtime::kUnknownDim).ToString()));
   }
   return values->Reshape(f.shape.Prepend(stride == 0 ? 0 : count / stride));
 }
@@ -263,12 +261,12 @@ absl::StatusOr<std::vector<Tensor>> ParseToLeaves(absl::string_view serialized,
   }
   std::vector<Tensor> out;
   for (const auto& [key, f] : spec) {
-    TPUSIM_ASSIGN_OR_RETURN(
-        Tensor t, std::visit(
-                      [&ex, &key = key](const auto& feature) {
-                        return ParseFeature(ex, key, feature);
-                      },
-                      f));
+    TPUSIM_ASSIGN_OR_RETURN(Tensor t,
+                            std::visit(
+                                [&ex, &key = key](const auto& feature) {
+                                  return ParseFeature(ex, key, feature);
+                                },
+                                f));
     out.push_back(std::move(t));
   }
   return out;
@@ -287,8 +285,9 @@ SparseTensor VarLenSparse(const Tensor& values, int64_t width) {
   const int64_t n = values.num_elements();
   std::vector<int64_t> idx(n);
   for (int64_t j = 0; j < n; ++j) idx[j] = j;
-  return SparseTensor{Tensor::FromVector<int64_t>(Shape({n, 1}), std::move(idx)),
-                      values, Tensor::Vector<int64_t>({width})};
+  return SparseTensor{
+      Tensor::FromVector<int64_t>(Shape({n, 1}), std::move(idx)), values,
+      Tensor::Vector<int64_t>({width})};
 }
 
 // Stacks [n_i, *step] tensors into [B, max n_i, *step], padding with `pad`.
@@ -360,8 +359,9 @@ absl::StatusOr<Element> ParseSingleExample(absl::string_view serialized,
   for (size_t k = 0; k < sorted.size(); ++k) {
     if (std::holds_alternative<VarLenFeature>(sorted[k].second)) {
       TPUSIM_ASSIGN_OR_RETURN(
-          leaves[k], BoxSparse(VarLenSparse(leaves[k], leaves[k].num_elements()),
-                               sorted[k].first));
+          leaves[k],
+          BoxSparse(VarLenSparse(leaves[k], leaves[k].num_elements()),
+                    sorted[k].first));
     }
   }
   return out_spec.Unflatten(std::move(leaves));

@@ -145,8 +145,8 @@ absl::StatusOr<NodePtr> ApplyFallback(const NodePtr& root, int64_t n,
       // TF: a sparse component's dataset tensor is a variant of unknown
       // shape (SparseTensorSpec's flat spec), so GetBatchDim fails.
       usable = false;
-      dims.push_back(absl::StrCat(path, ":", leaf->ToString(),
-                                  " (boxed: unknown shape)"));
+      dims.push_back(
+          absl::StrCat(path, ":", leaf->ToString(), " (boxed: unknown shape)"));
       continue;
     }
     if (!leaf->shape.rank_known() || leaf->shape.rank() < 1) {

@@ -64,7 +64,7 @@ struct Box {
   std::vector<int64_t> dense_shape;
   std::vector<int64_t> indices;  // n * rank
   int64_t n = 0;
-  absl::string_view raw_values;     // numeric
+  absl::string_view raw_values;      // numeric
   std::vector<std::string> strings;  // kBytes
 };
 
@@ -97,9 +97,9 @@ std::string Encode(DType dtype, absl::Span<const int64_t> dense_shape,
 absl::StatusOr<Box> Decode(absl::string_view s, absl::string_view name,
                            int64_t box_index) {
   auto bad = [&](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sparse component ", name, ": element ", box_index,
-        " is not an encoded SparseTensor (", why, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse component ", name, ": element ", box_index,
+                     " is not an encoded SparseTensor (", why, ")"));
   };
   Reader r(s);
   uint8_t version = 0, dtype = 0;
@@ -210,9 +210,11 @@ absl::Status ValidateSparse(const SparseTensor& st, absl::string_view name) {
   const Tensor& ix = st.indices;
   const Tensor& ds = st.dense_shape;
   if (ix.dtype() != DType::kI64 || ix.rank() != 2 || !ix.has_data()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sparse tensor ", name, ": indices must be an int64 matrix [n, rank], "
-        "got ", ix.spec().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse tensor ", name,
+                     ": indices must be an int64 matrix [n, rank], "
+                     "got ",
+                     ix.spec().ToString()));
   }
   if (ds.dtype() != DType::kI64 || ds.rank() != 1 || !ds.has_data()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -262,10 +264,10 @@ absl::Status ValidateSparse(const SparseTensor& st, absl::string_view name) {
     const std::string index =
         absl::StrCat("indices[", i, "] = ", IndexString(cur, rank));
     if (!valid) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sparse tensor ", name, ": ", index,
-          " is out of bounds: need 0 <= index < ",
-          IndexString(shape.data(), rank)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sparse tensor ", name, ": ", index,
+                       " is out of bounds: need 0 <= index < ",
+                       IndexString(shape.data(), rank)));
     }
     if (!increasing) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -286,9 +288,9 @@ absl::StatusOr<Tensor> BoxSparse(const SparseTensor& st,
                                  absl::string_view name) {
   TPUSIM_RETURN_IF_ERROR(ValidateSparse(st, name));
   const int64_t n = st.indices.shape().dim(0);
-  return Tensor::Scalar<std::string>(Encode(
-      st.values.dtype(), st.dense_shape.values<int64_t>(),
-      st.indices.values<int64_t>(), n, st.values, 0));
+  return Tensor::Scalar<std::string>(
+      Encode(st.values.dtype(), st.dense_shape.values<int64_t>(),
+             st.indices.values<int64_t>(), n, st.values, 0));
 }
 
 absl::StatusOr<Tensor> BoxSparseRows(const SparseTensor& st,
@@ -296,9 +298,9 @@ absl::StatusOr<Tensor> BoxSparseRows(const SparseTensor& st,
   TPUSIM_RETURN_IF_ERROR(ValidateSparse(st, name));
   const int rank = static_cast<int>(st.dense_shape.shape().dim(0));
   if (rank < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sparse tensor ", name,
-        ": slicing rows needs rank >= 1, got dense_shape []"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse tensor ", name,
+                     ": slicing rows needs rank >= 1, got dense_shape []"));
   }
   auto shape = st.dense_shape.values<int64_t>();
   auto idx = st.indices.values<int64_t>();
@@ -312,7 +314,8 @@ absl::StatusOr<Tensor> BoxSparseRows(const SparseTensor& st,
     const int64_t first = next;
     row_indices.clear();
     while (next < n && idx[next * rank] == r) {
-      for (int d = 1; d < rank; ++d) row_indices.push_back(idx[next * rank + d]);
+      for (int d = 1; d < rank; ++d)
+        row_indices.push_back(idx[next * rank + d]);
       ++next;
     }
     boxes.push_back(Encode(st.values.dtype(), shape.subspan(1), row_indices,
@@ -329,10 +332,11 @@ absl::StatusOr<SparseTensor> UnboxSparse(const Tensor& boxes,
         "component ", name, " (", spec.ToString(), ") is not sparse"));
   }
   if (boxes.dtype() != DType::kBytes || !boxes.has_data()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("sparse component ", name, ": expected boxes (string "
-                     "values), got ", boxes.spec().ToString(),
-                     boxes.has_data() ? "" : " without data"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sparse component ", name,
+        ": expected boxes (string "
+        "values), got ",
+        boxes.spec().ToString(), boxes.has_data() ? "" : " without data"));
   }
   const DType dtype = spec.sparse->dtype;
   const std::vector<int64_t>& box_dims = boxes.shape().dims();
@@ -346,18 +350,18 @@ absl::StatusOr<SparseTensor> UnboxSparse(const Tensor& boxes,
     TPUSIM_ASSIGN_OR_RETURN(Box box, Decode(encoded[b], name, b));
     const int r = static_cast<int>(box.dense_shape.size());
     if (box.dtype != dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sparse component ", name, ": element ", b, " holds ",
-          runtime::DTypeName(box.dtype), " values, expected ",
-          runtime::DTypeName(dtype)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sparse component ", name, ": element ", b, " holds ",
+                       runtime::DTypeName(box.dtype), " values, expected ",
+                       runtime::DTypeName(dtype)));
     }
     if (b == 0) {
       rank = r;
     } else if (r != rank) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sparse component ", name, ": element ", b, " has rank ", r,
-          " but element 0 has rank ", rank,
-          "; all SparseTensors of a batch need the same rank"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sparse component ", name, ": element ", b, " has rank ",
+                       r, " but element 0 has rank ", rank,
+                       "; all SparseTensors of a batch need the same rank"));
     }
     decoded.push_back(std::move(box));
   }
@@ -366,8 +370,7 @@ absl::StatusOr<SparseTensor> UnboxSparse(const Tensor& boxes,
   for (int d = 0; d < rank; ++d) {
     int64_t m = 0;
     if (decoded.empty()) {
-      if (spec.sparse->shape.rank_known() &&
-          d < spec.sparse->shape.rank() &&
+      if (spec.sparse->shape.rank_known() && d < spec.sparse->shape.rank() &&
           spec.sparse->shape.dim(d) != runtime::kUnknownDim)
         m = spec.sparse->shape.dim(d);
     }
@@ -404,10 +407,9 @@ absl::StatusOr<SparseTensor> UnboxSparse(const Tensor& boxes,
   SparseTensor out;
   out.indices =
       Tensor::FromVector<int64_t>(Shape({total, out_rank}), std::move(indices));
-  out.values = dtype == DType::kBytes
-                   ? Tensor::FromVector<std::string>(Shape({total}),
-                                                     std::move(strings))
-                   : FromRaw(dtype, Shape({total}), raw);
+  out.values = dtype == DType::kBytes ? Tensor::FromVector<std::string>(
+                                            Shape({total}), std::move(strings))
+                                      : FromRaw(dtype, Shape({total}), raw);
   out.dense_shape = Tensor::Vector<int64_t>(std::move(dense));
   return out;
 }
@@ -436,8 +438,8 @@ absl::StatusOr<Tensor> MapSparseValues(
           "sparse component ", name, ": the function turned ", box.n,
           " values into ", mapped.spec().ToString(), "; it must keep them"));
     }
-    out.push_back(Encode(mapped.dtype(), box.dense_shape, box.indices, box.n,
-                         mapped, 0));
+    out.push_back(
+        Encode(mapped.dtype(), box.dense_shape, box.indices, box.n, mapped, 0));
   }
   return Tensor::FromVector<std::string>(boxes.shape(), std::move(out));
 }
@@ -459,9 +461,9 @@ Dataset SparseTensorDataset(const SparseTensor& st, absl::string_view name) {
   auto dims = st.dense_shape.values<int64_t>();
   return Dataset::FromTensors(TensorRefNest(TensorRef::SparseBoxes(
       *std::move(box),
-      runtime::SparseBoxSpec{st.values.dtype(),
-                             Shape(std::vector<int64_t>(dims.begin(),
-                                                        dims.end()))})));
+      runtime::SparseBoxSpec{
+          st.values.dtype(),
+          Shape(std::vector<int64_t>(dims.begin(), dims.end()))})));
 }
 
 Tensor DummySparseBoxes(const TensorSpec& spec) {
@@ -482,10 +484,11 @@ Tensor DummySparseBoxes(const TensorSpec& spec) {
   std::vector<int64_t> row_dims(dims.begin() + box_rank, dims.end());
   const Shape box_shape(box_dims);
   const int64_t count = box_shape.num_elements();
-  const DType dtype = spec.sparse.has_value() ? spec.sparse->dtype : DType::kF32;
+  const DType dtype =
+      spec.sparse.has_value() ? spec.sparse->dtype : DType::kF32;
   const Tensor no_values = Tensor::Zeros(dtype, Shape({0}));
-  std::vector<std::string> boxes(
-      count, Encode(dtype, row_dims, {}, 0, no_values, 0));
+  std::vector<std::string> boxes(count,
+                                 Encode(dtype, row_dims, {}, 0, no_values, 0));
   return Tensor::FromVector<std::string>(box_shape, std::move(boxes));
 }
 

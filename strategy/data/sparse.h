@@ -100,8 +100,8 @@ absl::StatusOr<SparseTensor> UnboxSparse(const runtime::Tensor& boxes,
 absl::StatusOr<runtime::Tensor> MapSparseValues(
     const runtime::Tensor& boxes, const runtime::TensorSpec& spec,
     absl::string_view name,
-    const std::function<absl::StatusOr<runtime::Tensor>(const runtime::Tensor&)>&
-        fn);
+    const std::function<
+        absl::StatusOr<runtime::Tensor>(const runtime::Tensor&)>& fn);
 
 // tf.data.Dataset.from_tensor_slices(sparse_tensor): one element per row of
 // `st` along dimension 0, each a SparseTensor of dense_shape[1:]: as TF, a

@@ -10,11 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
-#include "strategy/data/sparse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/example.pb.h"
+#include "strategy/data/sparse.h"
 #include "strategy/data/tfrecord.h"
 
 namespace tpusim::scenarios {
@@ -317,9 +317,8 @@ TEST(PipelineBuilderTest, VarLenFileSetParsesToSparseAndMapsItsValues) {
   absl::StatusOr<std::vector<data::Element>> all = ds->Collect();
   ASSERT_THAT(all, IsOk());
   ASSERT_EQ(all->size(), 1u);
-  absl::StatusOr<data::SparseTensor> st =
-      data::UnboxSparse(*(*all)[0].Flatten()[0],
-                        *ds->element_spec().Flatten()[0], "tokens");
+  absl::StatusOr<data::SparseTensor> st = data::UnboxSparse(
+      *(*all)[0].Flatten()[0], *ds->element_spec().Flatten()[0], "tokens");
   ASSERT_THAT(st, IsOk());
   EXPECT_EQ(st->DebugString(),
             "SparseTensor(indices=[[1, 0], [2, 0], [2, 1], [3, 0], [3, 1], "

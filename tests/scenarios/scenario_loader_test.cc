@@ -260,8 +260,7 @@ TEST(ScenarioLoaderTest, FeatureKindsAreCheckedWithTheirFields) {
                        "allow_missing: only fixed_len_sequence takes "
                        "allow_missing"));
   EXPECT_THAT(with("kind: \"var_len\""), IsOk());
-  EXPECT_THAT(with("kind: \"fixed_len_sequence\" allow_missing: true"),
-              IsOk());
+  EXPECT_THAT(with("kind: \"fixed_len_sequence\" allow_missing: true"), IsOk());
 }
 
 TEST(ScenarioLoaderTest, UnknownFilterPredicate) {

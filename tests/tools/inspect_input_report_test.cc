@@ -153,11 +153,11 @@ TEST(InspectInputReportTest, SparseComponentsShowIndicesValuesDenseShape) {
                         "\"indices\": [[1, 0], [1, 1]], \"path\": \"tokens\", "
                         "\"shape\": [2, 2], \"sparse\": true, \"values\": [5, "
                         "6]}], \"replica\": 0, \"worker\": 0}"));
-  EXPECT_THAT(json,
-              HasSubstr("{\"components\": [{\"dtype\": \"int64\", "
-                        "\"indices\": [], \"path\": \"tokens\", \"shape\": [0, "
-                        "0], \"sparse\": true, \"values\": []}], \"replica\": 1, "
-                        "\"worker\": 0}"));
+  EXPECT_THAT(
+      json, HasSubstr("{\"components\": [{\"dtype\": \"int64\", "
+                      "\"indices\": [], \"path\": \"tokens\", \"shape\": [0, "
+                      "0], \"sparse\": true, \"values\": []}], \"replica\": 1, "
+                      "\"worker\": 0}"));
 }
 
 TEST(InspectInputReportTest, SingleTensorElementsPrintBareValues) {

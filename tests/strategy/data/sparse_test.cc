@@ -27,7 +27,9 @@ using ::tpusim::testing::StatusIs;
 Tensor Ix(int64_t n, int64_t rank, std::vector<int64_t> v) {
   return Tensor::FromVector<int64_t>(Shape({n, rank}), std::move(v));
 }
-Tensor I64(std::vector<int64_t> v) { return Tensor::Vector<int64_t>(std::move(v)); }
+Tensor I64(std::vector<int64_t> v) {
+  return Tensor::Vector<int64_t>(std::move(v));
+}
 
 // The sparse value (indices, values, dense_shape) of `st` as text.
 std::string Show(const SparseTensor& st) { return st.DebugString(); }
@@ -152,7 +154,8 @@ TEST(SparseTest, BoxRowsAndUnboxKeepEachRowsOwnShape) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, st);
   // Row 2 alone: no values, dense_shape [1, 2].
-  absl::StatusOr<SparseTensor> row2 = UnboxSparse(rows->Slice(2, 1), spec, "st");
+  absl::StatusOr<SparseTensor> row2 =
+      UnboxSparse(rows->Slice(2, 1), spec, "st");
   ASSERT_TRUE(row2.ok());
   EXPECT_EQ(Show(*row2),
             "SparseTensor(indices=[], values=[], dense_shape=[1, 2])");
@@ -164,7 +167,8 @@ TEST(SparseTest, UnboxingABatchTakesThePerDimensionMaximum) {
   // and [2],[10] of shape [30] give shape [2, 50].
   absl::StatusOr<Tensor> a =
       BoxSparse({Ix(3, 1, {0, 10, 20}), I64({1, 2, 3}), I64({50})}, "a");
-  absl::StatusOr<Tensor> b = BoxSparse({Ix(2, 1, {2, 10}), I64({4, 5}), I64({30})}, "b");
+  absl::StatusOr<Tensor> b =
+      BoxSparse({Ix(2, 1, {2, 10}), I64({4, 5}), I64({30})}, "b");
   ASSERT_TRUE(a.ok() && b.ok());
   absl::StatusOr<Tensor> both = Tensor::Stack({*a, *b});
   ASSERT_TRUE(both.ok());
@@ -180,15 +184,14 @@ TEST(SparseTest, UnboxingABatchTakesThePerDimensionMaximum) {
   ASSERT_TRUE(c.ok());
   both = Tensor::Stack({*a, *c});
   ASSERT_TRUE(both.ok());
-  EXPECT_THAT(UnboxSparse(*both,
-                          SparseComponentSpec(DType::kI64, Shape({-1}),
-                                              Shape({2})),
-                          "x")
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "sparse component x: element 1 has rank 2 but element 0 "
-                       "has rank 1; all SparseTensors of a batch need the same "
-                       "rank"));
+  EXPECT_THAT(
+      UnboxSparse(
+          *both, SparseComponentSpec(DType::kI64, Shape({-1}), Shape({2})), "x")
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "sparse component x: element 1 has rank 2 but element 0 "
+               "has rank 1; all SparseTensors of a batch need the same "
+               "rank"));
 }
 
 TEST(SparseTest, FromTensorsOfASparseBatchCannotUseTheFallback) {
@@ -198,8 +201,7 @@ TEST(SparseTest, FromTensorsOfASparseBatchCannotUseTheFallback) {
   const SparseTensor st{Ix(2, 2, {0, 0, 1, 1}), I64({1, 2}), I64({2, 2})};
   Dataset ds = SparseTensorDataset(st, "st");
   ASSERT_TRUE(ds.ok()) << ds.status();
-  EXPECT_EQ(ElementSpecToString(ds.element_spec()),
-            "SparseTensor(int64[2,2])");
+  EXPECT_EQ(ElementSpecToString(ds.element_spec()), "SparseTensor(int64[2,2])");
   absl::StatusOr<std::vector<Element>> all = ds.Collect();
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), 1u);
@@ -271,17 +273,18 @@ TEST(SparseParseTest, VarLenFeatureIsASparseTensor) {
             "SparseTensor(indices=[[0, 0], [1, 0], [1, 1]], values=[10, 20, "
             "21], dense_shape=[3, 2])");
   // Data type mismatch as for FixedLenFeature.
-  EXPECT_THAT(ParseSingleExample(Example(3), {{"tokens", VarLenFeature{DType::kF32}}})
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "Feature: tokens.  Data types don't match. Data type: "
-                       "int64 but expected type: float"));
+  EXPECT_THAT(
+      ParseSingleExample(Example(3), {{"tokens", VarLenFeature{DType::kF32}}})
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "Feature: tokens.  Data types don't match. Data type: "
+               "int64 but expected type: float"));
 }
 
 TEST(SparseParseTest, FixedLenSequenceFeaturePadsPerBatch) {
-  FeatureSpec spec = {{"tokens", FixedLenSequenceFeature{
-                                     DType::kI64, Shape(), true,
-                                     Tensor::Scalar<int64_t>(-1)}}};
+  FeatureSpec spec = {
+      {"tokens", FixedLenSequenceFeature{DType::kI64, Shape(), true,
+                                         Tensor::Scalar<int64_t>(-1)}}};
   absl::StatusOr<ElementSpec> s = ParsedSpec(spec);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(ElementSpecToString(*s), "{tokens: int64[?]}");
@@ -328,8 +331,7 @@ TEST(SparsePipelineTest, BatchUnbatchAndPaddedBatch) {
   absl::StatusOr<std::vector<Element>> batches = Parsed(5).Batch(3).Collect();
   ASSERT_TRUE(batches.ok()) << batches.status();
   ASSERT_EQ(batches->size(), 2u);
-  const TensorSpec spec =
-      *Parsed(5).Batch(3).element_spec().Flatten()[1];
+  const TensorSpec spec = *Parsed(5).Batch(3).element_spec().Flatten()[1];
   EXPECT_EQ(spec.ToString(), "SparseTensor(int64[?,?])");
   absl::StatusOr<SparseTensor> st =
       UnboxSparse(*(*batches)[0].Flatten()[1], spec, "tokens");
@@ -413,13 +415,14 @@ TEST(SparseDistributeTest, FallbackCannotUseASparseComponent) {
       SparseTensorSlices(st, "st"), InputWorkers::Uniform(1, 2));
   EXPECT_THAT(
       dist.status(),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               "cannot use rebatching fallback: the leading dimension of every "
-               "component must be statically known, equal across components "
-               "and divisible by num_replicas=2; got leading dims "
-               "[0:SparseTensor(int64[2]) (boxed: unknown shape)] (no batch op "
-               "could be rewritten: rebatch: reached TensorSliceDataset without "
-               "encountering a batch)"));
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "cannot use rebatching fallback: the leading dimension of every "
+          "component must be statically known, equal across components "
+          "and divisible by num_replicas=2; got leading dims "
+          "[0:SparseTensor(int64[2]) (boxed: unknown shape)] (no batch op "
+          "could be rewritten: rebatch: reached TensorSliceDataset without "
+          "encountering a batch)"));
 }
 
 TEST(SparseDistributeTest, Semantics24BatchSizesSliceRows) {
@@ -506,9 +509,8 @@ TEST(SparseDistributeTest, UnbatchedSparseIsNotAScalar) {
   };
   tokens_only.output_spec =
       ElementSpec(SparseComponentSpec(DType::kI64, Shape({-1})));
-  absl::StatusOr<DistributedDataset> dist =
-      DistributeDataset(Parsed(4).Map(tokens_only),
-                        InputWorkers::Uniform(1, 2));
+  absl::StatusOr<DistributedDataset> dist = DistributeDataset(
+      Parsed(4).Map(tokens_only), InputWorkers::Uniform(1, 2));
   EXPECT_THAT(dist.status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::HasSubstr("cannot use rebatching fallback")));
