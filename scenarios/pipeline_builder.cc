@@ -374,7 +374,23 @@ class Builder {
       const std::string p = absl::StrCat(path, "[", i, "]");
       TPUSIM_ASSIGN_OR_RETURN(ds,
                               Apply(i == 0 ? nullptr : &ds, stages.Get(i), p));
+      if (stages.Get(i).has_host_cost_ns()) {
+        ds = ds.WithHostCost(
+            common::Picoseconds::FromNanoseconds(stages.Get(i).host_cost_ns()));
+      }
       if (!ds.ok()) return ds;  // TF would raise here; later stages never run
+    }
+    return ds;
+  }
+
+  // `stages` applied to `start` (a function body: every stage transforms).
+  template <typename Stages>
+  absl::StatusOr<Dataset> BuildFrom(Dataset start, const Stages& stages,
+                                    const std::string& path) {
+    Dataset ds = std::move(start);
+    for (int i = 0; i < stages.size() && ds.ok(); ++i) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          ds, Apply(&ds, stages.Get(i), absl::StrCat(path, "[", i, "]")));
     }
     return ds;
   }
@@ -661,6 +677,41 @@ class Builder {
       }
       case Stage::kUnbatch:
         return ds.Unbatch();
+      case Stage::kWindow: {
+        const WindowStage& w = st.window();
+        const std::string body_path = absl::StrCat(path, ".window.flat_map");
+        absl::Status body_error;
+        Dataset out =
+            ds.Window(w.size(),
+                      w.has_shift() ? std::optional<int64_t>(w.shift())
+                                    : std::nullopt,
+                      w.has_stride() ? w.stride() : 1, w.drop_remainder())
+                .FlatMap([&](const data::WindowArg& arg) {
+                  // ds.window(...).flat_map(lambda *w: zip(w).<stages>)
+                  absl::StatusOr<Dataset> body =
+                      BuildFrom(arg.Zip(), w.flat_map(), body_path);
+                  if (!body.ok()) {
+                    body_error = body.status();
+                    return Dataset::FromError(body.status());
+                  }
+                  return *std::move(body);
+                });
+        // A scenario problem found while tracing (not a TF error) stays one.
+        if (!body_error.ok()) return body_error;
+        return out;
+      }
+      case Stage::kMapAndBatch: {
+        const MapAndBatchStage& m = st.map_and_batch();
+        absl::StatusOr<data::MapFunction> fn =
+            BuiltinMap(m.map(), ds.element_spec(),
+                       absl::StrCat(path, ".map_and_batch.map"));
+        if (!fn.ok()) return Dataset::FromError(fn.status());
+        std::optional<int64_t> parallel;
+        if (m.map().has_num_parallel_calls())
+          parallel = m.map().num_parallel_calls();
+        return ds.MapAndBatch(*std::move(fn), m.batch_size(),
+                              m.drop_remainder(), parallel);
+      }
       default:
         break;
     }

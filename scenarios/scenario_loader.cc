@@ -383,6 +383,19 @@ class Validator {
     if (!from_function_ && sc.has_global_batch_size()) {
       for (int i = sc.pipeline_size() - 1; i >= 0; --i) {
         const Stage& st = sc.pipeline(i);
+        if (st.has_map_and_batch() && st.map_and_batch().has_batch_size()) {
+          if (st.map_and_batch().batch_size() != sc.global_batch_size()) {
+            Cursor c = root.Child(st, "pipeline", i)
+                           .Child(st.map_and_batch(), "map_and_batch");
+            return c.Error(
+                "batch_size", absl::StrCat(st.map_and_batch().batch_size()),
+                absl::StrCat(
+                    "contradicts global_batch_size=", sc.global_batch_size(),
+                    " (with DISTRIBUTE_DATASET the last batch stage makes "
+                    "the global batch)"));
+          }
+          break;
+        }
         if (st.has_batch() && st.batch().has_batch_size()) {
           if (st.batch().batch_size() != sc.global_batch_size()) {
             Cursor c = root.Child(st, "pipeline", i).Child(st.batch(), "batch");
@@ -478,6 +491,61 @@ class Validator {
             absl::StrCat("\"", name, "\" is a source and can only be stage 0"));
       }
       TPUSIM_RETURN_IF_ERROR(CheckStage(c, st, name, /*first=*/i == 0));
+      if (st.has_host_cost_ns()) {
+        TPUSIM_RETURN_IF_ERROR(
+            CheckHostCostNs(c, "host_cost_ns", st.host_cost_ns()));
+        if (st.has_map() && st.map().has_cpu_cost_ns()) {
+          return c.Error("host_cost_ns", absl::StrCat(st.host_cost_ns()),
+                         "a map stage sets host_cost_ns or map.cpu_cost_ns, "
+                         "not both");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // A per-element host cost in ns: >= 0, and small enough to be a
+  // Picoseconds count.
+  static absl::Status CheckHostCostNs(const Cursor& c, absl::string_view field,
+                                      int64_t ns) {
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 1000;
+    if (ns < 0 || ns > kMax) {
+      return c.Error(field, absl::StrCat(ns),
+                     absl::StrCat("must be in [0, ", kMax,
+                                  "] (nanoseconds of host CPU per element)"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The stages of a function body (window's flat_map): transformations over
+  // the function's dataset; none is allowed.
+  template <typename Stages>
+  absl::Status CheckBody(const Cursor& parent, const Stages& stages,
+                         absl::string_view field) {
+    for (int i = 0; i < stages.size(); ++i) {
+      const Stage& st = stages.Get(i);
+      Cursor c = parent.Child(st, field, i);
+      if (++stage_count_ > kMaxScenarioStages) {
+        return parent.Error(
+            field, i, "",
+            absl::StrCat("the scenario has more than ", kMaxScenarioStages,
+                         " stages (counting nested pipelines); tpusim's limit "
+                         "keeps deep pipelines from exhausting the stack"));
+      }
+      const std::string name = StageName(st);
+      if (name.empty()) {
+        return parent.Error(
+            field, i, "",
+            absl::StrCat("empty stage; set exactly one of ", AllStageNames()));
+      }
+      if (IsSource(st) && !IsReader(st)) {
+        return parent.Error(
+            field, i, "",
+            absl::StrCat("\"", name,
+                         "\" is a source; a function body transforms the "
+                         "function's dataset"));
+      }
+      TPUSIM_RETURN_IF_ERROR(CheckStage(c, st, name, /*first=*/false));
     }
     return absl::OkStatus();
   }
@@ -665,6 +733,76 @@ class Validator {
     return absl::OkStatus();
   }
 
+  // A map stage (also the map of map_and_batch).
+  absl::Status CheckMap(const Cursor& c, const MapStage& m) {
+    if (!m.has_fn())
+      return c.Error("fn", "", absl::StrCat("missing; one of ", Join(kMapFns)));
+    if (!OneOf(m.fn(), kMapFns)) {
+      return c.Error("fn", Quote(m.fn()),
+                     absl::StrCat("unknown; one of ", Join(kMapFns)));
+    }
+    if (m.fn() == "parse_example") {
+      if (m.feature_size() == 0) {
+        return c.Error("feature", "",
+                       "missing; parse_example needs at least one feature");
+      }
+      std::set<std::string> feature_names;
+      for (int i = 0; i < m.feature_size(); ++i) {
+        const FeatureSpec& f = m.feature(i);
+        Cursor fc = c.Child(f, "feature", i);
+        if (!f.has_name() || f.name().empty())
+          return fc.Error("name", "", "missing");
+        if (!feature_names.insert(f.name()).second) {
+          return fc.Error("name", Quote(f.name()), "duplicate feature");
+        }
+        if (f.has_dtype() && f.dtype() != "int64" && f.dtype() != "float32" &&
+            f.dtype() != "string") {
+          return fc.Error("dtype", Quote(f.dtype()),
+                          "must be int64, float32 or string");
+        }
+        if (f.has_kind() && f.kind() != "fixed_len" && f.kind() != "var_len" &&
+            f.kind() != "fixed_len_sequence") {
+          return fc.Error("kind", Quote(f.kind()),
+                          "must be fixed_len, var_len or fixed_len_sequence");
+        }
+        if (f.kind() == "var_len" && f.shape_size() > 0) {
+          return fc.Error("shape", "", "var_len takes no shape");
+        }
+        if (f.has_allow_missing() && f.kind() != "fixed_len_sequence") {
+          return fc.Error("allow_missing", "",
+                          "only fixed_len_sequence takes allow_missing");
+        }
+        for (int d = 0; d < f.shape_size(); ++d) {
+          if (f.shape(d) < 1) {
+            return fc.Error("shape", d, absl::StrCat(f.shape(d)),
+                            "must be >= 1");
+          }
+        }
+        const runtime::Shape shape(
+            std::vector<int64_t>(f.shape().begin(), f.shape().end()));
+        absl::StatusOr<runtime::DType> dtype =
+            runtime::DTypeFromName(f.has_dtype() ? f.dtype() : "int64");
+        absl::StatusOr<int64_t> bytes = runtime::CheckedByteSize(*dtype, shape);
+        if (!bytes.ok()) {
+          return fc.Error("shape", shape.ToString(), bytes.status().message());
+        }
+      }
+    } else if (m.feature_size() > 0) {
+      return c.Error("feature", "",
+                     absl::StrCat("only parse_example takes features, not ",
+                                  Quote(m.fn())));
+    }
+    if (m.has_cpu_cost_ns()) {
+      TPUSIM_RETURN_IF_ERROR(CheckHostCostNs(c, "cpu_cost_ns", m.cpu_cost_ns()));
+    }
+    if (m.has_num_parallel_calls() &&
+        (m.num_parallel_calls() == 0 || m.num_parallel_calls() < -1)) {
+      return c.Error("num_parallel_calls", absl::StrCat(m.num_parallel_calls()),
+                     "must be >= 1 or -1 (AUTOTUNE)");
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status CheckStage(const Cursor& sc, const Stage& st,
                           const std::string& name, bool first) {
     switch (st.kind_case()) {
@@ -795,82 +933,8 @@ class Validator {
         }
         return absl::OkStatus();
       }
-      case Stage::kMap: {
-        Cursor c = sc.Child(st.map(), "map");
-        const MapStage& m = st.map();
-        if (!m.has_fn())
-          return c.Error("fn", "",
-                         absl::StrCat("missing; one of ", Join(kMapFns)));
-        if (!OneOf(m.fn(), kMapFns)) {
-          return c.Error("fn", Quote(m.fn()),
-                         absl::StrCat("unknown; one of ", Join(kMapFns)));
-        }
-        if (m.fn() == "parse_example") {
-          if (m.feature_size() == 0) {
-            return c.Error("feature", "",
-                           "missing; parse_example needs at least one feature");
-          }
-          std::set<std::string> feature_names;
-          for (int i = 0; i < m.feature_size(); ++i) {
-            const FeatureSpec& f = m.feature(i);
-            Cursor fc = c.Child(f, "feature", i);
-            if (!f.has_name() || f.name().empty())
-              return fc.Error("name", "", "missing");
-            if (!feature_names.insert(f.name()).second) {
-              return fc.Error("name", Quote(f.name()), "duplicate feature");
-            }
-            if (f.has_dtype() && f.dtype() != "int64" &&
-                f.dtype() != "float32" && f.dtype() != "string") {
-              return fc.Error("dtype", Quote(f.dtype()),
-                              "must be int64, float32 or string");
-            }
-            if (f.has_kind() && f.kind() != "fixed_len" &&
-                f.kind() != "var_len" && f.kind() != "fixed_len_sequence") {
-              return fc.Error("kind", Quote(f.kind()),
-                              "must be fixed_len, var_len or "
-                              "fixed_len_sequence");
-            }
-            if (f.kind() == "var_len" && f.shape_size() > 0) {
-              return fc.Error("shape", "", "var_len takes no shape");
-            }
-            if (f.has_allow_missing() && f.kind() != "fixed_len_sequence") {
-              return fc.Error("allow_missing", "",
-                              "only fixed_len_sequence takes allow_missing");
-            }
-            for (int d = 0; d < f.shape_size(); ++d) {
-              if (f.shape(d) < 1) {
-                return fc.Error("shape", d, absl::StrCat(f.shape(d)),
-                                "must be >= 1");
-              }
-            }
-            const runtime::Shape shape(
-                std::vector<int64_t>(f.shape().begin(), f.shape().end()));
-            absl::StatusOr<runtime::DType> dtype =
-                runtime::DTypeFromName(f.has_dtype() ? f.dtype() : "int64");
-            absl::StatusOr<int64_t> bytes =
-                runtime::CheckedByteSize(*dtype, shape);
-            if (!bytes.ok()) {
-              return fc.Error("shape", shape.ToString(),
-                              bytes.status().message());
-            }
-          }
-        } else if (m.feature_size() > 0) {
-          return c.Error("feature", "",
-                         absl::StrCat("only parse_example takes features, not ",
-                                      Quote(m.fn())));
-        }
-        if (m.has_cpu_cost_ns() && m.cpu_cost_ns() < 0) {
-          return c.Error("cpu_cost_ns", absl::StrCat(m.cpu_cost_ns()),
-                         "must be >= 0");
-        }
-        if (m.has_num_parallel_calls() &&
-            (m.num_parallel_calls() == 0 || m.num_parallel_calls() < -1)) {
-          return c.Error("num_parallel_calls",
-                         absl::StrCat(m.num_parallel_calls()),
-                         "must be >= 1 or -1 (AUTOTUNE)");
-        }
-        return absl::OkStatus();
-      }
+      case Stage::kMap:
+        return CheckMap(sc.Child(st.map(), "map"), st.map());
       case Stage::kFilter: {
         Cursor c = sc.Child(st.filter(), "filter");
         if (!st.filter().has_predicate()) {
@@ -975,6 +1039,35 @@ class Validator {
       }
       case Stage::kUnbatch:
         return absl::OkStatus();
+      case Stage::kWindow: {
+        Cursor c = sc.Child(st.window(), "window");
+        const WindowStage& w = st.window();
+        if (!w.has_size()) return c.Error("size", "", "missing; must be >= 1");
+        if (w.size() < 1) {
+          return c.Error("size", absl::StrCat(w.size()), "must be >= 1");
+        }
+        if (w.has_shift() && w.shift() < 1) {
+          return c.Error("shift", absl::StrCat(w.shift()), "must be >= 1");
+        }
+        if (w.has_stride() && w.stride() < 1) {
+          return c.Error("stride", absl::StrCat(w.stride()), "must be >= 1");
+        }
+        return CheckBody(c, w.flat_map(), "flat_map");
+      }
+      case Stage::kMapAndBatch: {
+        Cursor c = sc.Child(st.map_and_batch(), "map_and_batch");
+        const MapAndBatchStage& m = st.map_and_batch();
+        if (!m.has_map()) {
+          return c.Error("map", "", "missing; the map function (map { fn })");
+        }
+        if (!m.has_batch_size())
+          return c.Error("batch_size", "", "missing; must be >= 1");
+        if (m.batch_size() < 1) {
+          return c.Error("batch_size", absl::StrCat(m.batch_size()),
+                         "must be >= 1");
+        }
+        return CheckMap(c.Child(m.map(), "map"), m.map());
+      }
       case Stage::KIND_NOT_SET:
         break;
     }

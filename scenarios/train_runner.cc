@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
+#include <optional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/int_math.h"
 #include "common/status_macros.h"
 #include "scenarios/backend_registry.h"
 #include "sim/chip/chip_preset.h"
@@ -421,6 +424,18 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
                           workload->Inputs(local_batch, real, run.seed()));
   const strategy::StepFunction step = workload->Step();
+  // The synthetic pipeline's host work per per-replica batch.
+  const std::optional<int64_t> batch_cost_ns =
+      common::CheckedMul(local_batch, run.input_host_cost_ns());
+  if (run.input_host_cost_ns() < 0 || !batch_cost_ns.has_value() ||
+      *batch_cost_ns > std::numeric_limits<int64_t>::max() / 1000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.input_host_cost_ns=", run.input_host_cost_ns(),
+        ": must be >= 0, and times the ", local_batch,
+        " examples of a replica's batch at most 2^63 ps"));
+  }
+  const std::vector<common::Picoseconds> host_costs(
+      n, common::Picoseconds::FromNanoseconds(*batch_cost_ns));
   result.steps = run.has_steps() ? run.steps() : 10;
   TPUSIM_ASSIGN_OR_RETURN(result.model_flops_per_step,
                           workload->FlopsPerStep(n, local_batch));
@@ -429,8 +444,11 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   if (result.steps_per_run == 1) {
     std::vector<strategy::ValueNest> leaves;
     for (const Tensor& t : inputs) {
-      leaves.emplace_back(strategy::Value(
-          strategy::PerReplica<Tensor>::FromFn(n, [&](int) { return t; })));
+      strategy::PerReplica<Tensor> leaf =
+          strategy::PerReplica<Tensor>::FromFn(n, [&](int) { return t; });
+      // The batch's host work travels once, with its first tensor.
+      if (leaves.empty()) leaf.set_host_costs(host_costs);
+      leaves.emplace_back(strategy::Value(std::move(leaf)));
     }
     const strategy::ValueNest args = strategy::ValueNest::Tuple(leaves);
     for (int64_t s = 0; s < result.steps; ++s) {
@@ -458,9 +476,12 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
     for (int64_t done = 0; done < result.steps;) {
       const int k = static_cast<int>(
           std::min<int64_t>(result.steps_per_run, result.steps - done));
+      strategy::PerReplica<strategy::ReplicaElement> per_replica =
+          strategy::PerReplica<strategy::ReplicaElement>::FromFn(
+              n, [&](int) { return element; });
+      per_replica.set_host_costs(host_costs);
       std::vector<strategy::PerReplica<strategy::ReplicaElement>> elements(
-          k, strategy::PerReplica<strategy::ReplicaElement>::FromFn(
-                 n, [&](int) { return element; }));
+          k, per_replica);
       strategy::VectorInputIterator iterator(std::move(elements));
       TPUSIM_ASSIGN_OR_RETURN(
           strategy::MultiStepResult r,

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <cmath>
+#include <limits>
 #include <queue>
 #include <tuple>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/check.h"
+#include "common/int_math.h"
 #include "common/status_macros.h"
 #include "sim/kernel.h"
 #include "sim/compile/compile.h"
@@ -343,6 +346,18 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
         static_cast<int64_t>(std::llround(o.host_loop_overhead_us() * 1e6)));
   }
   if (o.has_record_spans()) options.record_spans = o.record_spans();
+  if (o.has_input_threads()) {
+    if (o.input_threads() < 1) {
+      return bad("options.input_threads", o.input_threads(), "must be >= 1");
+    }
+    options.input_threads = o.input_threads();
+  }
+  if (o.has_prefetch_depth()) {
+    if (o.prefetch_depth() < 1) {
+      return bad("options.prefetch_depth", o.prefetch_depth(), "must be >= 1");
+    }
+    options.prefetch_depth = o.prefetch_depth();
+  }
   return CreateWithPreset(std::move(layout), preset, options);
 }
 
@@ -351,6 +366,15 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
     SimBackendOptions options) {
   std::unique_ptr<SimBackend> b(
       new SimBackend(std::move(layout), preset, options));
+  HostOptions host;
+  host.threads = options.input_threads;
+  host.prefetch_depth = options.prefetch_depth;
+  // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
+  // the v2/v4 figure.
+  host.pcie_bytes_per_second = b->preset_.pcie_gbps.value_or(16.0) * 1e9;
+  host.keep_history = options.record_spans;
+  TPUSIM_ASSIGN_OR_RETURN(SliceHosts hosts, SliceHosts::Create(b->layout_, host));
+  b->hosts_ = std::make_unique<SliceHosts>(std::move(hosts));
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
                           SimPod::Create(b->layout_, b->preset_, options.wrap));
   return b;
@@ -365,10 +389,6 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
   runtime::HostBackendOptions host_options;
   host_options.num_threads = options_.host_threads;
   host_ = std::make_unique<runtime::HostBackend>(layout_.devices, host_options);
-  // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
-  // the v2/v4 figure.
-  pcie_bytes_per_second_ = preset_.pcie_gbps.value_or(16.0) * 1e9;
-  pcie_free_.assign(layout_.num_chips, Picoseconds(0));
   variable_bytes_.assign(layout_.num_devices(), {});
   ResetProfile();
 }
@@ -376,23 +396,13 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
 SimBackend::~SimBackend() = default;
 
 absl::StatusOr<std::unique_ptr<runtime::Buffer>> SimBackend::TransferToDevice(
-    int device_id, const runtime::Tensor& value) {
+    int device_id, const runtime::Tensor& value,
+    const runtime::TransferOptions& options) {
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> buffer,
-                          host_->TransferToDevice(device_id, value));
-  // PCIe: each chip's host link carries its devices' bytes one transfer after
-  // another (sheet A.8 gives the rate per chip).
-  const int host = layout_.devices[device_id].task;
-  const int chip = layout_.devices[device_id].chip;
-  const int64_t bytes = value.byte_size();
-  const Picoseconds start = Max(now_, pcie_free_[chip]);
-  const Picoseconds end =
-      start + TimeAtRate(static_cast<double>(bytes), pcie_bytes_per_second_);
-  pcie_free_[chip] = end;
-  arrival_[buffer.get()] = end;
-  if (options_.record_spans && bytes > 0) {
-    spans_.push_back(Span{-1, absl::StrCat("infeed to device ", device_id),
-                          start.count(), end.count(), "pcie", host});
-  }
+                          host_->TransferToDevice(device_id, value, options));
+  // Timed when a call uses it (one batch per device and iteration).
+  infeed_[buffer.get()] =
+      Infeed{device_id, value.byte_size(), options.host_cost};
   return buffer;
 }
 
@@ -486,22 +496,43 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
       timing_[d].peak_hbm_bytes = std::max(timing_[d].peak_hbm_bytes, need);
     }
   }
+  // The infeed batches of the call: per iteration, per device, the
+  // transferred arguments it reads (taken out of infeed_ now, so a failed
+  // call leaves nothing behind).
+  std::vector<std::map<int, Infeed>> batches(iterations.size());
+  for (size_t k = 0; k < iterations.size(); ++k) {
+    for (const std::vector<runtime::Buffer*>& args : iterations[k]) {
+      for (const runtime::Buffer* b : args) {
+        auto it = infeed_.find(b);
+        if (it == infeed_.end()) continue;
+        Infeed& batch = batches[k]
+                            .try_emplace(it->second.device,
+                                         Infeed{it->second.device, 0,
+                                                Picoseconds(0)})
+                            .first->second;
+        batch.bytes += it->second.bytes;
+        // A sum past int64 saturates; the host model then reports the
+        // batch's times as out of range.
+        batch.host_cost = Picoseconds(
+            common::CheckedAdd(batch.host_cost.count(),
+                               it->second.host_cost.count())
+                .value_or(std::numeric_limits<int64_t>::max()));
+        infeed_.erase(it);
+      }
+    }
+  }
   absl::StatusOr<runtime::SpmdOutputs> outputs =
       loop ? host_->ExecuteSpmdLoop(exe->host(), assignment, iterations)
            : host_->ExecuteSpmd(exe->host(), assignment, iterations[0]);
   if (!outputs.ok()) return outputs.status();
-  TPUSIM_RETURN_IF_ERROR(Simulate(*exe, assignment, iterations));
-  for (const auto& iteration : iterations) {
-    for (const auto& args : iteration) {
-      for (const runtime::Buffer* b : args) arrival_.erase(b);
-    }
-  }
+  TPUSIM_RETURN_IF_ERROR(Simulate(*exe, assignment, iterations, batches));
   return outputs;
 }
 
 absl::Status SimBackend::Simulate(
     const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
-    absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations) {
+    absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
+    absl::Span<const std::map<int, Infeed>> batches) {
   const runtime::Program& program = exe.program();
   const CompiledProgram& compiled = exe.compiled();
   const std::vector<Kernel>& kernels = compiled.kernels;
@@ -517,6 +548,12 @@ absl::Status SimBackend::Simulate(
   std::vector<Picoseconds> clock(static_cast<size_t>(replicas) * cores, begin);
   std::vector<Picoseconds> exposed(clock.size(), Picoseconds(0));
   std::vector<Picoseconds> infeed(clock.size(), Picoseconds(0));
+  std::vector<Picoseconds> input(clock.size(), Picoseconds(0));
+  // The (replica, core) slot of each device of the assignment.
+  std::vector<int> slot_of(num_devices, -1);
+  for (int r = 0; r < replicas; ++r) {
+    for (int c = 0; c < cores; ++c) slot_of[dev(r, c)] = r * cores + c;
+  }
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
   if (options_.record_spans) {
     for (int r = 0; r < replicas; ++r) {
@@ -532,8 +569,39 @@ absl::Status SimBackend::Simulate(
   pod_->ClearCollectives();
   const double hbm_rate = rates_.hbm_bytes_per_second;
 
+  // The device waits for its batch when a kernel first reads an argument.
+  std::map<int, int64_t> untaken;  // device -> its batch of this iteration
+  auto take = [&](int d, Picoseconds ready,
+                  bool wait) -> absl::StatusOr<Picoseconds> {
+    auto it = untaken.find(d);
+    if (it == untaken.end()) return ready;
+    TPUSIM_ASSIGN_OR_RETURN(Taken t, hosts_->Take(d, it->second, ready));
+    untaken.erase(it);
+    if (!wait) return ready;
+    const size_t slot = slot_of[d];
+    input[slot] += t.input_wait;
+    infeed[slot] += t.infeed_wait;
+    if (options_.record_spans) {
+      const Picoseconds input_end = ready + t.input_wait;
+      if (t.input_wait.count() > 0) {
+        spans_.push_back({d, "input pipeline", ready.count(),
+                          input_end.count(), "input"});
+      }
+      if (t.infeed_wait.count() > 0) {
+        spans_.push_back({d, "infeed", input_end.count(), t.start.count(),
+                          "infeed"});
+      }
+    }
+    return t.start;
+  };
+
   for (size_t iteration = 0; iteration < iterations.size(); ++iteration) {
-    const auto& args = iterations[iteration];
+    if (iteration < batches.size()) {
+      for (const auto& [d, batch] : batches[iteration]) {
+        TPUSIM_ASSIGN_OR_RETURN(
+            untaken[d], hosts_->AddBatch(d, batch.host_cost, batch.bytes));
+      }
+    }
     for (size_t k = 0; k < kernels.size(); ++k) {
       const Kernel& kernel = kernels[k];
       const int c = kernel.core;
@@ -588,6 +656,11 @@ absl::Status SimBackend::Simulate(
         for (int r = 0; r < replicas; ++r) {
           Picoseconds at = clock[r * cores + c];
           for (int dep : kernel.deps) at = Max(at, finished[dep * replicas + r]);
+          // A collective of an argument waits for the device's batch.
+          if (!exe.kernel_parameters()[k].empty()) {
+            TPUSIM_ASSIGN_OR_RETURN(at, take(dev(r, c), at, /*wait=*/true));
+            clock[r * cores + c] = Max(clock[r * cores + c], at);
+          }
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
@@ -626,22 +699,10 @@ absl::Status SimBackend::Simulate(
         const int d = dev(r, c);
         Picoseconds ready = clock[slot];
         for (int dep : kernel.deps) ready = Max(ready, finished[dep * replicas + r]);
-        // Its arguments must have arrived over PCIe.
-        Picoseconds arrived(0);
-        for (int p : exe.kernel_parameters()[k]) {
-          if (r < static_cast<int>(args.size()) &&
-              p < static_cast<int>(args[r].size())) {
-            auto it = arrival_.find(args[r][p]);
-            if (it != arrival_.end()) arrived = Max(arrived, it->second);
-          }
-        }
-        if (ready < arrived) {
-          infeed[slot] += arrived - ready;
-          if (options_.record_spans) {
-            spans_.push_back({d, absl::StrCat("infeed wait for ", kernel.name),
-                              ready.count(), arrived.count(), "infeed"});
-          }
-          ready = arrived;
+        // Its arguments must be on the device: the first kernel that reads
+        // one waits for the device's batch.
+        if (!exe.kernel_parameters()[k].empty()) {
+          TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
         }
         Picoseconds end = ready;
         if (kernel.kind == CompiledKernelKind::kCopy) {
@@ -680,6 +741,14 @@ absl::Status SimBackend::Simulate(
         finished[k * replicas + r] = end;
       }
     }
+    // A batch no kernel read is dequeued when the device ends the iteration
+    // (it waits for nothing).
+    while (!untaken.empty()) {
+      const int d = untaken.begin()->first;
+      const int slot = slot_of[d];
+      TPUSIM_RETURN_IF_ERROR(
+          take(d, slot >= 0 ? clock[slot] : call, /*wait=*/false).status());
+    }
     // Collectives nobody waited for still end within the iteration: a TPU
     // while loop carries its state into the next one.
     for (size_t k = 0; k < kernels.size(); ++k) {
@@ -711,9 +780,29 @@ absl::Status SimBackend::Simulate(
   step.hidden_collective_ps =
       std::max<int64_t>(0, (collective_time[last] - exposed[last]).count());
   step.infeed_wait_ps = infeed[last].count();
+  step.input_wait_ps = input[last].count();
   step.host_overhead_ps = options_.host_loop_overhead.count();
   steps_.push_back(step);
   now_ = end;
+  // Host spans: each batch's pipeline work and its PCIe transfer.
+  if (options_.record_spans) {
+    for (const auto& [device, b] : hosts_->History()) {
+      const int host = layout_.devices[device].task;
+      if (b.produce_start < b.produce_end) {
+        spans_.push_back(Span{-1,
+                              absl::StrCat("input batch ", b.index,
+                                           " for device ", device),
+                              b.produce_start.count(), b.produce_end.count(),
+                              "pipeline", host});
+      }
+      if (b.dma_start < b.arrival) {
+        spans_.push_back(Span{-1, absl::StrCat("infeed to device ", device),
+                              b.dma_start.count(), b.arrival.count(), "pcie",
+                              host});
+      }
+    }
+    hosts_->ClearHistory();
+  }
   return absl::OkStatus();
 }
 
@@ -747,6 +836,7 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     step->set_exposed_collective_ps(s.exposed_collective_ps);
     step->set_hidden_collective_ps(s.hidden_collective_ps);
     step->set_infeed_wait_ps(s.infeed_wait_ps);
+    step->set_input_wait_ps(s.input_wait_ps);
     step->set_host_overhead_ps(s.host_overhead_ps);
   }
   p.set_end_ps(now_.count());
@@ -790,6 +880,7 @@ void SimBackend::ResetProfile() {
   spans_.clear();
   steps_.clear();
   link_base_.clear();
+  if (hosts_ != nullptr) hosts_->ClearHistory();
   if (pod_ != nullptr) {
     for (const net::LinkStats& l : pod_->network().Links()) {
       link_base_.push_back({l.bytes, l.busy.count()});

@@ -29,8 +29,16 @@
 //   member and the device goes on with independent ops; the first op that
 //   uses the result waits for it (the wait is exposed collective time).
 //   Values used on another logical core travel over ICI as a permute.
-// * Arguments cross PCIe when they are transferred: one DMA queue per host at
-//   the preset's PCIe rate.
+// * Arguments are a device's infeed: per call iteration, the arguments a
+//   device reads form one batch whose host work (TransferOptions::host_cost,
+//   the input pipeline's declared costs) the device's host pipeline does
+//   first, with its threads and prefetch depth; the batch then crosses the
+//   chip's PCIe link at the preset's rate (sim/host/host_model.h). The host
+//   pipeline runs free from simulated time 0, limited only by the prefetch
+//   depth (tpusim's choice: TF's iterator prefetches from its creation). The
+//   first kernel that reads an argument waits for its batch: "input" while
+//   the pipeline had not produced it, "infeed" while it was queued for or
+//   crossing PCIe.
 // * HBM holds the variables, the arguments and the peak live set of the
 //   program; a call that does not fit is ResourceExhausted naming the device,
 //   the bytes, the capacity and the five largest live values.
@@ -50,6 +58,7 @@
 #include "common/units.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
+#include "sim/host/host_model.h"
 #include "sim/net/topology.h"
 #include "strategy/runtime/backend.h"
 #include "strategy/runtime/host_backend.h"
@@ -74,8 +83,13 @@ struct SimBackendOptions {
   // Record a span per kernel per device (a 4096-chip run can turn this off to
   // keep memory small; counters and steps are always kept).
   bool record_spans = true;
-  // Worker threads of the internal host backend.
+  // Worker threads of the internal host backend (wall-clock speed only).
   int host_threads = 2;
+  // The simulated hosts' input pipelines (sim/host/host_model.h): CPU threads
+  // sharing each batch's declared host work, and the batches per device in
+  // flight ahead of it (>= 1 each; InvalidArgument otherwise).
+  int input_threads = 1;
+  int prefetch_depth = 2;
 };
 
 class SimBackend final : public runtime::Backend {
@@ -101,8 +115,13 @@ class SimBackend final : public runtime::Backend {
   absl::Span<runtime::Device* const> devices() const override {
     return host_->devices();
   }
+  using runtime::Backend::TransferToDevice;
+  // The value's host cost (options.host_cost) is charged to the input
+  // pipeline of the device's host (sim/host/host_model.h) when a call uses
+  // the buffer.
   absl::StatusOr<std::unique_ptr<runtime::Buffer>> TransferToDevice(
-      int device_id, const runtime::Tensor& value) override;
+      int device_id, const runtime::Tensor& value,
+      const runtime::TransferOptions& options) override;
   absl::StatusOr<runtime::Tensor> TransferFromDevice(
       const runtime::Buffer& buffer) override;
   absl::StatusOr<std::unique_ptr<runtime::Executable>> Compile(
@@ -154,9 +173,11 @@ class SimBackend final : public runtime::Backend {
       absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
       bool loop);
   // The timing walk of one call (K iterations).
+  struct Infeed;
   absl::Status Simulate(
       const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
-      absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations);
+      absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
+      absl::Span<const std::map<int, Infeed>> batches);
 
   runtime::SliceLayout layout_;
   ChipPreset preset_;  // the generation's, with any custom numbers
@@ -165,11 +186,16 @@ class SimBackend final : public runtime::Backend {
   std::unique_ptr<runtime::HostBackend> host_;
   std::unique_ptr<SimPod> pod_;
   common::Picoseconds now_;
-  double pcie_bytes_per_second_ = 0;
-  // When each transferred argument has arrived on its device (until the call
-  // that uses it); per chip, when its PCIe link is free.
-  absl::flat_hash_map<const runtime::Buffer*, common::Picoseconds> arrival_;
-  std::vector<common::Picoseconds> pcie_free_;
+  // The hosts' input pipelines and PCIe links.
+  std::unique_ptr<SliceHosts> hosts_;
+  // Transferred arguments not yet used by a call: their device, bytes and
+  // host work.
+  struct Infeed {
+    int device;
+    int64_t bytes;
+    common::Picoseconds host_cost;
+  };
+  absl::flat_hash_map<const runtime::Buffer*, Infeed> infeed_;
   // Variable bytes per (device, slot).
   std::vector<std::map<int, int64_t>> variable_bytes_;
   // Timing counters, spans and steps since the last ResetProfile (the
@@ -195,6 +221,7 @@ class SimBackend final : public runtime::Backend {
     int64_t exposed_collective_ps = 0;
     int64_t hidden_collective_ps = 0;
     int64_t infeed_wait_ps = 0;
+    int64_t input_wait_ps = 0;
     int64_t host_overhead_ps = 0;
   };
   std::vector<DeviceTiming> timing_;

@@ -30,8 +30,12 @@ absl::StatusOr<ValueNest> RegroupElement(
   }
   std::vector<Value> values;
   values.reserve(num_leaves);
-  for (auto& parts : per_leaf)
-    values.emplace_back(PerReplica<runtime::Tensor>(std::move(parts)));
+  for (auto& parts : per_leaf) {
+    PerReplica<runtime::Tensor> leaf(std::move(parts));
+    // The step's host costs travel once, with its first leaf.
+    if (values.empty()) leaf.set_host_costs(element.host_costs());
+    values.emplace_back(std::move(leaf));
+  }
   return first.Unflatten(std::move(values));
 }
 

@@ -58,7 +58,8 @@ class VectorInputIterator final : public InputIterator {
 // The run() argument structure of one step: the structure of replica 0's
 // element with every leaf replaced by the PerReplica of that leaf across
 // replicas. kInvalidArgument when the replicas' structures differ (naming the
-// replica) or `element` is empty.
+// replica) or `element` is empty. The element's host costs go with the first
+// leaf (so a backend charges them once per replica).
 absl::StatusOr<ValueNest> RegroupElement(
     const PerReplica<ReplicaElement>& element);
 

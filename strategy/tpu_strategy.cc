@@ -32,6 +32,9 @@ struct LeafPlan {
   ValueType type;  // parameters: bound shape + dynamic dims
   std::vector<Tensor>
       per_replica;  // parameters: N tensors, or 1 broadcast to every replica
+  // Parameters: the host CPU time that produced each replica's tensor (empty
+  // or N entries; PerReplica::host_costs), passed on with its transfer.
+  std::vector<common::Picoseconds> host_costs;
   Tensor constant;  // numbers
   const MirroredVariable* variable = nullptr;
 };
@@ -142,6 +145,7 @@ absl::StatusOr<LeafPlan> PlanLeaf(const Value& value, const std::string& path,
       }
       leaf.distributed = true;
       leaf.per_replica = value.components();
+      leaf.host_costs = value.host_costs();
       break;
   }
   const Tensor& first = leaf.per_replica[0];
@@ -386,9 +390,12 @@ absl::StatusOr<runtime::SpmdOutputs> TPUStrategy::Execute(
       for (int r = 0; r < n; ++r) {
         const Tensor& t = leaf.per_replica.size() == 1 ? leaf.per_replica[0]
                                                        : leaf.per_replica[r];
-        TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> b,
-                                backend_->TransferToDevice(
-                                    assignment_.replica_devices[r][core], t));
+        runtime::TransferOptions transfer;
+        if (!leaf.host_costs.empty()) transfer.host_cost = leaf.host_costs[r];
+        TPUSIM_ASSIGN_OR_RETURN(
+            std::unique_ptr<runtime::Buffer> b,
+            backend_->TransferToDevice(assignment_.replica_devices[r][core], t,
+                                       transfer));
         iteration[r].push_back(b.get());
         keep.push_back(std::move(b));
       }

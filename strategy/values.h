@@ -29,6 +29,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "common/units.h"
 #include "strategy/runtime/nest.h"
 #include "strategy/runtime/tensor.h"
 
@@ -59,8 +60,23 @@ class PerReplica {
   const std::vector<T>& values() const { return values_; }
   std::vector<T>& mutable_values() { return values_; }
 
+  // tpusim extension: the host CPU time that produced each component (an
+  // input pipeline's declared costs; data::DistributedIterator::GetNext sets
+  // it). Empty, or one entry per replica. run() hands it to the backend with
+  // the transfer (runtime::TransferOptions::host_cost), where a timing
+  // backend's host model charges it.
+  const std::vector<common::Picoseconds>& host_costs() const {
+    return host_costs_;
+  }
+  void set_host_costs(std::vector<common::Picoseconds> costs) {
+    TPUSIM_CHECK(costs.empty() || costs.size() == values_.size())
+        << costs.size() << " host costs for " << values_.size() << " replicas";
+    host_costs_ = std::move(costs);
+  }
+
  private:
   std::vector<T> values_;
+  std::vector<common::Picoseconds> host_costs_;
 };
 
 // N components that hold the same value, one per replica device
@@ -108,7 +124,8 @@ class Value {
       : kind_(Kind::kTensor), tensor_(std::move(tensor)) {}
   Value(PerReplica<runtime::Tensor> per_replica)  // NOLINT: implicit by design
       : kind_(Kind::kPerReplica),
-        components_(std::move(per_replica.mutable_values())) {}
+        components_(std::move(per_replica.mutable_values())),
+        host_costs_(per_replica.host_costs()) {}
   Value(Mirrored<runtime::Tensor> mirrored)  // NOLINT: implicit by design
       : kind_(Kind::kMirrored), components_(mirrored.values()) {}
   // The whole mirrored variable (component = -1) or its component `component`.
@@ -185,6 +202,11 @@ class Value {
     return components_;
   }
   int num_components() const { return static_cast<int>(components_.size()); }
+  // A PerReplica value's host costs (PerReplica::host_costs; empty for every
+  // other kind).
+  const std::vector<common::Picoseconds>& host_costs() const {
+    return host_costs_;
+  }
   // Precondition: is_variable().
   const MirroredVariable* variable() const {
     TPUSIM_CHECK(is_variable());
@@ -239,6 +261,7 @@ class Value {
   int64_t integer_ = 0;  // the integer when is_integer_
   bool is_integer_ = false;
   std::vector<runtime::Tensor> components_;
+  std::vector<common::Picoseconds> host_costs_;  // kPerReplica only
   const MirroredVariable* variable_ = nullptr;
   int component_ = -1;
 };

@@ -20,7 +20,8 @@ bool IsFilePassThrough(absl::string_view op) {
          op == PrefetchNode::kOp || op == RepeatNode::kOp ||
          op == ShuffleNode::kOp || op == ShardNode::kOp ||
          op == TakeNode::kOp || op == SkipNode::kOp || op == CacheNode::kOp ||
-         op == RebatchV2Node::kOp || op == LegacyRebatchNode::kOp;
+         op == RebatchV2Node::kOp || op == LegacyRebatchNode::kOp ||
+         op == MapAndBatchNode::kOp || op == WindowNode::kOp;
 }
 
 // TF's ReaderOpInFunction: the body holds a reader whose file names are the
@@ -55,7 +56,7 @@ absl::StatusOr<NodePtr> StripShuffles(const NodePtr& node,
     inputs.push_back(std::move(out));
   }
   if (!changed) return node;
-  return node->WithInputs(std::move(inputs));
+  return Rebuild(*node, std::move(inputs));
 }
 
 // TF's ProcessDatasetSourceNode for a flat_map/interleave holding a reader: a
@@ -72,9 +73,9 @@ absl::StatusOr<NodePtr> ShardFunctionInput(const FunctionNode& fn, int64_t w,
   TPUSIM_ASSIGN_OR_RETURN(NodePtr sharded,
                           MakeRequireNonEmptyShard(input, w, i, version));
   if (last_shuffle != nullptr) {
-    TPUSIM_ASSIGN_OR_RETURN(sharded, last_shuffle->WithInputs({sharded}));
+    TPUSIM_ASSIGN_OR_RETURN(sharded, Rebuild(*last_shuffle, {sharded}));
   }
-  return fn.WithInputs({sharded});
+  return Rebuild(fn, {sharded});
 }
 
 struct FileWalk {
@@ -100,7 +101,7 @@ NodePtr WalkInputs(const NodePtr& node, FileWalk& walk) {
     inputs.push_back(std::move(out));
   }
   if (!changed) return node;
-  absl::StatusOr<NodePtr> rebuilt = node->WithInputs(std::move(inputs));
+  absl::StatusOr<NodePtr> rebuilt = Rebuild(*node, std::move(inputs));
   if (!rebuilt.ok()) {
     if (walk.status.ok()) walk.status = rebuilt.status();
     return node;
@@ -166,7 +167,7 @@ absl::StatusOr<NodePtr> RebatchV2ToLegacy(const NodePtr& node,
     return LegacyRebatchNode::Make(inputs[0], num_replicas);
   }
   if (!changed) return node;
-  return node->WithInputs(std::move(inputs));
+  return Rebuild(*node, std::move(inputs));
 }
 
 }  // namespace

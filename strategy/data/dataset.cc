@@ -1,6 +1,8 @@
 #include "strategy/data/dataset.h"
 
 #include <algorithm>
+#include <limits>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -294,6 +296,9 @@ std::string DatasetNode::ShortString() const {
   std::vector<std::string> parts;
   for (const NodeAttr& a : attrs())
     parts.push_back(absl::StrCat(a.name, "=", a.value));
+  if (host_cost_.count() != 0) {
+    parts.push_back(absl::StrCat("host_cost=", host_cost_.ToString()));
+  }
   return absl::StrCat(op(), "(", absl::StrJoin(parts, ", "), ")");
 }
 
@@ -339,6 +344,80 @@ std::vector<NodePtr> TopologicalOrder(const NodePtr& root) {
   std::vector<NodePtr> out;
   Topo(root, &seen, &out);
   return out;
+}
+
+namespace {
+
+// Adds the node's declared cost for every element its iterator produces.
+class MeteredIterator final : public DatasetIterator {
+ public:
+  MeteredIterator(IteratorPtr input, common::Picoseconds cost,
+                  std::shared_ptr<HostWorkMeter> meter)
+      : input_(std::move(input)), cost_(cost), meter_(std::move(meter)) {}
+  absl::StatusOr<std::optional<Element>> GetNext() override {
+    TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
+    if (e.has_value()) Add(1);
+    return e;
+  }
+  absl::StatusOr<int64_t> Skip(int64_t n) override {
+    TPUSIM_ASSIGN_OR_RETURN(int64_t skipped, input_->Skip(n));
+    Add(skipped);
+    return skipped;
+  }
+
+ private:
+  // Saturates at the largest Picoseconds (a pipeline that long is reported as
+  // such by the host model, never wrapped).
+  void Add(int64_t elements) {
+    const int64_t max = std::numeric_limits<int64_t>::max();
+    const std::optional<int64_t> add = common::CheckedMul(cost_.count(), elements);
+    meter_->work = common::Picoseconds(
+        add.has_value()
+            ? common::CheckedAdd(meter_->work.count(), *add).value_or(max)
+            : max);
+  }
+  IteratorPtr input_;
+  common::Picoseconds cost_;
+  std::shared_ptr<HostWorkMeter> meter_;
+};
+
+}  // namespace
+
+absl::StatusOr<IteratorPtr> DatasetNode::MakeIterator(
+    const IteratorContext& ctx) const {
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr it, DoMakeIterator(ctx));
+  if (ctx.host_work == nullptr || host_cost_.count() == 0) return it;
+  return IteratorPtr(new MeteredIterator(std::move(it), host_cost_, ctx.host_work));
+}
+
+absl::StatusOr<NodePtr> WithHostCost(NodePtr node, common::Picoseconds cost) {
+  if (cost.count() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "with_host_cost: per_element=", cost.count(),
+        "ps on ", node->op(), ": a host cost must be >= 0"));
+  }
+  if (node->host_cost_per_element() == cost) return node;
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr fresh, node->WithInputs(node->inputs()));
+  // `fresh` was just made and is not shared yet, so setting its cost cannot
+  // change a node another graph holds.
+  if (fresh.use_count() != 1) {
+    return absl::InternalError(absl::StrCat(
+        "with_host_cost: ", fresh->op(), "::WithInputs returned a shared node"));
+  }
+  const_cast<DatasetNode&>(*fresh).host_cost_ = cost;
+  return fresh;
+}
+
+absl::StatusOr<NodePtr> Rebuild(const DatasetNode& node,
+                                std::vector<NodePtr> inputs) {
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr rebuilt, node.WithInputs(std::move(inputs)));
+  return WithHostCost(std::move(rebuilt), node.host_cost_per_element());
+}
+
+absl::StatusOr<NodePtr> RebuildWithBody(const FunctionNode& node,
+                                        NodePtr body) {
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr rebuilt, node.WithBody(std::move(body)));
+  return WithHostCost(std::move(rebuilt), node.host_cost_per_element());
 }
 
 std::vector<NodeCost> CollectHostCosts(const NodePtr& root) {
@@ -592,6 +671,92 @@ Dataset Dataset::Interleave(const DatasetFn& fn, int64_t cycle_length,
     return InterleaveNode::Make(in, fn, cycle_length, block_length);
   });
 }
+WindowedDataset Dataset::Window(int64_t size, std::optional<int64_t> shift,
+                                int64_t stride, bool drop_remainder) const {
+  if (!ok()) return WindowedDataset(nullptr, options_, status_);
+  Dataset out = Then([&](const NodePtr& in) {
+    return WindowNode::Make(in, size, shift.value_or(size), stride,
+                            drop_remainder);
+  });
+  if (!out.ok()) return WindowedDataset(nullptr, options_, out.status());
+  return WindowedDataset(out.node(), options_, absl::OkStatus());
+}
+Dataset Dataset::MapAndBatch(MapFunction fn, int64_t batch_size,
+                             bool drop_remainder,
+                             std::optional<int64_t> num_parallel_calls) const {
+  return Then([&](const NodePtr& in) {
+    return MapAndBatchNode::Make(in, std::move(fn), batch_size, drop_remainder,
+                                 num_parallel_calls.value_or(batch_size));
+  });
+}
+
+// ---- windows ----
+
+WindowArg::WindowArg(ElementSpec spec) : spec_(std::move(spec)) {
+  int index = 0;
+  nest_ = spec_.Map([&](const TensorSpec&) {
+    return Wrap(WindowArgNode::Make(spec_, index++));
+  });
+  nest_.ForEach(
+      [&](const std::string&, const Dataset& d) { flat_.push_back(d); });
+  zipped_ = Wrap(WindowArgNode::Make(spec_, WindowArgNode::kAllComponents));
+}
+
+const Dataset& WindowArg::dataset() const {
+  TPUSIM_CHECK(spec_.is_leaf())
+      << "WindowArg::dataset() on structure " << spec_.StructureString();
+  return flat_[0];
+}
+
+const Dataset& WindowArg::component(int i) const {
+  TPUSIM_CHECK(i >= 0 && i < static_cast<int>(flat_.size()))
+      << "component " << i << " of " << flat_.size();
+  return flat_[i];
+}
+
+const NodePtr& WindowedDataset::node() const {
+  TPUSIM_CHECK(ok()) << status_.ToString();
+  return node_;
+}
+
+namespace {
+
+// Traces a window function: calls it once with the symbolic WindowArg.
+absl::StatusOr<NodePtr> TraceWindowFn(const NodePtr& window, const WindowFn& fn,
+                                      absl::string_view op) {
+  if (!fn) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": the function is empty"));
+  }
+  WindowArg arg(window->element_spec());
+  Dataset body = fn(arg);
+  if (!body.ok()) {
+    return absl::Status(
+        body.status().code(),
+        absl::StrCat(op, " function: ", body.status().message()));
+  }
+  return body.node();
+}
+
+}  // namespace
+
+Dataset WindowedDataset::FlatMap(const WindowFn& fn) const {
+  if (!ok()) return Dataset::FromError(status_);
+  absl::StatusOr<NodePtr> body = TraceWindowFn(node_, fn, "flat_map");
+  if (!body.ok()) return Dataset::FromError(body.status());
+  return Wrap(FlatMapNode::MakeWithBody(node_, *std::move(body)), options_);
+}
+
+Dataset WindowedDataset::Interleave(const WindowFn& fn, int64_t cycle_length,
+                                    int64_t block_length) const {
+  if (!ok()) return Dataset::FromError(status_);
+  absl::StatusOr<NodePtr> body = TraceWindowFn(node_, fn, "interleave");
+  if (!body.ok()) return Dataset::FromError(body.status());
+  return Wrap(InterleaveNode::MakeWithBody(node_, *std::move(body),
+                                           cycle_length, block_length),
+              options_);
+}
+
 Dataset Dataset::Zip(std::vector<Dataset> datasets) {
   std::vector<NodePtr> nodes;
   Options options;
@@ -616,10 +781,22 @@ Dataset Dataset::WithOptions(Options options) const {
   return d;
 }
 
+Dataset Dataset::WithHostCost(common::Picoseconds per_element) const {
+  return Then([per_element](const NodePtr& node) {
+    return data::WithHostCost(node, per_element);
+  });
+}
+
 absl::StatusOr<IteratorPtr> Dataset::MakeIterator() const {
+  return MakeIterator(nullptr);
+}
+
+absl::StatusOr<IteratorPtr> Dataset::MakeIterator(
+    std::shared_ptr<HostWorkMeter> meter) const {
   TPUSIM_RETURN_IF_ERROR(status_);
   IteratorContext ctx;
   ctx.max_memory = options_.max_memory;
+  ctx.host_work = std::move(meter);
   return node_->MakeIterator(ctx);
 }
 

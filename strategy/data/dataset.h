@@ -29,7 +29,9 @@
 // (from_tensors, from_tensor_slices, the readers' filenames), the builders take
 // a TensorRef, which is either a constant tensor or a component of the function
 // argument; at iteration time the body is instantiated with the actual element
-// (IteratorContext::argument).
+// (IteratorContext::argument). window(...) returns a WindowedDataset, consumed
+// the same way by a traced function over each window (WindowArg: one dataset
+// per component, WindowArgNode sources in the body).
 //
 // Errors. A builder never crashes on bad input: an invalid argument (e.g.
 // Shard(0, 0)) makes the resulting Dataset carry the error (`ok()` false,
@@ -157,6 +159,15 @@ class DatasetIterator {
 };
 using IteratorPtr = std::unique_ptr<DatasetIterator>;
 
+// The host CPU work an iterator tree has done, by the declared per-element
+// costs of its nodes (DatasetNode::host_cost_per_element): every element a
+// costed node produces — returned or skipped — adds its cost. A distributed
+// iterator reads it between per-replica batches to learn what each batch cost
+// the host (the host timing model of a timing backend consumes it).
+struct HostWorkMeter {
+  common::Picoseconds work;
+};
+
 // What an iterator is made in.
 struct IteratorContext {
   // The actual argument when instantiating the body of a flat_map/interleave
@@ -170,6 +181,8 @@ struct IteratorContext {
   uint64_t epoch = 0;
   // The memory budget of each buffer (Options::max_memory).
   common::Bytes max_memory = kDefaultMaxMemory;
+  // Where costed nodes add their work; null: not metered.
+  std::shared_ptr<HostWorkMeter> host_work;
 };
 
 // ---- memory estimates (Options::max_memory) ----
@@ -284,11 +297,12 @@ class DatasetNode {
   // order.
   virtual std::vector<NodeAttr> attrs() const { return {}; }
 
-  // A new iterator over this node's elements. Errors: those of resolving tensor
-  // inputs (e.g. FailedPrecondition for an argument reference outside a
-  // function), opening files (NotFound), and node-specific ones.
-  virtual absl::StatusOr<IteratorPtr> MakeIterator(
-      const IteratorContext& ctx) const = 0;
+  // A new iterator over this node's elements (DoMakeIterator's; when the node
+  // declares a host cost and ctx.host_work is set, every element it produces
+  // adds the cost to the meter). Errors: those of resolving tensor inputs
+  // (e.g. FailedPrecondition for an argument reference outside a function),
+  // opening files (NotFound), and node-specific ones.
+  absl::StatusOr<IteratorPtr> MakeIterator(const IteratorContext& ctx) const;
 
   // A copy of this node with `inputs` instead of inputs() (same count; element
   // specs may differ: the copy recomputes its own spec from them). Errors as
@@ -298,11 +312,9 @@ class DatasetNode {
       std::vector<NodePtr> inputs) const = 0;
 
   // Declared host CPU cost of producing one output element in this node itself
-  // (not its inputs); zero unless declared (map). Used by the host timing
-  // model.
-  virtual common::Picoseconds host_cost_per_element() const {
-    return common::Picoseconds(0);
-  }
+  // (not its inputs): zero unless declared (Dataset::WithHostCost, a map
+  // function's cost). Used by the host timing model.
+  common::Picoseconds host_cost_per_element() const { return host_cost_; }
 
   // A one-line description: op(attr=value, ...).
   std::string ShortString() const;
@@ -311,6 +323,14 @@ class DatasetNode {
   std::string DebugString() const;
 
  protected:
+  // The node's own iterator (MakeIterator adds the host-cost metering).
+  virtual absl::StatusOr<IteratorPtr> DoMakeIterator(
+      const IteratorContext& ctx) const = 0;
+  // For constructors: the declared per-element host cost (>= 0).
+  void set_host_cost_per_element(common::Picoseconds cost) {
+    host_cost_ = cost;
+  }
+
   DatasetNode(std::vector<NodePtr> inputs, ElementSpec element_spec)
       : inputs_(std::move(inputs)), element_spec_(std::move(element_spec)) {
     for (const NodePtr& in : inputs_) {
@@ -324,7 +344,10 @@ class DatasetNode {
   int depth() const { return depth_; }
 
  private:
+  friend absl::StatusOr<NodePtr> WithHostCost(NodePtr fresh,
+                                              common::Picoseconds cost);
   int depth_ = 1;
+  common::Picoseconds host_cost_;
   std::vector<NodePtr> inputs_;
   ElementSpec element_spec_;
 };
@@ -354,6 +377,17 @@ class FunctionNode : public DatasetNode {
   NodePtr body_;
 };
 
+// `node` rebuilt over `inputs` (node.WithInputs) keeping its declared host
+// cost; graph rewrites (auto-shard, rebatch) use it so that a cost survives
+// them.
+absl::StatusOr<NodePtr> Rebuild(const DatasetNode& node,
+                                std::vector<NodePtr> inputs);
+// The same for a function node's body (node.WithBody).
+absl::StatusOr<NodePtr> RebuildWithBody(const FunctionNode& node, NodePtr body);
+// A copy of `node` whose own elements each cost `cost` of host CPU time.
+// InvalidArgument for a negative cost, naming it.
+absl::StatusOr<NodePtr> WithHostCost(NodePtr node, common::Picoseconds cost);
+
 // Every node of the graph rooted at `root` (inputs before users; each node
 // once), not descending into function bodies.
 std::vector<NodePtr> TopologicalOrder(const NodePtr& root);
@@ -374,6 +408,10 @@ using MapFn = std::function<absl::StatusOr<Element>(const Element&)>;
 using PredicateFn = std::function<absl::StatusOr<bool>(const Element&)>;
 // A traced dataset-valued function (flat_map, interleave).
 using DatasetFn = std::function<Dataset(const FunctionArg&)>;
+class WindowArg;
+// A traced function over one window (window(...).flat_map(fn)).
+using WindowFn = std::function<Dataset(const WindowArg&)>;
+class WindowedDataset;
 
 // A map function with its metadata.
 struct MapFunction {
@@ -541,9 +579,39 @@ class Dataset {
   Dataset Concatenate(const Dataset& other) const;
   // Attaches options (replacing those carried so far).
   Dataset WithOptions(Options options) const;
+  // tpusim extension (no TF counterpart): declares that each element of the
+  // last stage costs `per_element` of host CPU time to produce (beyond its
+  // inputs' costs), for the host timing model of a timing backend; replaces a
+  // cost declared before (a map function's included). It survives the
+  // auto-shard and rebatch rewrites (a batch that the 2.2 rewrite's Case 1
+  // makes N times smaller costs 1/N of the declared cost, rounded down to a
+  // picosecond), and is metered per element produced.
+  // A negative cost is InvalidArgument naming it.
+  Dataset WithHostCost(common::Picoseconds per_element) const;
+  // tf.data.Dataset.window(size, shift, stride, drop_remainder) (WindowNode):
+  // a dataset of windows, consumed by WindowedDataset::FlatMap/Interleave.
+  // Window k holds the input elements k*shift + i*stride, i = 0..size-1,
+  // that exist; with drop_remainder a window with fewer than size elements
+  // is not emitted. shift absent = size. size, shift and stride must be >= 1,
+  // else InvalidArgument naming the value.
+  WindowedDataset Window(int64_t size,
+                         std::optional<int64_t> shift = std::nullopt,
+                         int64_t stride = 1, bool drop_remainder = false) const;
+  // tf.data.experimental.map_and_batch(map_func, batch_size,
+  // num_parallel_calls, drop_remainder) (MapAndBatchNode, TF op
+  // "MapAndBatchDataset"): the values of Map(fn).Batch(batch_size,
+  // drop_remainder) in one node. num_parallel_calls absent = batch_size (TF's
+  // default); otherwise >= 1 or kAutotune. batch_size <= 0 → InvalidArgument.
+  Dataset MapAndBatch(
+      MapFunction fn, int64_t batch_size, bool drop_remainder = false,
+      std::optional<int64_t> num_parallel_calls = std::nullopt) const;
 
   // ---- iteration ----
   absl::StatusOr<IteratorPtr> MakeIterator() const;
+  // The same, adding the declared host work of every element the pipeline's
+  // nodes produce to `meter` (may be null: not metered).
+  absl::StatusOr<IteratorPtr> MakeIterator(
+      std::shared_ptr<HostWorkMeter> meter) const;
   // Every element (for tests and small datasets). Errors from iteration
   // propagate.
   absl::StatusOr<std::vector<Element>> Collect(
@@ -554,6 +622,58 @@ class Dataset {
   Dataset Then(
       const std::function<absl::StatusOr<NodePtr>(const NodePtr&)>& make) const;
 
+  NodePtr node_;
+  Options options_;
+  absl::Status status_;
+};
+
+// The symbolic argument of a window function: one dataset per component of
+// the windowed elements (TF passes a nest of datasets with the structure of
+// the input's elements). Each dataset yields that component of the window's
+// elements; Zip() yields the whole elements (tf.data.Dataset.zip(window)).
+class WindowArg {
+ public:
+  // `spec`: the spec of the windowed dataset's elements.
+  explicit WindowArg(ElementSpec spec);
+  const ElementSpec& spec() const { return spec_; }
+  // The window of a single-tensor element. Precondition: spec().is_leaf().
+  const Dataset& dataset() const;
+  // The dataset of leaf `i` (flattening order). Precondition: 0 <= i < leaves.
+  const Dataset& component(int i) const;
+  // The datasets with the elements' structure.
+  const runtime::Nest<Dataset>& nest() const { return nest_; }
+  // The window's whole elements, with their structure.
+  const Dataset& Zip() const { return zipped_; }
+
+ private:
+  ElementSpec spec_;
+  runtime::Nest<Dataset> nest_;
+  std::vector<Dataset> flat_;
+  Dataset zipped_;
+};
+
+// The result of Dataset::Window: a dataset whose elements are windows (TF: a
+// nest of datasets per element). tpusim consumes it only through a function
+// over each window (flat_map, interleave), the way it is used in practice:
+// ds.window(n).flat_map(lambda w: w.batch(n)). The traced body is kept like
+// any flat_map body (FunctionNode::body()); its source is a WindowArgNode.
+class WindowedDataset {
+ public:
+  WindowedDataset(NodePtr node, Options options, absl::Status status)
+      : node_(std::move(node)),
+        options_(std::move(options)),
+        status_(std::move(status)) {}
+  bool ok() const { return status_.ok(); }
+  const absl::Status& status() const { return status_; }
+  // The WindowNode. Precondition: ok().
+  const NodePtr& node() const;
+  // window(...).flat_map(fn).
+  Dataset FlatMap(const WindowFn& fn) const;
+  // window(...).interleave(fn, cycle_length, block_length).
+  Dataset Interleave(const WindowFn& fn, int64_t cycle_length = kAutotune,
+                     int64_t block_length = 1) const;
+
+ private:
   NodePtr node_;
   Options options_;
   absl::Status status_;

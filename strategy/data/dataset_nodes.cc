@@ -1,6 +1,7 @@
 #include "strategy/data/dataset_nodes.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -118,7 +119,7 @@ int64_t RangeNode::size() const {
       count, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
 }
 
-absl::StatusOr<IteratorPtr> RangeNode::MakeIterator(
+absl::StatusOr<IteratorPtr> RangeNode::DoMakeIterator(
     const IteratorContext&) const {
   class It final : public DatasetIterator {
    public:
@@ -175,7 +176,7 @@ std::vector<NodeAttr> GeneratorNode::attrs() const {
   return {{"output_spec", ElementSpecToString(element_spec())}};
 }
 
-absl::StatusOr<IteratorPtr> GeneratorNode::MakeIterator(
+absl::StatusOr<IteratorPtr> GeneratorNode::DoMakeIterator(
     const IteratorContext&) const {
   class It final : public DatasetIterator {
    public:
@@ -249,7 +250,7 @@ std::vector<NodeAttr> TensorNode::attrs() const {
   return {{"components", absl::StrCat("[", absl::StrJoin(parts, ", "), "]")}};
 }
 
-absl::StatusOr<IteratorPtr> TensorNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TensorNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(Element e, ResolveNest(components_, ctx));
   std::vector<Element> v;
@@ -327,7 +328,7 @@ std::vector<NodeAttr> TensorSliceNode::attrs() const {
   return {{"components", absl::StrCat("[", absl::StrJoin(parts, ", "), "]")}};
 }
 
-absl::StatusOr<IteratorPtr> TensorSliceNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TensorSliceNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(Element e, ResolveNest(components_, ctx));
   std::vector<std::pair<std::string, Shape>> shapes;
@@ -483,7 +484,7 @@ absl::StatusOr<Element> StackElements(std::vector<Element> elements) {
   return first.Unflatten(std::move(stacked));
 }
 
-absl::StatusOr<IteratorPtr> BatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   // Estimate before allocating: a batch holds batch_size input elements.
   TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
@@ -782,7 +783,7 @@ absl::StatusOr<Tensor> PadColumn(const std::vector<const Tensor*>& rows,
 
 }  // namespace
 
-absl::StatusOr<IteratorPtr> PaddedBatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> PaddedBatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -875,7 +876,7 @@ absl::StatusOr<NodePtr> UnbatchNode::Make(NodePtr input) {
                                                std::move(spec)));
 }
 
-absl::StatusOr<IteratorPtr> UnbatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> UnbatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -923,6 +924,213 @@ absl::StatusOr<NodePtr> UnbatchNode::WithInputs(
     std::vector<NodePtr> inputs) const {
   TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
   return Make(inputs[0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// WindowNode
+
+WindowNode::WindowNode(NodePtr input, int64_t size, int64_t shift,
+                       int64_t stride, bool drop_remainder)
+    : DatasetNode({input}, input->element_spec()),
+      size_(size),
+      shift_(shift),
+      stride_(stride),
+      drop_remainder_(drop_remainder) {}
+
+absl::StatusOr<NodePtr> WindowNode::Make(NodePtr input, int64_t size,
+                                         int64_t shift, int64_t stride,
+                                         bool drop_remainder) {
+  // TF 2.2's WindowDatasetOp: "Window size must be greater than zero." (and
+  // shift, stride likewise); tpusim adds the value.
+  if (size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: size must be greater than zero, got size=", size));
+  }
+  if (shift <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: shift must be greater than zero, got shift=", shift));
+  }
+  if (stride <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: stride must be greater than zero, got stride=", stride));
+  }
+  // The buffer holds (size - 1) * stride + 1 elements.
+  if (size - 1 > (std::numeric_limits<int64_t>::max() - 1) / stride) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window: size=", size, " and stride=", stride,
+        " span (size - 1) * stride + 1 elements, more than 2^63-1"));
+  }
+  return NodePtr(std::make_shared<WindowNode>(std::move(input), size, shift,
+                                              stride, drop_remainder));
+}
+
+std::vector<NodeAttr> WindowNode::attrs() const {
+  return {{"size", absl::StrCat(size_)},
+          {"shift", absl::StrCat(shift_)},
+          {"stride", absl::StrCat(stride_)},
+          {"drop_remainder", B(drop_remainder_)}};
+}
+
+absl::StatusOr<IteratorPtr> WindowNode::DoMakeIterator(
+    const IteratorContext& ctx) const {
+  const int64_t span = (size_ - 1) * stride_ + 1;
+  // Estimate before buffering: the buffer holds `span` input elements.
+  TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
+      absl::StrCat("window(size=", size_, ", stride=", stride_, ")"), span,
+      inputs()[0]->element_spec(), ctx.max_memory));
+  TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
+  class It final : public DatasetIterator {
+   public:
+    It(IteratorPtr input, const WindowNode& node, int64_t span,
+       common::Bytes budget)
+        : input_(std::move(input)),
+          shift_(node.shift()),
+          stride_(node.stride()),
+          drop_(node.drop_remainder()),
+          span_(span),
+          budget_(budget) {}
+    absl::StatusOr<std::optional<Element>> GetNext() override {
+      if (input_ == nullptr && buffer_.empty()) return std::optional<Element>();
+      // Fill the buffer up to the span. Like TF's kernel, an element's error
+      // is kept with it and reported only if the element is in a window.
+      while (input_ != nullptr &&
+             static_cast<int64_t>(buffer_.size()) < span_) {
+        absl::StatusOr<std::optional<Element>> e = input_->GetNext();
+        if (e.ok() && !e->has_value()) {
+          input_.reset();
+          break;
+        }
+        if (e.ok()) {
+          const int64_t b = ElementBytes(**e);
+          bytes_ += b;
+          if (bytes_ > budget_.count()) {
+            return MemoryBudgetExceeded(
+                absl::StrCat("window buffer at element ", buffer_.size()),
+                bytes_, budget_);
+          }
+          buffer_.push_back({*std::move(*e), b});
+        } else {
+          buffer_.push_back({e.status(), 0});
+        }
+      }
+      const int64_t n = static_cast<int64_t>(buffer_.size());
+      if (n == 0 || (drop_ && n < span_)) {
+        buffer_.clear();
+        bytes_ = 0;
+        return std::optional<Element>();
+      }
+      std::vector<Element> window;
+      absl::Status status;
+      for (int64_t i = 0; i < n; i += stride_) {
+        if (!buffer_[i].value.ok()) {
+          status = buffer_[i].value.status();
+          break;
+        }
+        window.push_back(*buffer_[i].value);
+      }
+      // Shift, reading and discarding input elements past the buffer.
+      if (shift_ >= n) {
+        for (int64_t i = n; input_ != nullptr && i < shift_; ++i) {
+          absl::StatusOr<std::optional<Element>> e = input_->GetNext();
+          if (e.ok() && !e->has_value()) input_.reset();  // errors ignored
+        }
+        buffer_.clear();
+        bytes_ = 0;
+      } else {
+        for (int64_t i = 0; i < shift_; ++i) {
+          bytes_ -= buffer_.front().bytes;
+          buffer_.pop_front();
+        }
+      }
+      TPUSIM_RETURN_IF_ERROR(status);
+      return std::optional<Element>(Element::Tuple(std::move(window)));
+    }
+
+   private:
+    struct Buffered {
+      absl::StatusOr<Element> value;
+      int64_t bytes;
+    };
+    IteratorPtr input_;
+    int64_t shift_, stride_;
+    bool drop_;
+    int64_t span_;
+    common::Bytes budget_;
+    std::deque<Buffered> buffer_;
+    int64_t bytes_ = 0;
+  };
+  return IteratorPtr(
+      std::make_unique<It>(std::move(input), *this, span, ctx.max_memory));
+}
+
+absl::StatusOr<NodePtr> WindowNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], size_, shift_, stride_, drop_remainder_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// WindowArgNode
+
+namespace {
+
+ElementSpec WindowArgSpec(const ElementSpec& window_spec, int component) {
+  if (component == WindowArgNode::kAllComponents) return window_spec;
+  return *window_spec.Flatten()[component];
+}
+
+}  // namespace
+
+WindowArgNode::WindowArgNode(ElementSpec spec, int component)
+    : DatasetNode({}, std::move(spec)), component_(component) {}
+
+absl::StatusOr<NodePtr> WindowArgNode::Make(ElementSpec window_spec,
+                                            int component) {
+  const int leaves = window_spec.num_leaves();
+  if (component != kAllComponents && (component < 0 || component >= leaves)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "window argument: component ", component,
+        " out of range; the elements have ", leaves, " components"));
+  }
+  return NodePtr(std::make_shared<WindowArgNode>(
+      WindowArgSpec(window_spec, component), component));
+}
+
+std::vector<NodeAttr> WindowArgNode::attrs() const {
+  return {{"component", component_ == kAllComponents
+                            ? std::string("all")
+                            : absl::StrCat(component_)}};
+}
+
+absl::StatusOr<IteratorPtr> WindowArgNode::DoMakeIterator(
+    const IteratorContext& ctx) const {
+  if (ctx.argument == nullptr || !ctx.argument->is_tuple()) {
+    return absl::FailedPreconditionError(
+        "WindowArg: a window dataset is iterated outside a function over "
+        "windows (window(...).flat_map / interleave)");
+  }
+  std::vector<Element> elements;
+  elements.reserve(ctx.argument->children().size());
+  for (const Element& e : ctx.argument->children()) {
+    if (component_ == kAllComponents) {
+      elements.push_back(e);
+      continue;
+    }
+    std::vector<const Tensor*> leaves = e.Flatten();
+    if (component_ >= static_cast<int>(leaves.size())) {
+      return absl::InternalError(
+          absl::StrCat("WindowArg: component ", component_,
+                       " of an element with ", leaves.size(), " components"));
+    }
+    elements.push_back(Element(*leaves[component_]));
+  }
+  return IteratorPtr(std::make_unique<VectorIterator>(std::move(elements)));
+}
+
+absl::StatusOr<NodePtr> WindowArgNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 0));
+  return NodePtr(std::make_shared<WindowArgNode>(element_spec(), component_));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -988,7 +1196,7 @@ absl::Status NotEnoughElementsForShards(ShardNonEmpty wording, int64_t elems,
 
 }  // namespace
 
-absl::StatusOr<IteratorPtr> ShardNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ShardNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1060,7 +1268,7 @@ std::vector<NodeAttr> RepeatNode::attrs() const {
   return {{"count", absl::StrCat(count_)}};
 }
 
-absl::StatusOr<IteratorPtr> RepeatNode::MakeIterator(
+absl::StatusOr<IteratorPtr> RepeatNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   class It final : public DatasetIterator {
    public:
@@ -1190,7 +1398,9 @@ absl::StatusOr<ElementSpec> InferMapSpec(const ElementSpec& input,
 }  // namespace
 
 MapNode::MapNode(NodePtr input, MapFunction fn, ElementSpec spec)
-    : DatasetNode({std::move(input)}, std::move(spec)), fn_(std::move(fn)) {}
+    : DatasetNode({std::move(input)}, std::move(spec)), fn_(std::move(fn)) {
+  set_host_cost_per_element(fn_.cost);
+}
 
 absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
   if (!fn.fn) return absl::InvalidArgumentError("map: the function is empty");
@@ -1198,6 +1408,11 @@ absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
     return absl::InvalidArgumentError(absl::StrCat(
         "map: num_parallel_calls=", fn.num_parallel_calls,
         ": must be >= 1 or -1 (AUTOTUNE)"));
+  }
+  if (fn.cost.count() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("map: cost=", fn.cost.count(),
+                     "ps: a host cost per element must be >= 0"));
   }
   ElementSpec spec;
   if (fn.output_spec.has_value()) {
@@ -1215,7 +1430,6 @@ absl::StatusOr<NodePtr> MapNode::Make(NodePtr input, MapFunction fn) {
 std::vector<NodeAttr> MapNode::attrs() const {
   std::vector<NodeAttr> a;
   if (!fn_.name.empty()) a.push_back({"f", fn_.name});
-  if (fn_.cost.count() != 0) a.push_back({"cost", fn_.cost.ToString()});
   if (fn_.num_parallel_calls != 1) {
     a.push_back({"num_parallel_calls", fn_.num_parallel_calls == -1
                                            ? std::string("AUTOTUNE")
@@ -1225,7 +1439,7 @@ std::vector<NodeAttr> MapNode::attrs() const {
   return a;
 }
 
-absl::StatusOr<IteratorPtr> MapNode::MakeIterator(
+absl::StatusOr<IteratorPtr> MapNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1268,6 +1482,80 @@ absl::StatusOr<NodePtr> MapNode::WithInputs(std::vector<NodePtr> inputs) const {
 }
 
 // ---------------------------------------------------------------------------------------------
+// MapAndBatchNode
+
+MapAndBatchNode::MapAndBatchNode(NodePtr input, MapFunction fn,
+                                 int64_t batch_size, bool drop_remainder,
+                                 int64_t num_parallel_calls, NodePtr chain)
+    : DatasetNode({std::move(input)}, chain->element_spec()),
+      fn_(std::move(fn)),
+      batch_size_(batch_size),
+      drop_remainder_(drop_remainder),
+      num_parallel_calls_(num_parallel_calls),
+      chain_(std::move(chain)) {}
+
+absl::StatusOr<NodePtr> MapAndBatchNode::Make(NodePtr input, MapFunction fn,
+                                              int64_t batch_size,
+                                              bool drop_remainder,
+                                              int64_t num_parallel_calls) {
+  // TF's MapAndBatchDatasetOp: "batch_size must be greater than zero." and
+  // num_parallel_calls > 0 or AUTOTUNE; tpusim adds the value.
+  if (batch_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "map_and_batch: batch_size must be greater than zero, got ",
+        batch_size));
+  }
+  if (num_parallel_calls == 0 || num_parallel_calls < kAutotune) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("map_and_batch: num_parallel_calls=", num_parallel_calls,
+                     ": must be >= 1 or -1 (AUTOTUNE)"));
+  }
+  MapFunction map_fn = fn;
+  map_fn.num_parallel_calls = num_parallel_calls;
+  TPUSIM_ASSIGN_OR_RETURN(NodePtr map, MapNode::Make(input, std::move(map_fn)));
+  absl::StatusOr<NodePtr> batch =
+      BatchNode::Make(std::move(map), batch_size, drop_remainder);
+  if (!batch.ok()) {
+    return absl::Status(
+        batch.status().code(),
+        absl::StrCat("map_and_batch: ", batch.status().message()));
+  }
+  return NodePtr(std::make_shared<MapAndBatchNode>(
+      std::move(input), std::move(fn), batch_size, drop_remainder,
+      num_parallel_calls, *std::move(batch)));
+}
+
+std::vector<NodeAttr> MapAndBatchNode::attrs() const {
+  std::vector<NodeAttr> a;
+  if (!fn_.name.empty()) a.push_back({"f", fn_.name});
+  a.push_back({"batch_size", absl::StrCat(batch_size_)});
+  a.push_back({"num_parallel_calls", num_parallel_calls_ == kAutotune
+                                         ? std::string("AUTOTUNE")
+                                         : absl::StrCat(num_parallel_calls_)});
+  a.push_back({"drop_remainder", B(drop_remainder_)});
+  if (fn_.cost.count() != 0) a.push_back({"cost", fn_.cost.ToString()});
+  return a;
+}
+
+absl::StatusOr<IteratorPtr> MapAndBatchNode::DoMakeIterator(
+    const IteratorContext& ctx) const {
+  return chain_->MakeIterator(ctx);
+}
+
+absl::StatusOr<NodePtr> MapAndBatchNode::WithInputs(
+    std::vector<NodePtr> inputs) const {
+  TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
+  return Make(inputs[0], fn_, batch_size_, drop_remainder_,
+              num_parallel_calls_);
+}
+
+absl::StatusOr<NodePtr> MapAndBatchNode::WithBatchSize(
+    int64_t batch_size) const {
+  return Make(inputs()[0], fn_, batch_size, drop_remainder_,
+              num_parallel_calls_);
+}
+
+// ---------------------------------------------------------------------------------------------
 // FilterNode
 
 FilterNode::FilterNode(NodePtr input, PredicateFn predicate)
@@ -1281,7 +1569,7 @@ absl::StatusOr<NodePtr> FilterNode::Make(NodePtr input, PredicateFn predicate) {
       std::make_shared<FilterNode>(std::move(input), std::move(predicate)));
 }
 
-absl::StatusOr<IteratorPtr> FilterNode::MakeIterator(
+absl::StatusOr<IteratorPtr> FilterNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1337,7 +1625,7 @@ std::vector<NodeAttr> ShuffleNode::attrs() const {
           {"reshuffle_each_iteration", B(reshuffle_each_iteration_)}};
 }
 
-absl::StatusOr<IteratorPtr> ShuffleNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ShuffleNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   // Estimate before allocating: the buffer holds up to buffer_size elements.
   TPUSIM_RETURN_IF_ERROR(CheckBufferEstimate(
@@ -1421,7 +1709,7 @@ std::vector<NodeAttr> TakeNode::attrs() const {
   return {{"count", absl::StrCat(count_)}};
 }
 
-absl::StatusOr<IteratorPtr> TakeNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TakeNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1478,7 +1766,7 @@ std::vector<NodeAttr> SkipNode::attrs() const {
   return {{"count", absl::StrCat(count_)}};
 }
 
-absl::StatusOr<IteratorPtr> SkipNode::MakeIterator(
+absl::StatusOr<IteratorPtr> SkipNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1526,7 +1814,7 @@ std::vector<NodeAttr> PrefetchNode::attrs() const {
   return {{"buffer_size", absl::StrCat(buffer_size_)}};
 }
 
-absl::StatusOr<IteratorPtr> PrefetchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> PrefetchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   // Prefetching changes timing, never values: a pass-through here (the host
   // timing model reads buffer_size()).
@@ -1559,7 +1847,7 @@ absl::StatusOr<NodePtr> CacheNode::Make(NodePtr input) {
       std::make_shared<CacheNode>(std::move(input), std::make_shared<State>()));
 }
 
-absl::StatusOr<IteratorPtr> CacheNode::MakeIterator(
+absl::StatusOr<IteratorPtr> CacheNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
@@ -1658,7 +1946,7 @@ absl::StatusOr<NodePtr> FlatMapNode::MakeWithBody(NodePtr input, NodePtr body) {
       std::make_shared<FlatMapNode>(std::move(input), std::move(body)));
 }
 
-absl::StatusOr<IteratorPtr> FlatMapNode::MakeIterator(
+absl::StatusOr<IteratorPtr> FlatMapNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
@@ -1751,7 +2039,7 @@ std::vector<NodeAttr> InterleaveNode::attrs() const {
           {"block_length", absl::StrCat(block_length_)}};
 }
 
-absl::StatusOr<IteratorPtr> InterleaveNode::MakeIterator(
+absl::StatusOr<IteratorPtr> InterleaveNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   // TF's InterleaveDataset order: a cycle of `cycle_length` slots visited in
@@ -1845,7 +2133,7 @@ absl::StatusOr<NodePtr> ZipNode::Make(std::vector<NodePtr> inputs) {
   return NodePtr(std::make_shared<ZipNode>(std::move(inputs), std::move(spec)));
 }
 
-absl::StatusOr<IteratorPtr> ZipNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ZipNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   std::vector<IteratorPtr> its;
   for (const NodePtr& n : inputs()) {
@@ -1898,7 +2186,7 @@ absl::StatusOr<NodePtr> ConcatenateNode::Make(NodePtr input,
       std::move(input), std::move(to_concatenate), *std::move(spec)));
 }
 
-absl::StatusOr<IteratorPtr> ConcatenateNode::MakeIterator(
+absl::StatusOr<IteratorPtr> ConcatenateNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   class It final : public DatasetIterator {
    public:

@@ -43,7 +43,7 @@ class RangeNode final : public DatasetNode {
                                       int64_t step);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -74,7 +74,7 @@ class GeneratorNode final : public DatasetNode {
                                       ElementSpec spec);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -93,7 +93,7 @@ class TensorNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(TensorRefNest components);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -114,7 +114,7 @@ class TensorSliceNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(TensorRefNest components);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -153,7 +153,7 @@ class TFRecordReaderNode final : public ReaderNode {
                                       std::string compression_type = "");
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -171,7 +171,7 @@ class TextLineReaderNode final : public ReaderNode {
   static constexpr absl::string_view kOp = "TextLineDataset";
   static absl::StatusOr<NodePtr> Make(TensorRef filenames);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -189,7 +189,7 @@ class FixedLengthRecordReaderNode final : public ReaderNode {
                                       int64_t footer_bytes);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -228,7 +228,7 @@ class BatchNode final : public DatasetNode {
                                       bool drop_remainder);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -262,7 +262,7 @@ class PaddedBatchNode final : public DatasetNode {
                                       bool drop_remainder);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -296,12 +296,80 @@ class UnbatchNode final : public DatasetNode {
   static constexpr absl::string_view kOp = "UnbatchDataset";
   static absl::StatusOr<NodePtr> Make(NodePtr input);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
 
   UnbatchNode(NodePtr input, ElementSpec spec);  // use Make
+};
+
+// window(size, shift, stride, drop_remainder): TF op "WindowDataset", as TF
+// 2.2's kernel: it buffers (size - 1) * stride + 1 input elements, emits
+// buffer[0], buffer[stride], ... (fewer at the end of the input, never an
+// empty window; none shorter than size with drop_remainder), then drops
+// `shift` elements (reading and discarding input elements when shift exceeds
+// the buffer; as in TF, errors of discarded elements and of elements skipped
+// by the stride are ignored).
+//
+// Element representation (tpusim): TF's element is a nest of datasets, one per
+// component. tpusim's element is a tuple of the window's input elements
+// (shared, not copied); element_spec() is the spec of ONE input element (what
+// each window dataset yields). Only a FunctionNode (flat_map, interleave; see
+// WindowedDataset) consumes it, whose body reads the window through
+// WindowArgNode. InvalidArgument at Make: size, shift or stride < 1 (naming
+// the value), or a buffer size that overflows int64.
+class WindowNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "WindowDataset";
+  static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t size,
+                                      int64_t shift, int64_t stride,
+                                      bool drop_remainder);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int64_t size() const { return size_; }
+  int64_t shift() const { return shift_; }
+  int64_t stride() const { return stride_; }
+  bool drop_remainder() const { return drop_remainder_; }
+
+  WindowNode(NodePtr input, int64_t size, int64_t shift, int64_t stride,
+             bool drop_remainder);  // use Make
+
+ private:
+  int64_t size_, shift_, stride_;
+  bool drop_remainder_;
+};
+
+// The source of a window function body: the window dataset of component
+// `component` (flattening order) of the window in the function argument, or,
+// with component = kAllComponents, the window's whole elements. No TF op (in
+// TF the body reads its argument, a dataset); op name "WindowArg". As a
+// source, the rebatch rewrite and auto-shard stop here (as TF's stop at the
+// function's _Arg). Iterating it outside a window function is
+// FailedPrecondition.
+class WindowArgNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "WindowArg";
+  static constexpr int kAllComponents = -1;
+  // `window_spec`: the spec of the windowed elements. InvalidArgument for a
+  // component out of range.
+  static absl::StatusOr<NodePtr> Make(ElementSpec window_spec, int component);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  int component() const { return component_; }
+
+  WindowArgNode(ElementSpec spec, int component);  // use Make
+
+ private:
+  int component_;
 };
 
 // shard(num_shards, index): keeps elements index, index + num_shards, ...
@@ -326,7 +394,7 @@ class ShardNode final : public DatasetNode {
       ShardNonEmpty non_empty = ShardNonEmpty::kNotRequired);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -352,7 +420,7 @@ class RepeatNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -371,14 +439,11 @@ class MapNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, MapFunction fn);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   // Re-infers the output spec unless it was declared.
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
-  common::Picoseconds host_cost_per_element() const override {
-    return fn_.cost;
-  }
   const MapFunction& function() const { return fn_; }
 
   MapNode(NodePtr input, MapFunction fn, ElementSpec spec);  // use Make
@@ -387,12 +452,51 @@ class MapNode final : public DatasetNode {
   MapFunction fn_;  // output_spec as given by the user (may be absent)
 };
 
+// tf.data.experimental.map_and_batch: TF op "MapAndBatchDataset". The values
+// of map(fn) followed by batch(batch_size, drop_remainder); the node runs
+// both (it iterates an internal MapNode -> BatchNode chain). The 2.2 rebatch
+// rewrite treats it as a batch op (its batch_size is changed like
+// BatchDatasetV2's), 2.4's batch-size search finds it, and FILE auto-shard
+// walks through it. InvalidArgument at Make: batch_size <= 0,
+// num_parallel_calls 0 or < -1, and the map's own errors.
+class MapAndBatchNode final : public DatasetNode {
+ public:
+  static constexpr absl::string_view kOp = "MapAndBatchDataset";
+  static absl::StatusOr<NodePtr> Make(NodePtr input, MapFunction fn,
+                                      int64_t batch_size, bool drop_remainder,
+                                      int64_t num_parallel_calls);
+  absl::string_view op() const override { return kOp; }
+  std::vector<NodeAttr> attrs() const override;
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
+      const IteratorContext& ctx) const override;
+  absl::StatusOr<NodePtr> WithInputs(
+      std::vector<NodePtr> inputs) const override;
+  // The map's declared cost for each of the batch_size rows of a batch.
+  const MapFunction& function() const { return fn_; }
+  int64_t batch_size() const { return batch_size_; }
+  bool drop_remainder() const { return drop_remainder_; }
+  int64_t num_parallel_calls() const { return num_parallel_calls_; }
+  // The same node with another batch size (the rebatch rewrite).
+  absl::StatusOr<NodePtr> WithBatchSize(int64_t batch_size) const;
+
+  MapAndBatchNode(NodePtr input, MapFunction fn, int64_t batch_size,
+                  bool drop_remainder, int64_t num_parallel_calls,
+                  NodePtr chain);  // use Make
+
+ private:
+  MapFunction fn_;
+  int64_t batch_size_;
+  bool drop_remainder_;
+  int64_t num_parallel_calls_;
+  NodePtr chain_;  // BatchNode(MapNode(input)): what MakeIterator runs
+};
+
 class FilterNode final : public DatasetNode {
  public:
   static constexpr absl::string_view kOp = "FilterDataset";
   static absl::StatusOr<NodePtr> Make(NodePtr input, PredicateFn predicate);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -421,7 +525,7 @@ class ShuffleNode final : public DatasetNode {
                                       bool reshuffle_each_iteration);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -445,7 +549,7 @@ class TakeNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -464,7 +568,7 @@ class SkipNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t count);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -483,7 +587,7 @@ class PrefetchNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t buffer_size);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -503,7 +607,7 @@ class CacheNode final : public DatasetNode {
   static constexpr absl::string_view kOp = "CacheDataset";
   static absl::StatusOr<NodePtr> Make(NodePtr input);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -525,7 +629,7 @@ class FlatMapNode final : public FunctionNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, const DatasetFn& fn);
   static absl::StatusOr<NodePtr> MakeWithBody(NodePtr input, NodePtr body);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -550,7 +654,7 @@ class InterleaveNode final : public FunctionNode {
                                               int64_t block_length);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -573,7 +677,7 @@ class ZipNode final : public DatasetNode {
   // At least one input, else InvalidArgument.
   static absl::StatusOr<NodePtr> Make(std::vector<NodePtr> inputs);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -587,7 +691,7 @@ class ConcatenateNode final : public DatasetNode {
   // Specs must have the same structure and dtypes, else InvalidArgument.
   static absl::StatusOr<NodePtr> Make(NodePtr input, NodePtr to_concatenate);
   absl::string_view op() const override { return kOp; }
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;

@@ -2,6 +2,7 @@
 
 #include "strategy/data/distribute.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -85,18 +86,24 @@ absl::StatusOr<DistributedIterator> DistributedIterator::Create(
 
 absl::Status DistributedIterator::Initialize() {
   std::vector<IteratorPtr> iterators(inputs_.size());
+  std::vector<std::shared_ptr<HostWorkMeter>> meters(inputs_.size());
   for (size_t w = 0; w < inputs_.size(); ++w) {
     if (inputs_[w].dataset.has_value()) {
-      TPUSIM_ASSIGN_OR_RETURN(iterators[w], inputs_[w].dataset->MakeIterator());
+      meters[w] = std::make_shared<HostWorkMeter>();
+      TPUSIM_ASSIGN_OR_RETURN(iterators[w],
+                              inputs_[w].dataset->MakeIterator(meters[w]));
     }
   }
   iterators_ = std::move(iterators);
+  meters_ = std::move(meters);
+  accounted_.assign(inputs_.size(), common::Picoseconds(0));
   return absl::OkStatus();
 }
 
 absl::StatusOr<strategy::PerReplica<Element>> DistributedIterator::GetNext() {
   const int n = workers_.num_replicas();
   std::vector<std::optional<Element>> per_replica(n);
+  std::vector<common::Picoseconds> costs(n, common::Picoseconds(0));
   int workers_with_data = 0;
   bool any_missing = false;
   for (int w = 0; w < workers_.num_workers(); ++w) {
@@ -114,6 +121,8 @@ absl::StatusOr<strategy::PerReplica<Element>> DistributedIterator::GetNext() {
       }
       TPUSIM_ASSIGN_OR_RETURN(per_replica[replicas[j]],
                               iterators_[w]->GetNext());
+      costs[replicas[j]] = meters_[w]->work - accounted_[w];
+      accounted_[w] = meters_[w]->work;
       if (!per_replica[replicas[j]].has_value()) {
         ended = true;
         any_missing = true;
@@ -137,7 +146,9 @@ absl::StatusOr<strategy::PerReplica<Element>> DistributedIterator::GetNext() {
     out.push_back(per_replica[r].has_value() ? std::move(*per_replica[r])
                                              : DummyElement(element_spec_));
   }
-  return strategy::PerReplica<Element>(std::move(out));
+  strategy::PerReplica<Element> step(std::move(out));
+  step.set_host_costs(std::move(costs));
+  return step;
 }
 
 // ---- DistributedDataset ----
@@ -308,7 +319,14 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
     TPUSIM_ASSIGN_OR_RETURN(NodePtr root,
                             PrefetchNode::Make(rebatched.node, n));
     spec = RebatchedElementSpec(dataset.element_spec(), n);
-    const int64_t b = ComputeBatchSize(dataset.node());
+    int64_t b = ComputeBatchSize(dataset.node());
+    // The batch op the rewrite changed, when the 2.4 search finds none (e.g.
+    // a batch inside a flat_map body) and all rewritten ones agree.
+    if (b < 0 && !rebatched.batch_sizes.empty() &&
+        std::all_of(rebatched.batch_sizes.begin(), rebatched.batch_sizes.end(),
+                    [&](int64_t s) { return s == rebatched.batch_sizes[0]; })) {
+      b = rebatched.batch_sizes[0];
+    }
     const std::string bs = b >= 0 ? absl::StrCat(b) : std::string("unknown");
     std::string detail;
     switch (rebatched.kind) {

@@ -80,6 +80,12 @@ class DistributedIterator {
   // * callable inputs (make_input_fn_iterator) call the function once per
   //   replica per step (as TF's _SingleWorkerCallableIterator) and never end.
   // * after OutOfRange every later call is OutOfRange again.
+  // * host costs (PerReplica::host_costs): replica r's entry is the host work
+  //   (the pipeline's declared per-element costs, DatasetNode::
+  //   host_cost_per_element) its worker's pipeline did since the previous
+  //   batch it returned: a batch pays for every element made (or dropped by
+  //   filter, shard, skip) on the way to it; a dummy pays for finding the
+  //   end of the data. Callables cost 0.
   absl::StatusOr<strategy::PerReplica<Element>> GetNext();
 
   // Restarts every worker's pipeline (TF1 initializer / a new eager iterator):
@@ -110,6 +116,10 @@ class DistributedIterator {
   InputWorkers workers_;
   std::vector<WorkerInput> inputs_;
   std::vector<IteratorPtr> iterators_;  // per worker; null for callables
+  // Per worker: the host work of its pipeline so far (declared costs), and
+  // how much of it the batches returned so far have accounted for.
+  std::vector<std::shared_ptr<HostWorkMeter>> meters_;
+  std::vector<common::Picoseconds> accounted_;
   ElementSpec element_spec_;
   bool optional_ = false;
 };

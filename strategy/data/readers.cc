@@ -271,7 +271,7 @@ std::vector<NodeAttr> TFRecordReaderNode::attrs() const {
           {"compression_type", absl::StrCat("\"", compression_type_, "\"")}};
 }
 
-absl::StatusOr<IteratorPtr> TFRecordReaderNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TFRecordReaderNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
                           ResolveFilenames(ctx));
@@ -306,7 +306,7 @@ absl::StatusOr<NodePtr> TextLineReaderNode::Make(TensorRef filenames) {
   return NodePtr(std::make_shared<TextLineReaderNode>(std::move(filenames)));
 }
 
-absl::StatusOr<IteratorPtr> TextLineReaderNode::MakeIterator(
+absl::StatusOr<IteratorPtr> TextLineReaderNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
                           ResolveFilenames(ctx));
@@ -365,7 +365,7 @@ std::vector<NodeAttr> FixedLengthRecordReaderNode::attrs() const {
           {"footer_bytes", absl::StrCat(footer_bytes_)}};
 }
 
-absl::StatusOr<IteratorPtr> FixedLengthRecordReaderNode::MakeIterator(
+absl::StatusOr<IteratorPtr> FixedLengthRecordReaderNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> files,
                           ResolveFilenames(ctx));

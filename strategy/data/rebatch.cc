@@ -55,23 +55,34 @@ absl::StatusOr<NodePtr> WithRewrittenInput(const DatasetNode& node,
     if (fn.output_spec.has_value()) {
       fn.output_spec = RebatchedElementSpec(*fn.output_spec, n);
     }
-    return MapNode::Make(std::move(input), std::move(fn));
+    TPUSIM_ASSIGN_OR_RETURN(NodePtr map,
+                            MapNode::Make(std::move(input), std::move(fn)));
+    return WithHostCost(std::move(map), node.host_cost_per_element());
   }
-  return node.WithInputs({std::move(input)});
+  return Rebuild(node, {std::move(input)});
 }
 
 // The rewrite proper. Returns the rewritten node; any error means "use the
-// fallback". `any_case2` is set when a Case 2 split was inserted.
+// fallback". `any_case2` is set when a Case 2 split was inserted; the batch
+// size of every batch op rewritten is appended to `sizes`.
 absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
-                                              bool& any_case2) {
+                                              bool& any_case2,
+                                              std::vector<int64_t>& sizes) {
   const absl::string_view op = node->op();
   if (op == BatchNode::kOp) {
     const auto& batch = static_cast<const BatchNode&>(*node);
     const int64_t b = batch.batch_size();
+    sizes.push_back(b);
     if (!batch.drop_remainder() && b % n == 0) {
-      // Case 1: direct mutation.
-      return BatchNode::Make(batch.inputs()[0], b / n,
-                             /*drop_remainder=*/false);
+      // Case 1: direct mutation. A declared host cost is per batch of B
+      // rows; the mutated batch has B / N rows and costs 1/N of it (the
+      // pipeline's work per global batch stays what was declared).
+      TPUSIM_ASSIGN_OR_RETURN(NodePtr mutated,
+                              BatchNode::Make(batch.inputs()[0], b / n,
+                                              /*drop_remainder=*/false));
+      return WithHostCost(std::move(mutated),
+                          common::Picoseconds(
+                              batch.host_cost_per_element().count() / n));
     }
     // Case 2: split each batch into pieces of m = ceil(B/N) rows.
     // tpusim choice (spec (b) open point [U]): m comes from the batch op's
@@ -88,18 +99,19 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
           .Batch(m, /*drop_remainder=*/exact);
     });
   }
-  if (op == PaddedBatchNode::kOp) {
-    // TF 2.2's rewrite lists PaddedBatchDataset(V2) among its batch ops and
-    // changes only the batch_size input: Case 1 keeps padded_shapes and
-    // padding_values, so each per-replica batch pads to ITS OWN maximum.
-    // Case 2 slices the padded global batch (pieces keep its padded width).
-    const auto& batch = static_cast<const PaddedBatchNode&>(*node);
+  if (op == MapAndBatchNode::kOp) {
+    // TF 2.2's rewrite lists MapAndBatchDataset among its batch ops and
+    // changes its batch_size input as for BatchDatasetV2.
+    const auto& batch = static_cast<const MapAndBatchNode&>(*node);
     const int64_t b = batch.batch_size();
+    sizes.push_back(b);
     if (!batch.drop_remainder() && b % n == 0) {
-      return PaddedBatchNode::Make(batch.inputs()[0], b / n,
-                                   batch.padded_shapes(),
-                                   batch.padding_values(),
-                                   /*drop_remainder=*/false);
+      // The map's cost stays per element (it is inside the node's chain); a
+      // cost declared on the node itself is per batch, as for batch above.
+      TPUSIM_ASSIGN_OR_RETURN(NodePtr mutated, batch.WithBatchSize(b / n));
+      return WithHostCost(std::move(mutated),
+                          common::Picoseconds(
+                              batch.host_cost_per_element().count() / n));
     }
     any_case2 = true;
     const int64_t m = CeilDiv(b, n);
@@ -109,24 +121,54 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
           .Batch(m, /*drop_remainder=*/exact);
     });
   }
-  if (IsRebatchPassThrough(op)) {
+  if (op == PaddedBatchNode::kOp) {
+    // TF 2.2's rewrite lists PaddedBatchDataset(V2) among its batch ops and
+    // changes only the batch_size input: Case 1 keeps padded_shapes and
+    // padding_values, so each per-replica batch pads to ITS OWN maximum.
+    // Case 2 slices the padded global batch (pieces keep its padded width).
+    const auto& batch = static_cast<const PaddedBatchNode&>(*node);
+    const int64_t b = batch.batch_size();
+    sizes.push_back(b);
+    if (!batch.drop_remainder() && b % n == 0) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          NodePtr mutated,
+          PaddedBatchNode::Make(batch.inputs()[0], b / n,
+                                batch.padded_shapes(), batch.padding_values(),
+                                /*drop_remainder=*/false));
+      return WithHostCost(std::move(mutated),
+                          common::Picoseconds(
+                              batch.host_cost_per_element().count() / n));
+    }
+    any_case2 = true;
+    const int64_t m = CeilDiv(b, n);
+    const bool exact = batch.drop_remainder() && b % n == 0;
+    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
+      return Dataset::FromTensorSlices(arg.nest())
+          .Batch(m, /*drop_remainder=*/exact);
+    });
+  }
+  // WindowDataset is on TF 2.2's pass-through list too (tpusim's windows are
+  // only consumed by a flat_map/interleave, whose body the rewrite enters
+  // instead, so the walk meets a window only as written here).
+  if (IsRebatchPassThrough(op) || op == WindowNode::kOp) {
     TPUSIM_ASSIGN_OR_RETURN(
-        NodePtr input, RewriteOutermostBatch(node->inputs()[0], n, any_case2));
+        NodePtr input,
+        RewriteOutermostBatch(node->inputs()[0], n, any_case2, sizes));
     return WithRewrittenInput(*node, std::move(input), n);
   }
   if (IsMultiInput(op)) {
     std::vector<NodePtr> inputs;
     for (const NodePtr& input : node->inputs()) {
-      TPUSIM_ASSIGN_OR_RETURN(NodePtr rewritten,
-                              RewriteOutermostBatch(input, n, any_case2));
+      TPUSIM_ASSIGN_OR_RETURN(
+          NodePtr rewritten, RewriteOutermostBatch(input, n, any_case2, sizes));
       inputs.push_back(std::move(rewritten));
     }
-    return node->WithInputs(std::move(inputs));
+    return Rebuild(*node, std::move(inputs));
   }
   if (const auto* fn = dynamic_cast<const FunctionNode*>(node.get())) {
-    TPUSIM_ASSIGN_OR_RETURN(NodePtr body,
-                            RewriteOutermostBatch(fn->body(), n, any_case2));
-    return fn->WithBody(std::move(body));
+    TPUSIM_ASSIGN_OR_RETURN(
+        NodePtr body, RewriteOutermostBatch(fn->body(), n, any_case2, sizes));
+    return RebuildWithBody(*fn, std::move(body));
   }
   return absl::NotFoundError(
       absl::StrCat("rebatch: reached ", op, " without encountering a batch"));
@@ -426,11 +468,13 @@ absl::StatusOr<RebatchResult> RebatchGraph(const NodePtr& root,
         absl::StrCat("rebatch: num_replicas=", num_replicas, ", must be >= 1"));
   }
   bool any_case2 = false;
+  std::vector<int64_t> sizes;
   absl::StatusOr<NodePtr> rewritten =
-      RewriteOutermostBatch(root, num_replicas, any_case2);
+      RewriteOutermostBatch(root, num_replicas, any_case2, sizes);
   if (rewritten.ok()) {
     return RebatchResult{*std::move(rewritten),
-                         any_case2 ? RebatchKind::kCase2 : RebatchKind::kCase1};
+                         any_case2 ? RebatchKind::kCase2 : RebatchKind::kCase1,
+                         std::move(sizes)};
   }
   // tpusim choice: any failure of the rewrite (also a WithInputs error on the
   // way back) falls back, like rebatch.cc with use_fallback=true, starting
@@ -439,7 +483,7 @@ absl::StatusOr<RebatchResult> RebatchGraph(const NodePtr& root,
   // whose rewrite fails; the elements come out the same.)
   TPUSIM_ASSIGN_OR_RETURN(
       NodePtr fallback, ApplyFallback(root, num_replicas, rewritten.status()));
-  return RebatchResult{std::move(fallback), RebatchKind::kFallback};
+  return RebatchResult{std::move(fallback), RebatchKind::kFallback, {}};
 }
 
 ElementSpec RebatchedElementSpec(const ElementSpec& global_spec,
@@ -484,6 +528,8 @@ int64_t ComputeBatchSizeFromGraph(const NodePtr& node) {
     return static_cast<const BatchNode&>(*node).batch_size();
   if (op == PaddedBatchNode::kOp)
     return static_cast<const PaddedBatchNode&>(*node).batch_size();
+  if (op == MapAndBatchNode::kOp)
+    return static_cast<const MapAndBatchNode&>(*node).batch_size();
   if (IsRebatchPassThrough(op))
     return ComputeBatchSizeFromGraph(node->inputs()[0]);
   if (IsMultiInput(op)) {
@@ -568,7 +614,7 @@ std::vector<NodeAttr> RebatchV2Node::attrs() const {
       {"drop_remainder", "false"}};
 }
 
-absl::StatusOr<IteratorPtr> RebatchV2Node::MakeIterator(
+absl::StatusOr<IteratorPtr> RebatchV2Node::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   return IteratorPtr(std::make_unique<RebatchV2Iterator>(
@@ -607,7 +653,7 @@ std::vector<NodeAttr> LegacyRebatchNode::attrs() const {
   return {{"num_replicas", absl::StrCat(num_replicas_)}};
 }
 
-absl::StatusOr<IteratorPtr> LegacyRebatchNode::MakeIterator(
+absl::StatusOr<IteratorPtr> LegacyRebatchNode::DoMakeIterator(
     const IteratorContext& ctx) const {
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   return IteratorPtr(

@@ -66,6 +66,10 @@ struct RebatchResult {
   // What was done. With zip/concatenate several batch ops may be rewritten;
   // `kind` is then kCase2 if any of them needed Case 2, else kCase1.
   RebatchKind kind = RebatchKind::kCase1;
+  // The batch_size of every batch op rewritten (walk order; also those found
+  // inside flat_map/interleave bodies, e.g. window(n).flat_map(batch(n)));
+  // empty for the fallback.
+  std::vector<int64_t> batch_sizes;
 };
 
 // TF 2.2's rebatch rewrite with split_batch_by = num_replicas (spec (b)
@@ -123,7 +127,7 @@ class RebatchV2Node final : public DatasetNode {
                                       std::vector<int64_t> batch_sizes);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;
@@ -149,7 +153,7 @@ class LegacyRebatchNode final : public DatasetNode {
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t num_replicas);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
-  absl::StatusOr<IteratorPtr> MakeIterator(
+  absl::StatusOr<IteratorPtr> DoMakeIterator(
       const IteratorContext& ctx) const override;
   absl::StatusOr<NodePtr> WithInputs(
       std::vector<NodePtr> inputs) const override;

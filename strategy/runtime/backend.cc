@@ -11,6 +11,15 @@ std::string Device::DebugString() const {
                       ")");
 }
 
+absl::Status ValidateTransferOptions(const TransferOptions& options) {
+  if (options.host_cost.count() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TransferToDevice: host_cost=", options.host_cost.count(),
+        "ps: the host CPU time of a value must be >= 0"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<SpmdOutputs> Backend::ExecuteSpmdLoop(
     const Executable& executable, const SpmdAssignment& assignment,
     absl::Span<const std::vector<std::vector<Buffer*>>> per_iteration_args) {

@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/units.h"
 #include "strategy/runtime/device_description.h"
 #include "strategy/runtime/ops.h"
 #include "strategy/runtime/profile.h"
@@ -118,6 +119,15 @@ struct SpmdAssignment {
 // them.
 using SpmdOutputs = std::vector<std::vector<std::unique_ptr<Buffer>>>;
 
+// What comes with a value sent to a device.
+struct TransferOptions {
+  // The host CPU time that produced the value (an input pipeline's declared
+  // per-element costs for this batch; >= 0).
+  common::Picoseconds host_cost;
+};
+// InvalidArgument naming a negative host cost; OK otherwise.
+absl::Status ValidateTransferOptions(const TransferOptions& options);
+
 // A swappable provider of TPU devices.
 //
 // Thread-compatible: callers serialize calls (an implementation may use threads
@@ -137,12 +147,20 @@ class Backend {
 
   // Copies `value` (possibly abstract) to device `device_id`.
   // Contract:
-  //  * InvalidArgument if `device_id` is not a device of this backend.
+  //  * InvalidArgument if `device_id` is not a device of this backend, or
+  //    options.host_cost is negative (naming it).
   //  * The buffer does not alias `value`'s storage in a way the caller can
   //    observe (Tensor storage is immutable and shared copy-on-write).
   //  * Counts the bytes as host_to_device_bytes of the device's profile.
+  //  * A timing backend charges options.host_cost to the host that feeds the
+  //    device before the value can cross PCIe; others ignore it.
   virtual absl::StatusOr<std::unique_ptr<Buffer>> TransferToDevice(
-      int device_id, const Tensor& value) = 0;
+      int device_id, const Tensor& value, const TransferOptions& options) = 0;
+  // The same with default options (no host cost).
+  absl::StatusOr<std::unique_ptr<Buffer>> TransferToDevice(int device_id,
+                                                           const Tensor& value) {
+    return TransferToDevice(device_id, value, TransferOptions{});
+  }
 
   // Copies a buffer back to the host. An abstract buffer gives an abstract
   // tensor. InvalidArgument if the buffer was made by another backend.

@@ -209,8 +209,9 @@ absl::Status HostBackend::CheckDevice(int device_id,
 }
 
 absl::StatusOr<std::unique_ptr<Buffer>> HostBackend::TransferToDevice(
-    int device_id, const Tensor& value) {
+    int device_id, const Tensor& value, const TransferOptions& options) {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "TransferToDevice"));
+  TPUSIM_RETURN_IF_ERROR(ValidateTransferOptions(options));
   profile_[device_id].host_to_device_bytes += value.byte_size();
   return std::unique_ptr<Buffer>(
       new HostBuffer(this, devices_[device_id].get(), value));

@@ -69,8 +69,10 @@ class HostBackend final : public Backend {
 
   absl::string_view name() const override { return "host"; }
   absl::Span<Device* const> devices() const override { return device_ptrs_; }
+  using Backend::TransferToDevice;
   absl::StatusOr<std::unique_ptr<Buffer>> TransferToDevice(
-      int device_id, const Tensor& value) override;
+      int device_id, const Tensor& value,
+      const TransferOptions& options) override;
   absl::StatusOr<Tensor> TransferFromDevice(const Buffer& buffer) override;
   absl::StatusOr<std::unique_ptr<Executable>> Compile(
       const Program& program, const CompileOptions& options) override;

@@ -156,6 +156,13 @@ TEST(PipelineBuilderTest, BuiltinMapFunctionsComputeElementwise) {
   ASSERT_THAT(ds, IsOk());
   EXPECT_THAT(IntScalars(*ds), ElementsAre(0, 1, 2, 3));
   EXPECT_EQ(ds->node()->host_cost_per_element(), common::Picoseconds(50000));
+  // Any stage can declare a host cost per element.
+  ds = Build(MustParse("pipeline { range { stop: 4 } host_cost_ns: 7 }\n"
+                       "pipeline { batch { batch_size: 2 } host_cost_ns: 90 }\n"));
+  ASSERT_THAT(ds, IsOk());
+  EXPECT_EQ(ds->node()->host_cost_per_element(), common::Picoseconds(90000));
+  EXPECT_EQ(ds->node()->inputs()[0]->host_cost_per_element(),
+            common::Picoseconds(7000));
   ds = Build(MustParse(src + "pipeline { map { fn: \"identity\" } }\n"));
   ASSERT_THAT(ds, IsOk());
   EXPECT_THAT(IntScalars(*ds), ElementsAre(-1, 0, 1, 2));
@@ -651,6 +658,60 @@ TEST(PipelineBuilderTest, UseGlobalBatchIsTheGlobalBatchWithoutAContext) {
   ASSERT_THAT(ds, IsOk());
   EXPECT_THAT(IntElements(*ds),
               ElementsAre(ElementsAre(0, 1, 2), ElementsAre(3)));
+}
+
+TEST(PipelineBuilderTest, WindowRunsItsFlatMapStagesOnEachWindow) {
+  absl::StatusOr<data::Dataset> ds =
+      Build(MustParse("pipeline { range { stop: 7 } }\n"
+                      "pipeline { window { size: 3 shift: 2 drop_remainder: "
+                      "true flat_map { batch { batch_size: 3 } } } }\n"));
+  ASSERT_THAT(ds, IsOk());
+  EXPECT_EQ(IntElements(*ds), (std::vector<std::vector<int64_t>>{
+                                  {0, 1, 2}, {2, 3, 4}, {4, 5, 6}}));
+  // Without body stages: the window's elements as they are. Stride 2, shift
+  // = size = 2: windows [0, 2], [2, 4], [4].
+  ds =
+      Build(MustParse("pipeline { range { stop: 5 } }\n"
+                      "pipeline { window { size: 2 stride: 2 } }\n"));
+  ASSERT_THAT(ds, IsOk());
+  EXPECT_EQ(IntScalars(*ds), (std::vector<int64_t>{0, 2, 2, 4, 4}));
+}
+
+TEST(PipelineBuilderTest, WindowOverTuplesZipsTheWindowDatasets) {
+  absl::StatusOr<data::Dataset> ds = Build(
+      MustParse("pipeline { zip { input { pipeline { range { stop: 4 } } }\n"
+                "                 input { pipeline { range { start: 10 stop: "
+                "14 } } } } }\n"
+                "pipeline { window { size: 2 flat_map { batch { batch_size: 2 "
+                "} } } }\n"));
+  ASSERT_THAT(ds, IsOk());
+  absl::StatusOr<std::vector<data::Element>> all = ds->Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1].children()[0].leaf().DebugString(), "int64[2]{2, 3}");
+  EXPECT_EQ((*all)[1].children()[1].leaf().DebugString(), "int64[2]{12, 13}");
+}
+
+TEST(PipelineBuilderTest, MapAndBatchIsMapThenBatch) {
+  absl::StatusOr<data::Dataset> ds = Build(MustParse(
+      "pipeline { range { stop: 5 } }\n"
+      "pipeline { map_and_batch { map { fn: \"square\" } batch_size: 2 } }\n"));
+  ASSERT_THAT(ds, IsOk());
+  EXPECT_EQ(IntElements(*ds),
+            (std::vector<std::vector<int64_t>>{{0, 1}, {4, 9}, {16}}));
+  EXPECT_EQ(ds->node()->ShortString(),
+            "MapAndBatchDataset(f=square, batch_size=2, num_parallel_calls=2, "
+            "drop_remainder=false)");
+  ds = Build(MustParse(
+      "pipeline { range { stop: 5 } }\n"
+      "pipeline { map_and_batch { map { fn: \"negate\" num_parallel_calls: -1 }"
+      " batch_size: 2 drop_remainder: true } }\n"));
+  ASSERT_THAT(ds, IsOk());
+  EXPECT_EQ(IntElements(*ds),
+            (std::vector<std::vector<int64_t>>{{0, -1}, {-2, -3}}));
+  EXPECT_EQ(ds->node()->ShortString(),
+            "MapAndBatchDataset(f=negate, batch_size=2, "
+            "num_parallel_calls=AUTOTUNE, drop_remainder=true)");
 }
 
 }  // namespace

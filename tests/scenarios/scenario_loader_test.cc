@@ -52,6 +52,30 @@ TEST(ScenarioLoaderTest, ParallelMapCallsMustBePositiveOrAutotune) {
                        "be >= 1 or -1 (AUTOTUNE)"));
 }
 
+TEST(ScenarioLoaderTest, HostCostsMustBeNonNegativeNanoseconds) {
+  const std::string base =
+      "cluster { workers: 1 replicas_per_worker: 1 }\n"
+      "pipeline { range { stop: 4 } host_cost_ns: 30 }\n";
+  EXPECT_THAT(Parse(base + "pipeline { batch { batch_size: 2 } host_cost_ns: 0 }\n"),
+              IsOk());
+  EXPECT_THAT(
+      Parse(base + "pipeline { batch { batch_size: 2 } host_cost_ns: -4 }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].host_cost_ns=-4: must be in [0, "
+               "9223372036854775] (nanoseconds of host CPU per element)"));
+  EXPECT_THAT(
+      Parse(base + "pipeline { map { fn: \"square\" cpu_cost_ns: -1 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].map.cpu_cost_ns=-1: must be in [0, "
+               "9223372036854775] (nanoseconds of host CPU per element)"));
+  EXPECT_THAT(
+      Parse(base + "pipeline { map { fn: \"square\" cpu_cost_ns: 1 } "
+                   "host_cost_ns: 2 }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].host_cost_ns=2: a map stage sets "
+               "host_cost_ns or map.cpu_cost_ns, not both"));
+}
+
 TEST(ScenarioLoaderTest, UnknownFieldNamesLineColumnAndField) {
   EXPECT_THAT(
       ErrorOf(std::string(kCluster) + "pipeline { range { stp: 16 } }\n"),
@@ -326,6 +350,86 @@ TEST(ScenarioLoaderTest, GlobalBatchSizeMustMatchTheLastBatchStage) {
                HasSubstr(
                    "s.textproto:4: pipeline[1].batch.batch_size=8: contradicts "
                    "global_batch_size=16")));
+}
+
+TEST(ScenarioLoaderTest, WindowSizesMustBePositive) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { stop: 16 } }\n"
+                                      "pipeline {\n"
+                                      "  window { size: -4 }\n"
+                                      "}\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:4: pipeline[1].window.size=-4: must be >= 1"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { stop: 16 } }\n"
+                                      "pipeline { window { } }\n"),
+      StatusIs(
+          absl::StatusCode::kInvalidArgument,
+          "s.textproto:3: pipeline[1].window.size: missing; must be >= 1"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 16 } }\n"
+              "pipeline { window { size: 2 shift: 0 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].window.shift=0: must be >= 1"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 16 } }\n"
+              "pipeline { window { size: 2 stride: -1 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].window.stride=-1: must be >= 1"));
+}
+
+TEST(ScenarioLoaderTest, WindowBodyStagesAreCheckedWithTheirPath) {
+  EXPECT_THAT(ErrorOf(std::string(kCluster) +
+                      "pipeline { range { stop: 16 } }\n"
+                      "pipeline { window { size: 4\n"
+                      "  flat_map { batch { batch_size: 0 } } } }\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:4: pipeline[1].window.flat_map[0].batch."
+                       "batch_size=0: must be >= 1"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) + "pipeline { range { stop: 16 } }\n"
+                                      "pipeline { window { size: 4\n"
+                                      "  flat_map { range { stop: 3 } } } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:4: pipeline[1].window.flat_map[0]: \"range\" is a "
+               "source; a function body transforms the function's dataset"));
+}
+
+TEST(ScenarioLoaderTest, MapAndBatchNeedsAMapAndABatchSize) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 16 } }\n"
+              "pipeline { map_and_batch { map { fn: \"square\" } "
+              "batch_size: 0 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].map_and_batch.batch_size=0: must "
+               "be >= 1"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 16 } }\n"
+              "pipeline { map_and_batch { batch_size: 4 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:3: pipeline[1].map_and_batch.map: missing; the "
+               "map function (map { fn })"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 16 } }\n"
+              "pipeline { map_and_batch { map { fn: \"cube\" } "
+              "batch_size: 4 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("s.textproto:3: pipeline[1].map_and_batch.map.fn="
+                         "\"cube\": unknown; one of")));
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "global_batch_size: 16\n"
+              "pipeline { range { stop: 64 } }\n"
+              "pipeline { map_and_batch { map { fn: \"square\" } "
+              "batch_size: 8 } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("s.textproto:4: pipeline[1].map_and_batch."
+                         "batch_size=8: contradicts global_batch_size=16")));
 }
 
 TEST(ScenarioLoaderTest, UnknownSemanticsVersion) {

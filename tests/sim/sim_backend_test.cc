@@ -15,6 +15,8 @@
 #include "sim/pod.pb.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/runtime/host_backend.h"
+#include "strategy/data/dataset.h"
+#include "strategy/input_iterator.h"
 #include "strategy/tpu_strategy.h"
 
 namespace tpusim::sim {
@@ -325,6 +327,147 @@ TEST(SimBackendTest, StepsPerRunPaysTheHostLoopOncePerCall) {
   EXPECT_EQ(profile->steps(100).steps(), 100);
 }
 
+// Section "Host" of issue 9: raising the per-element host cost until the
+// input pipeline is slower than the step makes the step time equal the host
+// time per step, and the profile shows the input wait.
+TEST(SimBackendTest, AHostBoundPipelineSetsTheStepTime) {
+  using namespace ::tpusim::strategy;  // NOLINT: test brevity
+  auto sim = SimBackend::Create("v4-8");  // one host, 4 chips, 4 replicas
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  auto resolver = TPUClusterResolver::Create(s, "v4-8");
+  ASSERT_THAT(resolver, IsOk());
+  auto st = TPUStrategy::Create(s, *resolver);
+  ASSERT_THAT(st, IsOk());
+  TPUStrategy& strategy = **st;
+  const StepFunction step([](ReplicaContext& ctx,
+                             const TracedNest& in) -> absl::StatusOr<TracedNest> {
+    const TracedValue& v = in.children()[0].leaf();
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue x, ctx.Mul(v, v));
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue sum, ctx.AllReduce(ReduceOp::kSum, x));
+    return TracedNest(sum);
+  });
+  // 32 range elements per global step (8 per replica), each costing `cost`
+  // of host CPU on the host's one pipeline thread: 32 * cost per step.
+  struct Phase {
+    std::vector<int64_t> step_ends;
+    std::vector<int64_t> input_waits;
+  };
+  auto run = [&](common::Picoseconds cost, int steps) {
+    Phase phase;
+    data::Dataset ds =
+        data::Dataset::Range(0, 32 * steps).WithHostCost(cost).Batch(32);
+    auto dist = strategy.ExperimentalDistributeDataset(ds);
+    EXPECT_THAT(dist, IsOk());
+    auto it = dist->MakeIterator();
+    EXPECT_THAT(it, IsOk());
+    s.ResetProfile();
+    for (int i = 0; i < steps; ++i) {
+      auto next = it->GetNext();
+      EXPECT_THAT(next, IsOk());
+      // Each replica's batch carries the work of its 8 elements.
+      EXPECT_EQ(next->host_costs(),
+                std::vector<common::Picoseconds>(4, cost * 8));
+      auto args = RegroupElement(*next);
+      EXPECT_THAT(args, IsOk());
+      EXPECT_THAT(strategy.Run(step, ValueNest::Tuple({*args})), IsOk());
+    }
+    auto profile = s.CollectProfile();
+    EXPECT_THAT(profile, IsOk());
+    for (const auto& p : profile->steps()) {
+      phase.step_ends.push_back(p.end_ps());
+      phase.input_waits.push_back(p.input_wait_ps());
+    }
+    return phase;
+  };
+  // Cheap input: the step (host-loop overhead + kernels) sets the pace and
+  // no step waits for its input.
+  const common::Picoseconds cheap = common::Picoseconds::FromNanoseconds(10);
+  const Phase fast = run(cheap, 6);
+  ASSERT_EQ(fast.step_ends.size(), 6u);
+  const int64_t step_time = fast.step_ends[5] - fast.step_ends[4];
+  EXPECT_GT(step_time, 32 * cheap.count());
+  for (int64_t w : fast.input_waits) EXPECT_EQ(w, 0);
+  // 10 us per element: 320 us of host work per step, more than the step.
+  const common::Picoseconds dear = common::Picoseconds::FromMicroseconds(10);
+  ASSERT_GT(32 * dear.count(), step_time);
+  const Phase slow = run(dear, 6);
+  ASSERT_EQ(slow.step_ends.size(), 6u);
+  for (int i = 2; i < 6; ++i) {
+    EXPECT_EQ(slow.step_ends[i] - slow.step_ends[i - 1], 32 * dear.count())
+        << "step " << i;
+    EXPECT_GT(slow.input_waits[i], 0) << "step " << i;
+  }
+  auto profile = s.CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  int input_spans = 0, pipeline_spans = 0;
+  for (const auto& span : profile->spans()) {
+    input_spans += span.category() == "input";
+    if (span.category() == "pipeline") {
+      ++pipeline_spans;
+      EXPECT_EQ(span.device_id(), -1);
+      EXPECT_EQ(span.end_ps() - span.start_ps(), 8 * dear.count());
+    }
+  }
+  EXPECT_GT(input_spans, 0);
+  EXPECT_EQ(pipeline_spans, 6 * 4);  // a batch per replica per step
+}
+
+// More host threads share each batch's work; the pace follows.
+TEST(SimBackendTest, InputThreadsShareTheHostWork) {
+  using namespace ::tpusim::strategy;  // NOLINT: test brevity
+  proto::PodSpec spec;
+  spec.set_slice("v4-8");
+  spec.mutable_options()->set_input_threads(4);
+  auto sim = SimBackend::Create(spec);
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  auto resolver = TPUClusterResolver::Create(s, "v4-8");
+  auto st = TPUStrategy::Create(s, *resolver);
+  ASSERT_THAT(st, IsOk());
+  const StepFunction step([](ReplicaContext& ctx,
+                             const TracedNest& in) -> absl::StatusOr<TracedNest> {
+    TPUSIM_ASSIGN_OR_RETURN(
+        TracedValue sum,
+        ctx.AllReduce(ReduceOp::kSum, in.children()[0].leaf()));
+    return TracedNest(sum);
+  });
+  const common::Picoseconds cost = common::Picoseconds::FromMicroseconds(100);
+  data::Dataset ds = data::Dataset::Range(0, 32 * 6).WithHostCost(cost).Batch(32);
+  auto it = (*st)->ExperimentalDistributeDataset(ds)->MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  for (int i = 0; i < 6; ++i) {
+    auto args = RegroupElement(*it->GetNext());
+    ASSERT_THAT(args, IsOk());
+    ASSERT_THAT((*st)->Run(step, ValueNest::Tuple({*args})), IsOk());
+  }
+  auto profile = s.CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  ASSERT_EQ(profile->steps_size(), 6);
+  // 32 elements x 100 us over 4 threads.
+  EXPECT_EQ(profile->steps(5).end_ps() - profile->steps(4).end_ps(),
+            32 * cost.count() / 4);
+}
+
+// Bad input: a negative host cost, on the transfer and on a dataset stage.
+TEST(SimBackendTest, NegativeHostCostIsInvalidArgument) {
+  auto sim = SimBackend::Create("v4-8");
+  ASSERT_THAT(sim, IsOk());
+  runtime::TransferOptions options;
+  options.host_cost = common::Picoseconds(-5);
+  EXPECT_THAT(
+      (*sim)->TransferToDevice(0, Tensor::Scalar<float>(1), options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "TransferToDevice: host_cost=-5ps: the host CPU time of a value "
+               "must be >= 0"));
+  EXPECT_THAT(data::Dataset::Range(0, 4)
+                  .WithHostCost(common::Picoseconds(-1))
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "with_host_cost: per_element=-1ps on RangeDataset: a "
+                       "host cost must be >= 0"));
+}
+
 proto::PodSpec Spec(const std::string& text) {
   proto::PodSpec spec;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &spec));
@@ -371,6 +514,10 @@ TEST(SimBackendTest, BadPodSpecsNameTheFieldAndValue) {
       {R"pb(slice: "v4-8" options { host_loop_overhead_us: -3 })pb",
        "PodSpec: options.host_loop_overhead_us=-3: must be >= 0"},
       {R"pb(slice: "v4-8" options { wrap: "sideways" })pb", "sideways"},
+      {R"pb(slice: "v4-8" options { input_threads: 0 })pb",
+       "PodSpec: options.input_threads=0: must be >= 1"},
+      {R"pb(slice: "v4-8" options { prefetch_depth: -2 })pb",
+       "PodSpec: options.prefetch_depth=-2: must be >= 1"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(SimBackend::Create(Spec(c.spec)),

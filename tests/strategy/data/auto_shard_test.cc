@@ -132,6 +132,38 @@ TEST(AutoShardTest, FileWalksThroughPaddedBatch) {
             (std::vector<std::string>{"f1r0", "f1r1", "f3r0", "f3r1"}));
 }
 
+TEST(AutoShardTest, FileWalksThroughMapAndBatch) {
+  std::vector<std::string> files = WriteFiles("map_and_batch", 4, 2);
+  MapFunction identity;
+  identity.name = "identity";
+  identity.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  Dataset ds = Dataset::TFRecord(files).MapAndBatch(identity, 2);
+  ASSERT_THAT(ds.status(), IsOk());
+  absl::StatusOr<NodePtr> sharded = ShardByFile(ds.node(), 2, 1);
+  ASSERT_THAT(sharded, IsOk());
+  EXPECT_EQ((*sharded)->op(), MapAndBatchNode::kOp);
+  EXPECT_EQ(Strings(Dataset(*sharded)),
+            (std::vector<std::string>{"f1r0", "f1r1", "f3r0", "f3r1"}));
+}
+
+TEST(AutoShardTest, WindowFlatMapOverReadersFallsBackToData) {
+  // The walk meets the flat_map over windows; its body holds no reader (it
+  // reads the window) and a flat_map is not a pass-through op, so FILE finds
+  // nothing and AUTO shards by DATA (as TF's auto_shard.cc).
+  std::vector<std::string> files = WriteFiles("window", 2, 2);
+  Dataset ds = Dataset::TFRecord(files).Window(2).FlatMap(
+      [](const WindowArg& w) { return w.dataset().Batch(2); });
+  absl::StatusOr<AutoShardResult> r = AutoShard(
+      ds.node(), 2, 1, AutoShardPolicy::kAuto, 2, SemanticsVersion::k2_2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->applied, AutoShardPolicy::kData);
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_THAT(r->warnings[0], HasSubstr("FlatMapDataset"));
+  EXPECT_THAT(ShardByFile(ds.node(), 2, 1).status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("walked to FlatMapDataset")));
+}
+
 TEST(AutoShardTest, FileFindsReadersInsideInterleaveAndThroughPassThroughOps) {
   std::vector<std::string> files = WriteFiles("interleave", 4, 3);
   TFRecordOptions parallel;

@@ -519,6 +519,55 @@ TEST(DatasetTest, HostCostsAreCollectedAlongTheGraph) {
             common::Picoseconds(0));
 }
 
+// Every element a costed node produces adds its cost to the meter: those
+// returned, those a filter drops, and those skipped.
+TEST(DatasetTest, HostWorkIsMeteredPerElementProduced) {
+  auto id = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  auto even = [](const Element& e) -> absl::StatusOr<bool> {
+    return e.leaf().AsDouble(0) == 0 ||
+           static_cast<int64_t>(e.leaf().AsDouble(0)) % 2 == 0;
+  };
+  Dataset ds = Dataset::Range(10)
+                   .WithHostCost(common::Picoseconds(2))
+                   .Skip(1)
+                   .Filter(even)
+                   .Map(id, common::Picoseconds(50));
+  auto meter = std::make_shared<HostWorkMeter>();
+  auto it = ds.MakeIterator(meter);
+  ASSERT_THAT(it, IsOk());
+  // Range makes 0 (skipped), 1 (dropped), 2: 3 x 2 ps; map makes 2: 50 ps.
+  auto e = (*it)->GetNext();
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ((*e)->leaf().AsDouble(0), 2);
+  EXPECT_EQ(meter->work, common::Picoseconds(56));
+  // 3 (dropped), 4: 2 x 2 ps + 50 ps.
+  ASSERT_THAT((*it)->GetNext(), IsOk());
+  EXPECT_EQ(meter->work, common::Picoseconds(110));
+  // Without a meter nothing is counted and nothing changes.
+  EXPECT_THAT(Collect(ds), ElementsAre(ElementsAre(2), ElementsAre(4),
+                                       ElementsAre(6), ElementsAre(8)));
+}
+
+TEST(DatasetTest, WithHostCostDeclaresAndReplacesTheLastStagesCost) {
+  auto id = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  Dataset ds = Dataset::Range(4)
+                   .Map(id, common::Picoseconds(500))
+                   .WithHostCost(common::Picoseconds(9000))
+                   .Batch(2)
+                   .WithHostCost(common::Picoseconds::FromNanoseconds(3));
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(ds.node()->host_cost_per_element(), common::Picoseconds(3000));
+  EXPECT_EQ(ds.node()->inputs()[0]->host_cost_per_element(),
+            common::Picoseconds(9000));
+  EXPECT_THAT(ds.node()->ShortString(), HasSubstr("host_cost=3.000 ns"));
+  // The values are unchanged.
+  EXPECT_THAT(Collect(ds), ElementsAre(ElementsAre(0, 1), ElementsAre(2, 3)));
+  EXPECT_THAT(
+      Dataset::Range(4).Map(id, common::Picoseconds(-7)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "map: cost=-7ps: a host cost per element must be >= 0"));
+}
+
 // ---- shuffle ----
 
 TEST(DatasetTest, ShuffleIsAPermutationDeterministicPerSeed) {
@@ -1029,6 +1078,212 @@ TEST(UnbatchTest, SplitsElementsIntoRows) {
   EXPECT_THAT((*it)->GetNext().status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("differ in dimension 0 (2 vs 3")));
+}
+
+// ---- window ----
+
+// window(...).flat_map(lambda w: w.batch(size)): each window as one batch.
+Dataset WindowBatches(const Dataset& ds, int64_t size,
+                      std::optional<int64_t> shift = std::nullopt,
+                      int64_t stride = 1, bool drop_remainder = false) {
+  return ds.Window(size, shift, stride, drop_remainder)
+      .FlatMap([size](const WindowArg& w) { return w.dataset().Batch(size); });
+}
+
+TEST(WindowTest, ShiftDefaultsToSize) {
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 3)),
+              ElementsAre(Ints{0, 1, 2}, Ints{3, 4, 5}, Ints{6}));
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 2)),
+              ElementsAre(Ints{0, 1}, Ints{2, 3}, Ints{4, 5}, Ints{6}));
+}
+
+TEST(WindowTest, ShiftStrideAndDropRemainderAsTensorFlow) {
+  // TF's documented examples on range(7).
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 3, 2, 1, true)),
+              ElementsAre(Ints{0, 1, 2}, Ints{2, 3, 4}, Ints{4, 5, 6}));
+  EXPECT_THAT(
+      Collect(WindowBatches(Dataset::Range(7), 3, 2)),
+      ElementsAre(Ints{0, 1, 2}, Ints{2, 3, 4}, Ints{4, 5, 6}, Ints{6}));
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 3, 1, 2, true)),
+              ElementsAre(Ints{0, 2, 4}, Ints{1, 3, 5}, Ints{2, 4, 6}));
+  // Without drop_remainder the windows shrink at the end (the kernel takes
+  // buffer[0], buffer[stride], ... of what is left).
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(7), 3, 1, 2)),
+              ElementsAre(Ints{0, 2, 4}, Ints{1, 3, 5}, Ints{2, 4, 6},
+                          Ints{3, 5}, Ints{4, 6}, Ints{5}, Ints{6}));
+  // A shift past the window discards the elements in between.
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(10), 2, 4)),
+              ElementsAre(Ints{0, 1}, Ints{4, 5}, Ints{8, 9}));
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(0), 2)), IsEmpty());
+  EXPECT_THAT(Collect(WindowBatches(Dataset::Range(2), 3, 3, 1, true)),
+              IsEmpty());
+}
+
+TEST(WindowTest, ComponentsAreSeparateDatasetsAndZipRebuildsElements) {
+  Dataset pairs = Dataset::Zip({Dataset::Range(4), Dataset::Range(10, 14)});
+  Dataset second = pairs.Window(2).FlatMap(
+      [](const WindowArg& w) { return w.component(1).Batch(2); });
+  EXPECT_THAT(Collect(second), ElementsAre(Ints{10, 11}, Ints{12, 13}));
+  EXPECT_EQ(Spec(second), "int64[?]");
+  Dataset both = pairs.Window(3).FlatMap(
+      [](const WindowArg& w) { return w.Zip().Batch(3); });
+  EXPECT_EQ(Spec(both), "(int64[?], int64[?])");
+  absl::StatusOr<std::vector<Element>> all = both.Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].children()[0].leaf().DebugString(), "int64[3]{0, 1, 2}");
+  EXPECT_EQ((*all)[0].children()[1].leaf().DebugString(),
+            "int64[3]{10, 11, 12}");
+  EXPECT_EQ((*all)[1].children()[0].leaf().DebugString(), "int64[1]{3}");
+  EXPECT_EQ((*all)[1].children()[1].leaf().DebugString(), "int64[1]{13}");
+}
+
+TEST(WindowTest, ElementsOfDifferentShapesPadInTheBody) {
+  Dataset ds = RaggedVectors(3).Window(2).FlatMap(
+      [](const WindowArg& w) { return w.dataset().PaddedBatch(2); });
+  EXPECT_EQ(ShapesAndValues(ds),
+            (std::vector<std::pair<std::string, Ints>>{{"[2,2]", {0, 0, 0, 1}},
+                                                       {"[1,3]", {0, 1, 2}}}));
+}
+
+TEST(WindowTest, TheBodyIsTracedOnceIntoAnInspectableGraph) {
+  int calls = 0;
+  Dataset ds = Dataset::Range(8).Window(4, 2).FlatMap([&](const WindowArg& w) {
+    ++calls;
+    return w.dataset().Batch(4);
+  });
+  ASSERT_THAT(ds.status(), IsOk());
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(ds.node()->op(), FlatMapNode::kOp);
+  const auto& fn = static_cast<const FunctionNode&>(*ds.node());
+  EXPECT_EQ(fn.inputs()[0]->ShortString(),
+            "WindowDataset(size=4, shift=2, stride=1, drop_remainder=false)");
+  EXPECT_EQ(fn.body()->ShortString(),
+            "BatchDatasetV2(batch_size=4, drop_remainder=false)");
+  EXPECT_EQ(fn.body()->inputs()[0]->ShortString(), "WindowArg(component=0)");
+  EXPECT_THAT(Collect(ds), ElementsAre(Ints{0, 1, 2, 3}, Ints{2, 3, 4, 5},
+                                       Ints{4, 5, 6, 7}, Ints{6, 7}));
+}
+
+TEST(WindowTest, InterleaveOverWindows) {
+  Dataset ds = Dataset::Range(8).Window(4).Interleave(
+      [](const WindowArg& w) { return w.dataset(); }, /*cycle_length=*/2,
+      /*block_length=*/1);
+  EXPECT_THAT(Scalars(ds), ElementsAre(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+TEST(WindowTest, ErrorsOfDiscardedElementsAreIgnoredAsInTensorFlow) {
+  MapFunction fail_on_3;
+  fail_on_3.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    if (e.leaf().values<int64_t>()[0] == 3)
+      return absl::InvalidArgumentError("element 3 is bad");
+    return e;
+  };
+  fail_on_3.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  Dataset bad = Dataset::Range(8).Map(fail_on_3);
+  // Shift 4 past a window of 2 discards 2, 3 (the error of 3 with them) and
+  // 6, 7; stride 2 skips 3 in [2, 4] as well.
+  EXPECT_THAT(Collect(WindowBatches(bad, 2, 4)),
+              ElementsAre(Ints{0, 1}, Ints{4, 5}));
+  EXPECT_THAT(Collect(WindowBatches(bad, 2, 2, 2, true)),
+              ElementsAre(Ints{0, 2}, Ints{2, 4}, Ints{4, 6}));
+  // A window holding the element reports its error.
+  absl::StatusOr<IteratorPtr> it = WindowBatches(bad, 2).MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  ASSERT_THAT((*it)->GetNext(), IsOk());
+  EXPECT_THAT((*it)->GetNext().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, "element 3 is bad"));
+}
+
+TEST(WindowTest, BadSizesNameTheValue) {
+  EXPECT_THAT(Dataset::Range(4).Window(-2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "window: size must be greater than zero, got size=-2"));
+  EXPECT_THAT(Dataset::Range(4).Window(0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "window: size must be greater than zero, got size=0"));
+  EXPECT_THAT(Dataset::Range(4).Window(2, 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "window: shift must be greater than zero, got shift=0"));
+  EXPECT_THAT(
+      Dataset::Range(4).Window(2, 2, -1).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "window: stride must be greater than zero, got stride=-1"));
+  // The error is carried to the flat_map's result.
+  EXPECT_THAT(WindowBatches(Dataset::Range(4), -3).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "window: size must be greater than zero, got size=-3"));
+  EXPECT_THAT(Dataset::Range(4)
+                  .Window(std::numeric_limits<int64_t>::max(), 1, 2)
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("span (size - 1) * stride + 1 elements")));
+  // A huge window is refused by the memory budget before buffering.
+  EXPECT_THAT(WindowBatches(Dataset::Range(4), int64_t{1} << 40)
+                  .MakeIterator()
+                  .status(),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("window(size=1099511627776, stride=1)")));
+  // A window dataset outside a window function.
+  absl::StatusOr<NodePtr> arg =
+      WindowArgNode::Make(ElementSpec(TensorSpec{DType::kI64, Shape()}), 0);
+  ASSERT_THAT(arg, IsOk());
+  EXPECT_THAT((*arg)->MakeIterator(IteratorContext()).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("outside a function over windows")));
+  EXPECT_THAT(
+      WindowArgNode::Make(ElementSpec(TensorSpec{DType::kI64, Shape()}), 1)
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("component 1 out of range")));
+}
+
+// ---- map_and_batch ----
+
+MapFunction Square() {
+  MapFunction f;
+  f.name = "square";
+  f.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    const int64_t v = e.leaf().values<int64_t>()[0];
+    return Element(Tensor::Scalar<int64_t>(v * v));
+  };
+  f.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  return f;
+}
+
+TEST(MapAndBatchTest, ValuesAreMapThenBatch) {
+  Dataset ds = Dataset::Range(5).MapAndBatch(Square(), 2);
+  EXPECT_THAT(Collect(ds), ElementsAre(Ints{0, 1}, Ints{4, 9}, Ints{16}));
+  EXPECT_EQ(Spec(ds), "int64[?]");
+  EXPECT_EQ(Collect(ds), Collect(Dataset::Range(5).Map(Square()).Batch(2)));
+  Dataset dropped = Dataset::Range(5).MapAndBatch(Square(), 2, true);
+  EXPECT_THAT(Collect(dropped), ElementsAre(Ints{0, 1}, Ints{4, 9}));
+  EXPECT_EQ(Spec(dropped), "int64[2]");
+  // TF's default num_parallel_calls is the batch size.
+  EXPECT_EQ(ds.node()->ShortString(),
+            "MapAndBatchDataset(f=square, batch_size=2, num_parallel_calls=2, "
+            "drop_remainder=false)");
+  EXPECT_EQ(Dataset::Range(5)
+                .MapAndBatch(Square(), 2, false, kAutotune)
+                .node()
+                ->ShortString(),
+            "MapAndBatchDataset(f=square, batch_size=2, "
+            "num_parallel_calls=AUTOTUNE, drop_remainder=false)");
+}
+
+TEST(MapAndBatchTest, BadInputNamesTheValue) {
+  EXPECT_THAT(Dataset::Range(5).MapAndBatch(Square(), 0).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "map_and_batch: batch_size must be greater than zero, "
+                       "got 0"));
+  EXPECT_THAT(
+      Dataset::Range(5).MapAndBatch(Square(), 2, false, 0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "map_and_batch: num_parallel_calls=0: must be >= 1 or -1 "
+               "(AUTOTUNE)"));
+  EXPECT_THAT(Dataset::Range(5).MapAndBatch(MapFunction(), 2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "map: the function is empty"));
 }
 
 }  // namespace

@@ -144,6 +144,40 @@ TEST(DistributeDatasetTest, RewriteKindsOfTheTable) {
             RebatchKind::kCase2);
 }
 
+// The declared host cost survives auto-shard and rebatch, and each
+// per-replica batch carries the work its worker's pipeline did for it.
+TEST(DistributeDatasetTest, PerReplicaBatchesCarryTheirHostWork) {
+  // 2 workers x 2 replicas; DATA sharding (range is not file based), global
+  // batch 8 -> 2 rows per replica.
+  Dataset ds = Dataset::Range(32)
+                   .WithHostCost(common::Picoseconds(10))
+                   .Batch(8)
+                   .WithHostCost(common::Picoseconds(1000));
+  auto dist = DistributeDataset(ds, InputWorkers::Uniform(2, 2));
+  ASSERT_THAT(dist, IsOk());
+  for (int w = 0; w < 2; ++w) {
+    const std::string graph = dist->worker_dataset(w).node()->DebugString();
+    EXPECT_THAT(graph, HasSubstr("RangeDataset(start=0, stop=32, step=1, host_cost=10 ps)"))
+        << graph;
+    EXPECT_THAT(graph, HasSubstr("BatchDatasetV2(batch_size=2, drop_remainder=false, host_cost=250 ps)"))
+        << graph;
+  }
+  auto it = dist->MakeIterator();
+  ASSERT_THAT(it, IsOk());
+  auto step = it->GetNext();
+  ASSERT_THAT(step, IsOk());
+  // Each worker runs range (10 ps per row) -> batch(2) (Case 1: 1 ns / 4 =
+  // 250 ps per batch) -> shard(2, w) after the batch (DATA). A batch of 2 rows
+  // costs 270 ps. Replica 0 (worker 0) takes batch 0 and, as the
+  // require-non-empty shard does on its first element, reads ahead over
+  // batch 1; replica 1 takes batch 2. Worker 1's replicas each drop one batch
+  // and take one.
+  EXPECT_THAT(step->host_costs(),
+              ElementsAre(common::Picoseconds(540), common::Picoseconds(270),
+                          common::Picoseconds(540), common::Picoseconds(540)));
+  EXPECT_EQ(testing::StepValues(*step), (Step{{0, 1}, {4, 5}, {2, 3}, {6, 7}}));
+}
+
 TEST(DistributeDatasetTest, EmptyReplicasGetDummyBatchesOfShapeZero) {
   absl::StatusOr<DistributedDataset> dist = DistributeDataset(
       Dataset::Range(10).Batch(8), InputWorkers::Uniform(1, 4));
@@ -620,6 +654,99 @@ TEST(PaddedBatchDistributeTest, TwoFourSplitsPaddedBatches) {
                   "1, 2, 0, 0}",
                   "int64[2,5]{0, 1, 2, 3, 0, 0, 1, 2, 3, 4} | int64[0,5]{}",
                   "OUT_OF_RANGE"));
+}
+
+// ---- window + flat_map and map_and_batch under
+// experimental_distribute_dataset
+
+// range(n).window(size).flat_map(lambda w: w.batch(size)).
+Dataset WindowedBatches(int64_t n, int64_t size) {
+  return Dataset::Range(n).Window(size).FlatMap(
+      [size](const WindowArg& w) { return w.dataset().Batch(size); });
+}
+
+MapFunction SquareFn() {
+  MapFunction f;
+  f.name = "square";
+  f.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    const int64_t v = e.leaf().values<int64_t>()[0];
+    return Element(Tensor::Scalar<int64_t>(v * v));
+  };
+  f.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  return f;
+}
+
+TEST(WindowDistributeTest, Case1RewritesTheBatchInsideTheWindowFunction) {
+  // TF 2.2's rewrite enters the flat_map body and halves its batch(4): every
+  // window of 4 gives two per-replica batches of 2; the last window [8, 9]
+  // one, so replica 1 gets the empty batch in the last step.
+  EXPECT_THAT(Listing(WindowedBatches(10, 4), 2, "2.2"),
+              ElementsAre("int64[2]{0, 1} | int64[2]{2, 3}",
+                          "int64[2]{4, 5} | int64[2]{6, 7}",
+                          "int64[2]{8, 9} | int64[0]{}", "OUT_OF_RANGE"));
+}
+
+TEST(WindowDistributeTest, Case2SplitsEachWindowBatch) {
+  // batch(3) over 2 replicas: pieces of ceil(3/2) = 2 rows.
+  EXPECT_THAT(Listing(WindowedBatches(10, 3), 2, "2.2"),
+              ElementsAre("int64[2]{0, 1} | int64[1]{2}",
+                          "int64[2]{3, 4} | int64[1]{5}",
+                          "int64[2]{6, 7} | int64[1]{8}",
+                          "int64[1]{9} | int64[0]{}", "OUT_OF_RANGE"));
+}
+
+TEST(WindowDistributeTest, BodyWithoutABatchTakesTheFallback) {
+  // The rewrite walks into the body, not into the window's input, so the
+  // batch before the window is never rewritten: the body reaches its window
+  // source without a batch, and the static [4] elements are reshaped.
+  Dataset ds = Dataset::Range(8)
+                   .Batch(4, /*drop_remainder=*/true)
+                   .Window(2)
+                   .FlatMap([](const WindowArg& w) { return w.dataset(); });
+  EXPECT_THAT(Listing(ds, 2, "2.2"),
+              ElementsAre("int64[2]{0, 1} | int64[2]{2, 3}",
+                          "int64[2]{4, 5} | int64[2]{6, 7}", "OUT_OF_RANGE"));
+}
+
+TEST(WindowDistributeTest, TwoFourSplitsEachBatchInNPieces) {
+  // 2.4 finds no batch size (a flat_map, and dimension 0 unknown): the legacy
+  // RebatchDataset splits every batch into N pieces.
+  EXPECT_THAT(Listing(WindowedBatches(10, 4), 2, "2.4"),
+              ElementsAre("int64[2]{0, 1} | int64[2]{2, 3}",
+                          "int64[2]{4, 5} | int64[2]{6, 7}",
+                          "int64[1]{8} | int64[1]{9}", "OUT_OF_RANGE"));
+}
+
+TEST(MapAndBatchDistributeTest, Case1DivisibleBatch) {
+  EXPECT_THAT(
+      Listing(Dataset::Range(8).MapAndBatch(SquareFn(), 4), 2, "2.2"),
+      ElementsAre("int64[2]{0, 1} | int64[2]{4, 9}",
+                  "int64[2]{16, 25} | int64[2]{36, 49}", "OUT_OF_RANGE"));
+}
+
+TEST(MapAndBatchDistributeTest, Case1PartialFinalBatch) {
+  EXPECT_THAT(Listing(Dataset::Range(10).MapAndBatch(SquareFn(), 4), 2, "2.2"),
+              ElementsAre("int64[2]{0, 1} | int64[2]{4, 9}",
+                          "int64[2]{16, 25} | int64[2]{36, 49}",
+                          "int64[2]{64, 81} | int64[0]{}", "OUT_OF_RANGE"));
+}
+
+TEST(MapAndBatchDistributeTest, Case2AndDropRemainder) {
+  EXPECT_THAT(Listing(Dataset::Range(6).MapAndBatch(SquareFn(), 3), 2, "2.2"),
+              ElementsAre("int64[2]{0, 1} | int64[1]{4}",
+                          "int64[2]{9, 16} | int64[1]{25}", "OUT_OF_RANGE"));
+  EXPECT_THAT(
+      Listing(Dataset::Range(10).MapAndBatch(SquareFn(), 4, true), 2, "2.2"),
+      ElementsAre("int64[2]{0, 1} | int64[2]{4, 9}",
+                  "int64[2]{16, 25} | int64[2]{36, 49}", "OUT_OF_RANGE"));
+}
+
+TEST(MapAndBatchDistributeTest, TwoFourFindsTheBatchSize) {
+  // Batch size 3 found on the map_and_batch: RebatchDatasetV2 [2, 1].
+  EXPECT_THAT(Listing(Dataset::Range(7).MapAndBatch(SquareFn(), 3), 2, "2.4"),
+              ElementsAre("int64[2]{0, 1} | int64[1]{4}",
+                          "int64[2]{9, 16} | int64[1]{25}",
+                          "int64[1]{36} | int64[0]{}", "OUT_OF_RANGE"));
 }
 
 // ---- (c) distribute_datasets_from_function ----

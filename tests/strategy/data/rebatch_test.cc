@@ -151,6 +151,51 @@ TEST(RebatchTest, DescendsIntoFlatMapBodies) {
             (std::vector<Values>{{0, 1}, {2, 3}, {0, 1}, {2, 3}}));
 }
 
+TEST(RebatchTest, RewritesTheBatchInsideAWindowFunction) {
+  Dataset ds = Dataset::Range(6).Window(3).FlatMap(
+      [](const WindowArg& w) { return w.dataset().Batch(4); });
+  absl::StatusOr<RebatchResult> r = RebatchGraph(ds.node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase1);
+  EXPECT_THAT(r->batch_sizes, ElementsAre(4));
+  ASSERT_EQ(r->node->op(), FlatMapNode::kOp);
+  const auto& fn = static_cast<const FunctionNode&>(*r->node);
+  EXPECT_EQ(fn.inputs()[0]->op(), WindowNode::kOp);  // the window stays
+  EXPECT_EQ(fn.body()->ShortString(),
+            "BatchDatasetV2(batch_size=2, drop_remainder=false)");
+  EXPECT_EQ(DatasetValues(Dataset(r->node)),
+            (std::vector<Values>{{0, 1}, {2}, {3, 4}, {5}}));
+}
+
+TEST(RebatchTest, MapAndBatchIsABatchOp) {
+  MapFunction identity;
+  identity.name = "identity";
+  identity.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  identity.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape()});
+  // Case 1: only batch_size changes (num_parallel_calls stays 8).
+  absl::StatusOr<RebatchResult> r =
+      RebatchGraph(Dataset::Range(10).MapAndBatch(identity, 8).node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase1);
+  EXPECT_EQ(r->node->ShortString(),
+            "MapAndBatchDataset(f=identity, batch_size=4, "
+            "num_parallel_calls=8, drop_remainder=false)");
+  EXPECT_EQ(DatasetValues(Dataset(r->node)),
+            (std::vector<Values>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}));
+  // Case 2: a flat_map after it splits each batch into ceil(5/2) = 3 rows.
+  r = RebatchGraph(Dataset::Range(10).MapAndBatch(identity, 5).node(), 2);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->kind, RebatchKind::kCase2);
+  ASSERT_EQ(r->node->op(), FlatMapNode::kOp);
+  EXPECT_EQ(r->node->inputs()[0]->op(), MapAndBatchNode::kOp);
+  EXPECT_EQ(DatasetValues(Dataset(r->node)),
+            (std::vector<Values>{{0, 1, 2}, {3, 4}, {5, 6, 7}, {8, 9}}));
+  // 2.4 finds its batch size.
+  EXPECT_EQ(ComputeBatchSize(
+                Dataset::Range(10).MapAndBatch(identity, 5).Prefetch(1).node()),
+            5);
+}
+
 TEST(RebatchTest, FallbackReshapesAStaticLeadingDimension) {
   std::vector<int64_t> v(24);
   for (int i = 0; i < 24; ++i) v[i] = i;
