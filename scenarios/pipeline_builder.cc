@@ -53,6 +53,7 @@ uint64_t Fingerprint(const FileSet& set) {
                    set.compression_type().empty()
                        ? ""
                        : absl::StrCat("|", set.compression_type()),
+                   set.label_feature() ? "|label" : "",
                    set.varlen_feature() ? "|varlen" : "");
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) {
@@ -745,6 +746,9 @@ std::string SyntheticExample(const FileSet& set, int file, int record) {
     features["x"].mutable_float_list()->add_value(static_cast<float>(id) /
                                                   2.0f);
   }
+  if (set.label_feature()) {
+    features["y"].mutable_float_list()->add_value(static_cast<float>(id % 4));
+  }
   if (set.varlen_feature() && id % 4 != 0) {
     auto& tokens = *features["tokens"].mutable_int64_list();
     for (int64_t j = 0; j < id % 4; ++j) tokens.add_value(10 * id + j);
@@ -819,6 +823,7 @@ std::string ManifestHeader(const FileSet& set) {
       set.compression_type().empty()
           ? ""
           : absl::StrCat("compression_type=", set.compression_type(), "\n"),
+      set.label_feature() ? "label_feature=1\n" : "",
       set.varlen_feature() ? "varlen_feature=1\n" : "");
 }
 

@@ -568,6 +568,11 @@ absl::Status SimBackend::Simulate(
   std::vector<int> collective_of(kernels.size(), -1);
   pod_->ClearCollectives();
   const double hbm_rate = rates_.hbm_bytes_per_second;
+  // HBM shared with collective DMA: per (replica, core), until when its
+  // collectives' DMA runs and at what HBM rate (bytes read to send plus bytes
+  // written on receipt). See ComputeShare.
+  std::vector<Picoseconds> dma_until(clock.size(), Picoseconds(0));
+  std::vector<double> dma_rate(clock.size(), 0.0);
 
   // The device waits for its batch when a kernel first reads an argument.
   std::map<int, int64_t> untaken;  // device -> its batch of this iteration
@@ -651,6 +656,31 @@ absl::Status SimBackend::Simulate(
         col.request.bytes =
             std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
         for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
+        // The DMA of a member: it sends `sent` bytes (read from HBM) and
+        // receives as many (written to HBM), at best within the op's own
+        // bandwidth bound (sim/net's CollectiveLowerBound); tpusim models
+        // that HBM traffic as spread over that window from the start.
+        Picoseconds dma_window(0);
+        double dma_bytes_per_second = 0;
+        if (!col.trivial) {
+          const int group =
+              col.request.groups != nullptr
+                  ? col.request.groups->group_of(dev(0, c))
+                  : 0;
+          dma_window = net::CollectiveLowerBound(pod_->topology(),
+                                                 pod_->config(), col.request,
+                                                 group)
+                           .bandwidth;
+          const double s = static_cast<double>(col.request.bytes);
+          const double frac =
+              static_cast<double>(group_size - 1) / std::max(1, group_size);
+          double sent = frac * s;  // all_gather, reduce_scatter, all_to_all
+          if (op.code == OpCode::kAllReduce) sent = 2 * frac * s;
+          if (op.code == OpCode::kCollectivePermute) sent = s;
+          if (dma_window.count() > 0) {
+            dma_bytes_per_second = 2 * sent / (dma_window.count() * 1e-12);
+          }
+        }
         const int id = pod_->AddCollective(std::move(col));
         collective_of[k] = id;
         for (int r = 0; r < replicas; ++r) {
@@ -660,6 +690,13 @@ absl::Status SimBackend::Simulate(
           if (!exe.kernel_parameters()[k].empty()) {
             TPUSIM_ASSIGN_OR_RETURN(at, take(dev(r, c), at, /*wait=*/true));
             clock[r * cores + c] = Max(clock[r * cores + c], at);
+          }
+          if (dma_bytes_per_second > 0) {
+            const size_t slot = r * cores + c;
+            // Overlapping windows add their rates.
+            dma_rate[slot] = (at < dma_until[slot] ? dma_rate[slot] : 0.0) +
+                             dma_bytes_per_second;
+            dma_until[slot] = Max(dma_until[slot], at + dma_window);
           }
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
@@ -725,7 +762,25 @@ absl::Status SimBackend::Simulate(
                 {d, kernel.name, ready.count(), end.count(), "collective"});
           }
         } else {
-          const KernelTime t = KernelDuration(rates_, kernel.work, hbm_rate);
+          // HBM is shared with collective DMA in flight: until the DMA
+          // window ends the kernel gets what the DMA leaves, and at least
+          // half (tpusim's choice of arbitration: a fair share when both want
+          // more than half); after it, the full rate. The kernel's HBM time
+          // is its bytes over that piecewise rate, passed on as one
+          // effective rate.
+          double share = hbm_rate;
+          const double bytes = static_cast<double>(kernel.work.hbm_bytes);
+          if (ready < dma_until[slot] && bytes > 0) {
+            const double during =
+                std::max(hbm_rate - dma_rate[slot], hbm_rate / 2);
+            const double window = (dma_until[slot] - ready).count() * 1e-12;
+            const double seconds =
+                bytes <= during * window
+                    ? bytes / during
+                    : window + (bytes - during * window) / hbm_rate;
+            share = bytes / seconds;
+          }
+          const KernelTime t = KernelDuration(rates_, kernel.work, share);
           ++stats_.kernels;
           end = ready + t.total;
           DeviceTiming& tp = timing_[d];

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -202,6 +203,58 @@ TEST(SimBackendTest, CollectiveOverlapsIndependentCompute) {
   EXPECT_GT(step.hidden_collective_ps(), 0);
   EXPECT_LT(device_time, compute + collective);
   EXPECT_GE(device_time, compute);
+}
+
+// HBM is shared with collective DMA: an HBM-bound kernel issued while a big
+// all-reduce's DMA runs takes longer than the same kernel beside a tiny one,
+// but never less than its bytes at the full rate nor more than at half of it
+// (the fair-share floor).
+TEST(SimBackendTest, CollectiveDmaSharesHbmWithOverlappedKernels) {
+  auto sim = SimBackend::Create("v4-32");
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = 16;
+  // The memory-bound kernel's span on device 0 when the all-reduce moves
+  // `grad_elements` floats.
+  auto memory_kernel_ps = [&](int64_t grad_elements) {
+    ProgramBuilder b(absl::StrCat("share", grad_elements), n);
+    Value g = *b.Parameter(DType::kF32, Shape({grad_elements}));
+    Value x = *b.Parameter(DType::kF32, Shape({16 << 20}));
+    Value sum = *b.AllReduce(g, runtime::CollectiveReduce::kSum);
+    Value y = *b.Exp(x);  // 64 MiB in, 64 MiB out: HBM-bound
+    Program p = *std::move(b).Build({sum, y});
+    auto exe = s.Compile(p, {n, 1});
+    EXPECT_THAT(exe, IsOk());
+    std::vector<std::unique_ptr<Buffer>> owned;
+    std::vector<std::vector<Buffer*>> args(n);
+    for (int r = 0; r < n; ++r) {
+      owned.push_back(*s.TransferToDevice(
+          r, Tensor::Abstract(DType::kF32, Shape({grad_elements}))));
+      args[r].push_back(owned.back().get());
+      owned.push_back(*s.TransferToDevice(
+          r, Tensor::Abstract(DType::kF32, Shape({16 << 20}))));
+      args[r].push_back(owned.back().get());
+    }
+    s.ResetProfile();
+    EXPECT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
+    auto profile = s.CollectProfile();
+    EXPECT_THAT(profile, IsOk());
+    int64_t ps = 0;
+    for (const auto& span : profile->spans()) {
+      if (span.device_id() == 0 && span.category() == "memory") {
+        ps += span.end_ps() - span.start_ps();
+      }
+    }
+    return ps;
+  };
+  const int64_t alone = memory_kernel_ps(16);
+  const int64_t shared = memory_kernel_ps(64 << 20);  // 256 MiB of gradients
+  const double hbm = s.rates().hbm_bytes_per_second;
+  const int64_t issue = s.rates().issue_overhead.count();
+  const double full_rate_ps = 2.0 * (64 << 20) / hbm * 1e12;
+  EXPECT_GE(alone - issue, static_cast<int64_t>(full_rate_ps));
+  EXPECT_GT(shared, alone);
+  EXPECT_LE(shared - issue, 2 * (alone - issue) + 1);
 }
 
 TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
