@@ -31,8 +31,8 @@
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/dataset.h"
 #include "strategy/data/distribute.h"
-#include "strategy/tpu_strategy.h"
 #include "strategy/data/sparse.h"
+#include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
 
