@@ -236,6 +236,7 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     listing.end = WithoutDataDir(it.status(), data_dir);
     return listing;
   }
+  const bool has_sparse = data::HasSparseComponent(it->element_spec());
   for (int64_t step = 0;; ++step) {
     listing.end_at_step = step;
     if (step >= options.max_steps) {
@@ -249,8 +250,31 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
     }
     InputStep s;
     s.step = step;
-    for (int r = 0; r < next->num_replicas(); ++r) {
-      s.replicas.push_back({r, listing.replica_workers[r], (*next)[r]});
+    absl::Status unboxed = absl::OkStatus();
+    for (int r = 0; r < next->num_replicas() && unboxed.ok(); ++r) {
+      ReplicaInput in;
+      in.replica = r;
+      in.worker = listing.replica_workers[r];
+      in.element = (*next)[r];
+      if (has_sparse) {
+        const auto specs = it->element_spec().FlattenWithPaths();
+        const auto leaves = in.element.Flatten();
+        for (size_t k = 0; k < specs.size() && k < leaves.size(); ++k) {
+          if (!specs[k].second->sparse.has_value()) continue;
+          absl::StatusOr<data::SparseTensor> st =
+              data::UnboxSparse(*leaves[k], *specs[k].second, specs[k].first);
+          if (!st.ok()) {
+            unboxed = st.status();
+            break;
+          }
+          in.sparse.emplace_back(specs[k].first, *std::move(st));
+        }
+      }
+      s.replicas.push_back(std::move(in));
+    }
+    if (!unboxed.ok()) {
+      listing.end = WithoutDataDir(unboxed, data_dir);
+      break;
     }
     TPUSIM_RETURN_IF_ERROR(sink.Step(s));
   }

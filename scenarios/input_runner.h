@@ -31,6 +31,7 @@
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/dataset.h"
 #include "strategy/data/distribute.h"
+#include "strategy/data/sparse.h"
 #include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
@@ -39,6 +40,10 @@ struct ReplicaInput {
   int replica = 0;
   int worker = 0;
   data::Element element;
+  // The element's sparse components (their spec has TensorSpec::sparse) as
+  // SparseTensors, by tf.nest path in flattening order: what TF's iterator
+  // hands out (DeserializeSparse of the boxes that `element` holds).
+  std::vector<std::pair<std::string, data::SparseTensor>> sparse;
 };
 
 struct InputStep {

@@ -29,6 +29,7 @@
 #include "strategy/data/example.pb.h"
 #include "strategy/data/example_parser.h"
 #include "strategy/data/glob.h"
+#include "strategy/data/sparse.h"
 #include "strategy/data/tfrecord.h"
 
 namespace tpusim::scenarios {
@@ -52,7 +53,8 @@ uint64_t Fingerprint(const FileSet& set) {
                    set.compression_type().empty()
                        ? ""
                        : absl::StrCat("|", set.compression_type()),
-                   set.label_feature() ? "|label" : "");
+                   set.label_feature() ? "|label" : "",
+                   set.varlen_feature() ? "|varlen" : "");
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) {
     h ^= c;
@@ -173,12 +175,31 @@ Tensor MapValues(const Tensor& t, IntOp int_op, FloatOp float_op) {
 template <typename IntOp, typename FloatOp>
 absl::StatusOr<Element> Elementwise(const Element& e,
                                     const std::string& fn_name, IntOp int_op,
-                                    FloatOp float_op) {
+                                    FloatOp float_op,
+                                    const ElementSpec* spec = nullptr) {
   std::vector<Tensor> leaves;
+  const std::vector<const TensorSpec*> specs =
+      spec != nullptr ? spec->Flatten() : std::vector<const TensorSpec*>();
   for (const auto& [path, leaf] : e.FlattenWithPaths()) {
     const Tensor& t = *leaf;
     if (!t.has_data()) {
       leaves.push_back(t);
+      continue;
+    }
+    const size_t k = leaves.size();
+    if (k < specs.size() && specs[k]->sparse.has_value()) {
+      // An elementwise op on a SparseTensor maps its values.
+      TPUSIM_ASSIGN_OR_RETURN(
+          Tensor mapped,
+          data::MapSparseValues(
+              t, *specs[k], path,
+              [&](const Tensor& values) -> absl::StatusOr<Tensor> {
+                TPUSIM_ASSIGN_OR_RETURN(
+                    Element m,
+                    Elementwise(Element(values), fn_name, int_op, float_op));
+                return m.leaf();
+              }));
+      leaves.push_back(std::move(mapped));
       continue;
     }
     switch (t.dtype()) {
@@ -261,33 +282,42 @@ absl::StatusOr<data::MapFunction> BuiltinMap(const MapStage& m,
   if (fn == "identity") {
     f.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
   } else if (fn == "square") {
-    f.fn = [fn](const Element& e) {
+    f.fn = [fn, spec = input_spec](const Element& e) {
       return Elementwise(
           e, fn, [](int64_t v) { return WrapMul(v, v); },
-          [](double v) { return v * v; });
+          [](double v) { return v * v; }, &spec);
     };
   } else if (fn == "negate") {
-    f.fn = [fn](const Element& e) {
+    f.fn = [fn, spec = input_spec](const Element& e) {
       return Elementwise(
           e, fn, [](int64_t v) { return WrapMul<int64_t>(v, -1); },
-          [](double v) { return -v; });
+          [](double v) { return -v; }, &spec);
     };
   } else if (fn == "add_one") {
-    f.fn = [fn](const Element& e) {
+    f.fn = [fn, spec = input_spec](const Element& e) {
       return Elementwise(
           e, fn, [](int64_t v) { return WrapAdd<int64_t>(v, 1); },
-          [](double v) { return v + 1; });
+          [](double v) { return v + 1; }, &spec);
     };
   } else if (fn == "parse_example") {
     data::FeatureSpec features;
     for (const FeatureSpec& spec : m.feature()) {
-      data::FixedLenFeature feature;
       TPUSIM_ASSIGN_OR_RETURN(
-          feature.dtype,
+          DType dtype,
           runtime::DTypeFromName(spec.has_dtype() ? spec.dtype() : "int64"));
-      feature.shape =
-          Shape(std::vector<int64_t>(spec.shape().begin(), spec.shape().end()));
-      features.emplace_back(spec.name(), std::move(feature));
+      Shape shape(
+          std::vector<int64_t>(spec.shape().begin(), spec.shape().end()));
+      if (spec.kind() == "var_len") {
+        features.emplace_back(spec.name(), data::VarLenFeature{dtype});
+      } else if (spec.kind() == "fixed_len_sequence") {
+        features.emplace_back(
+            spec.name(),
+            data::FixedLenSequenceFeature{
+                dtype, std::move(shape), spec.allow_missing(), {}});
+      } else {
+        features.emplace_back(
+            spec.name(), data::FixedLenFeature{dtype, std::move(shape), {}});
+      }
     }
     // tf.io.parse_single_example on string scalars, tf.io.parse_example on
     // string vectors (e.g. after batch).
@@ -719,6 +749,10 @@ std::string SyntheticExample(const FileSet& set, int file, int record) {
   if (set.label_feature()) {
     features["y"].mutable_float_list()->add_value(static_cast<float>(id % 4));
   }
+  if (set.varlen_feature() && id % 4 != 0) {
+    auto& tokens = *features["tokens"].mutable_int64_list();
+    for (int64_t j = 0; j < id % 4; ++j) tokens.add_value(10 * id + j);
+  }
   // Deterministic serialization writes map entries in key order, so the bytes
   // are stable.
   std::string out;
@@ -789,7 +823,8 @@ std::string ManifestHeader(const FileSet& set) {
       set.compression_type().empty()
           ? ""
           : absl::StrCat("compression_type=", set.compression_type(), "\n"),
-      set.label_feature() ? "label_feature=1\n" : "");
+      set.label_feature() ? "label_feature=1\n" : "",
+      set.varlen_feature() ? "varlen_feature=1\n" : "");
 }
 
 std::string FileName(const FileSet& set, int f) {

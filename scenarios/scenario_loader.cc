@@ -760,6 +760,18 @@ class Validator {
           return fc.Error("dtype", Quote(f.dtype()),
                           "must be int64, float32 or string");
         }
+        if (f.has_kind() && f.kind() != "fixed_len" && f.kind() != "var_len" &&
+            f.kind() != "fixed_len_sequence") {
+          return fc.Error("kind", Quote(f.kind()),
+                          "must be fixed_len, var_len or fixed_len_sequence");
+        }
+        if (f.kind() == "var_len" && f.shape_size() > 0) {
+          return fc.Error("shape", "", "var_len takes no shape");
+        }
+        if (f.has_allow_missing() && f.kind() != "fixed_len_sequence") {
+          return fc.Error("allow_missing", "",
+                          "only fixed_len_sequence takes allow_missing");
+        }
         for (int d = 0; d < f.shape_size(); ++d) {
           if (f.shape(d) < 1) {
             return fc.Error("shape", d, absl::StrCat(f.shape(d)),

@@ -50,9 +50,57 @@ Json ComponentJson(const std::string& path, const Tensor& t) {
        {"values", std::move(values)}});
 }
 
+// The sparse component form: the values' dtype, "shape" = dense_shape,
+// "indices" one [i0, i1, ...] per value, "sparse": true.
+Json SparseComponentJson(const std::string& path,
+                         const data::SparseTensor& st) {
+  std::vector<Json> shape;
+  for (int64_t d : st.dense_shape.values<int64_t>())
+    shape.push_back(Json::Int(d));
+  const int64_t n = st.indices.shape().dim(0);
+  const int64_t rank = st.indices.shape().dim(1);
+  auto idx = st.indices.values<int64_t>();
+  std::vector<Json> indices;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<Json> index;
+    for (int64_t d = 0; d < rank; ++d)
+      index.push_back(Json::Int(idx[i * rank + d]));
+    indices.push_back(Json::Array(std::move(index)));
+  }
+  std::vector<Json> values;
+  for (int64_t i = 0; i < st.values.num_elements(); ++i)
+    values.push_back(ValueAt(st.values, i));
+  return Json::Object({{"dtype", Json::String(std::string(
+                                     runtime::DTypeName(st.values.dtype())))},
+                       {"indices", Json::Array(std::move(indices))},
+                       {"path", Json::String(path)},
+                       {"shape", Json::Array(std::move(shape))},
+                       {"sparse", Json::Bool(true)},
+                       {"values", Json::Array(std::move(values))}});
+}
+
+const data::SparseTensor* FindSparse(const scenarios::ReplicaInput& r,
+                                     const std::string& path) {
+  for (const auto& [p, st] : r.sparse) {
+    if (p == path) return &st;
+  }
+  return nullptr;
+}
+
+std::string FormatSparse(const data::SparseTensor& st) {
+  return absl::StrCat("SparseTensor(indices=", FormatTensorValues(st.indices),
+                      ", values=", FormatTensorValues(st.values),
+                      ", dense_shape=", FormatTensorValues(st.dense_shape),
+                      ")");
+}
+
 Json ReplicaJson(const scenarios::ReplicaInput& r) {
   std::vector<Json> components;
   for (const auto& [path, leaf] : r.element.FlattenWithPaths()) {
+    if (const data::SparseTensor* st = FindSparse(r, path)) {
+      components.push_back(SparseComponentJson(path, *st));
+      continue;
+    }
     components.push_back(ComponentJson(path, *leaf));
   }
   return Json::Object({{"components", Json::Array(std::move(components))},
@@ -256,14 +304,18 @@ std::string FormatStepText(const scenarios::InputStep& s) {
     absl::StrAppend(&out, "  replica ", r.replica, " (worker ", r.worker,
                     "): ");
     const auto leaves = r.element.FlattenWithPaths();
+    auto format = [&r](const std::string& path, const runtime::Tensor& t) {
+      const data::SparseTensor* st = FindSparse(r, path);
+      return st != nullptr ? FormatSparse(*st) : FormatTensorValues(t);
+    };
     if (r.element.is_leaf()) {
-      out += FormatTensorValues(r.element.leaf());
+      out += format("0", r.element.leaf());
     } else if (leaves.empty()) {
       out += "()";
     } else {
       std::vector<std::string> parts;
       for (const auto& [path, leaf] : leaves) {
-        parts.push_back(absl::StrCat(path, "=", FormatTensorValues(*leaf)));
+        parts.push_back(absl::StrCat(path, "=", format(path, *leaf)));
       }
       out += absl::StrJoin(parts, "; ");
     }
@@ -303,8 +355,13 @@ absl::Status JsonListingCollector::Begin(
 absl::Status JsonListingCollector::Step(const scenarios::InputStep& step) {
   int64_t cells = 0;
   for (const scenarios::ReplicaInput& r : step.replicas) {
-    for (const runtime::Tensor* t : r.element.Flatten()) {
-      // One for the component itself, one per value.
+    for (const auto& [path, t] : r.element.FlattenWithPaths()) {
+      // One for the component itself, one per value (a sparse component:
+      // per value and per index coordinate).
+      if (const data::SparseTensor* st = FindSparse(r, path)) {
+        cells += 1 + st->values.num_elements() + st->indices.num_elements();
+        continue;
+      }
       cells += 1 + (t->has_data() ? t->num_elements() : 0);
     }
   }

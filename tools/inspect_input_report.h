@@ -36,6 +36,10 @@
 //   '/' for nested dicts ("features/x"). values are flattened row-major; an
 //   empty batch has shape [0, ...] and values []; a tensor without data
 //   (abstract) has "values": null.
+// * a sparse component (ReplicaInput::sparse): {"dtype": values' dtype,
+//   "indices": [[i0, i1, ...], ...] (one per value, row-major order), "path",
+//   "shape": the dense_shape, "sparse": true, "values": [...]}; dense
+//   components have no "sparse" key.
 // * explain (only with RunInputOptions::explain): {"workers": [{"after":
 //   [graph lines], "before": [graph lines], "rebatch": {"case", "detail"},
 //   "shard": {"applied", "reason", "requested"}, "worker": i}, ...]}, one

@@ -85,6 +85,13 @@ bool IsCompatible(const ElementSpec& a, const ElementSpec& b) {
         !fa[i]->shape.IsCompatibleWith(fb[i]->shape)) {
       return false;
     }
+    // The spec of a runtime element (SpecOf) cannot tell a box tensor from
+    // a string tensor: sparse specs are compared when both sides have one.
+    if (fa[i]->sparse.has_value() && fb[i]->sparse.has_value() &&
+        (fa[i]->sparse->dtype != fb[i]->sparse->dtype ||
+         !fa[i]->sparse->shape.IsCompatibleWith(fb[i]->sparse->shape))) {
+      return false;
+    }
   }
   return true;
 }
@@ -94,8 +101,12 @@ absl::StatusOr<ElementSpec> MostSpecificCompatible(const ElementSpec& a,
   auto fa = a.Flatten();
   auto fb = b.Flatten();
   bool ok = a.SameStructure(b);
-  for (size_t i = 0; ok && i < fa.size(); ++i)
-    ok = fa[i]->dtype == fb[i]->dtype;
+  for (size_t i = 0; ok && i < fa.size(); ++i) {
+    ok = fa[i]->dtype == fb[i]->dtype &&
+         fa[i]->sparse.has_value() == fb[i]->sparse.has_value() &&
+         (!fa[i]->sparse.has_value() ||
+          fa[i]->sparse->dtype == fb[i]->sparse->dtype);
+  }
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
         "incompatible element specs: ", ElementSpecToString(a), " and ",
@@ -103,8 +114,13 @@ absl::StatusOr<ElementSpec> MostSpecificCompatible(const ElementSpec& a,
   }
   std::vector<TensorSpec> leaves;
   for (size_t i = 0; i < fa.size(); ++i) {
-    leaves.push_back(
-        {fa[i]->dtype, fa[i]->shape.MostSpecificCompatible(fb[i]->shape)});
+    TensorSpec leaf =
+        fa[i]->WithShape(fa[i]->shape.MostSpecificCompatible(fb[i]->shape));
+    if (leaf.sparse.has_value()) {
+      leaf.sparse->shape =
+          fa[i]->sparse->shape.MostSpecificCompatible(fb[i]->sparse->shape);
+    }
+    leaves.push_back(std::move(leaf));
   }
   return a.Unflatten(std::move(leaves));
 }
@@ -206,6 +222,13 @@ absl::string_view AutoShardPolicyName(AutoShardPolicy policy) {
 
 TensorRef::TensorRef(Tensor constant) : constant_(std::move(constant)) {
   spec_ = constant_->spec();
+}
+
+TensorRef TensorRef::SparseBoxes(Tensor boxes,
+                                 runtime::SparseBoxSpec box_spec) {
+  TensorRef r(std::move(boxes));
+  r.spec_.sparse = std::move(box_spec);
+  return r;
 }
 
 TensorRef TensorRef::Argument(int arg_index, TensorSpec spec) {

@@ -6,8 +6,8 @@ tpusim_cc_library(NAME tfrecord SRCS tfrecord.cc zlib_stream.cc HDRS tfrecord.h 
                        ZLIB::ZLIB absl::status absl::statusor
                        absl::strings)
 tpusim_cc_library(NAME dataset
-                  SRCS dataset.cc dataset_nodes.cc readers.cc glob.cc
-                  HDRS dataset.h dataset_nodes.h random.h glob.h
+                  SRCS dataset.cc dataset_nodes.cc readers.cc glob.cc sparse.cc
+                  HDRS dataset.h dataset_nodes.h random.h glob.h sparse.h
                   DEPS tpusim::strategy::data::tfrecord
                        tpusim::strategy::runtime::tensor tpusim::strategy::runtime::nest
                        tpusim::common::units tpusim::common::check

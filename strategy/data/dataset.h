@@ -77,7 +77,9 @@ ElementSpec SpecOf(const Element& element);
 // "(int64[?], {a: string[]})"-style rendering of a spec.
 std::string ElementSpecToString(const ElementSpec& spec);
 // True when both have the same structure and every leaf has the same dtype and
-// compatible shapes.
+// compatible shapes (and, when both leaves are sparse components, the same
+// values dtype and compatible boxed shapes: the spec of an element, SpecOf,
+// cannot tell a sparse box from a string).
 bool IsCompatible(const ElementSpec& a, const ElementSpec& b);
 // The most specific spec compatible with both (leafwise
 // Shape::MostSpecificCompatible). InvalidArgument when structures or dtypes
@@ -219,6 +221,10 @@ class TensorRef {
   // Implicit: constants are the common case.
   TensorRef(runtime::Tensor constant);  // NOLINT
   static TensorRef Argument(int arg_index, runtime::TensorSpec spec);
+  // A constant tensor of boxed SparseTensors (strategy/data/sparse.h) whose
+  // spec says so: `boxes`' spec with `sparse` set to `box_spec`.
+  static TensorRef SparseBoxes(runtime::Tensor boxes,
+                               runtime::SparseBoxSpec box_spec);
 
   bool is_argument() const { return arg_index_ >= 0; }
   // Precondition: !is_argument().

@@ -314,8 +314,7 @@ absl::StatusOr<NodePtr> TensorSliceNode::Make(TensorRefNest components) {
   });
   TPUSIM_RETURN_IF_ERROR(SliceDim0(shapes).status());
   ElementSpec spec = RefSpec(components).Map([](const TensorSpec& s) {
-    return TensorSpec{s.dtype,
-                      s.shape.rank_known() ? s.shape.DropDim0() : s.shape};
+    return s.WithShape(s.shape.rank_known() ? s.shape.DropDim0() : s.shape);
   });
   return NodePtr(std::make_shared<TensorSliceNode>(std::move(components),
                                                    std::move(spec)));
@@ -381,12 +380,11 @@ absl::StatusOr<NodePtr> TensorSliceNode::WithInputs(
 
 BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
     : DatasetNode({input}, input->element_spec().Map([&](const TensorSpec& s) {
-        return TensorSpec{
-            s.dtype,
-            s.shape.rank_known()
-                ? s.shape.Prepend(drop_remainder ? batch_size
-                                                 : runtime::kUnknownDim)
-                : s.shape};
+        return s.WithShape(s.shape.rank_known()
+                               ? s.shape.Prepend(drop_remainder
+                                                     ? batch_size
+                                                     : runtime::kUnknownDim)
+                               : s.shape);
       })),
       batch_size_(batch_size),
       drop_remainder_(drop_remainder) {}
@@ -668,6 +666,16 @@ absl::StatusOr<NodePtr> PaddedBatchNode::Make(
   const std::vector<const TensorSpec*> leaves =
       input->element_spec().Flatten();
   const size_t n = leaves.size();
+  // TF 2.2 (PaddedBatchDataset): a TypeError, "Batching of padded sparse
+  // tensors is not currently supported".
+  for (const auto& [path, leaf] : input->element_spec().FlattenWithPaths()) {
+    if (leaf->sparse.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padded_batch: component ", path, " is a ", leaf->ToString(),
+          "; batching of padded sparse tensors is not supported (TF 2.2); "
+          "use batch"));
+    }
+  }
   if (padded_shapes.empty()) {
     for (size_t k = 0; k < n; ++k) {
       if (!leaves[k]->shape.rank_known()) {
@@ -936,7 +944,7 @@ absl::StatusOr<NodePtr> UnbatchNode::Make(NodePtr input) {
   ElementSpec spec = input->element_spec().Map([](const TensorSpec& s) {
     if (!s.shape.rank_known()) return s;
     std::vector<int64_t> d(s.shape.dims().begin() + 1, s.shape.dims().end());
-    return TensorSpec{s.dtype, Shape(std::move(d))};
+    return s.WithShape(Shape(std::move(d)));
   });
   return NodePtr(std::make_shared<UnbatchNode>(std::move(input),
                                                std::move(spec)));

@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "strategy/data/auto_shard.h"
 #include "strategy/data/dataset_nodes.h"
+#include "strategy/data/sparse.h"
 
 namespace tpusim::data {
 namespace {
@@ -38,6 +39,7 @@ Options Stateless(Options options) {
 }  // namespace
 
 Tensor DummyTensor(const TensorSpec& spec) {
+  if (spec.sparse.has_value()) return DummySparseBoxes(spec);
   if (!spec.shape.rank_known()) return Tensor::Zeros(spec.dtype, Shape({0}));
   std::vector<int64_t> dims = spec.shape.dims();
   if (dims.empty()) return Tensor::Zeros(spec.dtype, Shape());
@@ -51,6 +53,15 @@ Tensor DummyTensor(const TensorSpec& spec) {
 
 bool IsStaticallyShaped(const ElementSpec& spec) {
   for (const TensorSpec* leaf : spec.Flatten()) {
+    if (leaf->sparse.has_value()) {
+      // TF's _is_statically_shaped: for a SparseTensorSpec only the batch
+      // dimension counts.
+      const Shape logical = LogicalShape(*leaf);
+      if (!logical.rank_known() ||
+          (logical.rank() > 0 && logical.dim(0) == runtime::kUnknownDim))
+        return false;
+      continue;
+    }
     if (!leaf->shape.rank_known() || !leaf->shape.IsFullyDefined())
       return false;
   }

@@ -246,10 +246,12 @@ absl::StatusOr<DistributedIterator> MakeInputFnIterator(
 
 // The empty dummy batch for a component of spec `spec`: every unknown dim 0,
 // and dimension 0 set to 0 when the shape is fully known. tpusim choices: an
-// unknown rank gives shape [0]; a scalar gives a zero scalar.
+// unknown rank gives shape [0]; a scalar gives a zero scalar. A sparse
+// component gets the empty sparse value, boxed (DummySparseBoxes).
 runtime::Tensor DummyTensor(const runtime::TensorSpec& spec);
 
-// True when every component's shape is fully defined.
+// True when every component's shape is fully defined; for a sparse component
+// (as TF's _is_statically_shaped) when its batch dimension is known.
 bool IsStaticallyShaped(const ElementSpec& spec);
 
 }  // namespace tpusim::data

@@ -1,7 +1,8 @@
 // strategy/data/example_parser.h
 //
-// tf.io.parse_single_example / tf.io.parse_example for fixed-length features,
-// producing a dict element keyed by feature name:
+// tf.io.parse_single_example / tf.io.parse_example for FixedLenFeature,
+// VarLenFeature and FixedLenSequenceFeature, producing a dict element keyed by
+// feature name:
 //
 // clang-format off
 //   FeatureSpec spec = {{"image", FixedLenFeature{DType::kF32, Shape({28, 28})}},
@@ -14,6 +15,14 @@
 // float32, int64_list → int64. Errors are InvalidArgument with TF's key phrases
 // ("is required but could not be found", "Data types don't match", "Number of
 // ... values != expected", "Could not parse example input").
+//
+// A VarLenFeature is a sparse component (strategy/data/sparse.h): one example
+// gives a SparseTensor of dense_shape [n] with indices [[0], ..., [n-1]] (n = 0
+// when the feature is missing); parse_example gives [B, max n] with indices
+// [b, j]. A FixedLenSequenceFeature(shape, allow_missing=true) is dense: one
+// example gives [n, *shape] (the values, row-major, n = count / elements of
+// shape; missing → n = 0); parse_example pads every example to the batch's
+// largest n with default_value (0 or "" when absent), as TF does.
 
 #ifndef TPUSIM_STRATEGY_DATA_EXAMPLE_PARSER_H_
 #define TPUSIM_STRATEGY_DATA_EXAMPLE_PARSER_H_
@@ -21,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,10 +49,31 @@ struct FixedLenFeature {
   // Used when the feature is missing; must have `shape` and `dtype`.
   std::optional<runtime::Tensor> default_value;
 };
-using FeatureSpec = std::vector<std::pair<std::string, FixedLenFeature>>;
+// tf.io.VarLenFeature(dtype).
+struct VarLenFeature {
+  // kF32, kI64 or kBytes.
+  runtime::DType dtype = runtime::DType::kF32;
+};
+// tf.io.FixedLenSequenceFeature(shape, dtype, allow_missing, default_value).
+struct FixedLenSequenceFeature {
+  // kF32, kI64 or kBytes.
+  runtime::DType dtype = runtime::DType::kF32;
+  // The shape of one step; fully defined.
+  runtime::Shape shape;
+  // Must be true (TF: "Unsupported: FixedLenSequenceFeature requires
+  // allow_missing to be True.").
+  bool allow_missing = false;
+  // A scalar of `dtype` padding the shorter examples of a batch; absent = 0
+  // (or "").
+  std::optional<runtime::Tensor> default_value;
+};
+using Feature =
+    std::variant<FixedLenFeature, VarLenFeature, FixedLenSequenceFeature>;
+using FeatureSpec = std::vector<std::pair<std::string, Feature>>;
 
-// InvalidArgument for an unsupported dtype, a partial shape, a duplicate key or
-// a default of the wrong spec.
+// InvalidArgument for an unsupported dtype, a partial shape, a duplicate key,
+// a default of the wrong spec, or a FixedLenSequenceFeature without
+// allow_missing.
 absl::Status ValidateFeatureSpec(const FeatureSpec& spec);
 // The dict spec of a parsed single example.
 absl::StatusOr<ElementSpec> ParsedSpec(const FeatureSpec& spec);

@@ -14,6 +14,7 @@
 #include "common/check.h"
 #include "common/status_macros.h"
 #include "strategy/data/dataset_nodes.h"
+#include "strategy/data/sparse.h"
 
 namespace tpusim::data {
 namespace {
@@ -182,6 +183,14 @@ absl::StatusOr<NodePtr> ApplyFallback(const NodePtr& root, int64_t n,
   std::optional<int64_t> leading;
   bool usable = true;
   for (const auto& [path, leaf] : spec.FlattenWithPaths()) {
+    if (leaf->sparse.has_value()) {
+      // TF: a sparse component's dataset tensor is a variant of unknown
+      // shape (SparseTensorSpec's flat spec), so GetBatchDim fails.
+      usable = false;
+      dims.push_back(
+          absl::StrCat(path, ":", leaf->ToString(), " (boxed: unknown shape)"));
+      continue;
+    }
     if (!leaf->shape.rank_known() || leaf->shape.rank() < 1) {
       usable = false;
       dims.push_back(absl::StrCat(path, ":", leaf->shape.ToString()));
@@ -426,7 +435,9 @@ absl::string_view SemanticsVersionName(SemanticsVersion version) {
 
 absl::Status CheckNoScalarComponents(const ElementSpec& spec) {
   for (const auto& [path, leaf] : spec.FlattenWithPaths()) {
-    if (leaf->shape.rank_known() && leaf->shape.rank() == 0) {
+    // TF checks the legacy output shapes: a SparseTensor's own (logical) one.
+    const Shape shape = LogicalShape(*leaf);
+    if (shape.rank_known() && shape.rank() == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot distribute a dataset whose elements are scalars (component ",
           path, ": ", leaf->ToString(), " in element spec ",
@@ -483,7 +494,7 @@ ElementSpec RebatchedElementSpec(const ElementSpec& global_spec,
     const int64_t out = (d0 != runtime::kUnknownDim && d0 % num_replicas == 0)
                             ? d0 / num_replicas
                             : runtime::kUnknownDim;
-    return TensorSpec{s.dtype, s.shape.WithDim0(out)};
+    return s.WithShape(s.shape.WithDim0(out));
   });
 }
 
@@ -560,8 +571,8 @@ ElementSpec RebatchV2ElementSpec(const ElementSpec& input_spec,
     const int64_t d0 = s.shape.dim(0);
     const bool fixed =
         all_equal && d0 != runtime::kUnknownDim && d0 % batch_sizes[0] == 0;
-    return TensorSpec{s.dtype, s.shape.WithDim0(fixed ? batch_sizes[0]
-                                                      : runtime::kUnknownDim)};
+    return s.WithShape(
+        s.shape.WithDim0(fixed ? batch_sizes[0] : runtime::kUnknownDim));
   });
 }
 

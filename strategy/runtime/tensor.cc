@@ -262,6 +262,19 @@ absl::StatusOr<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
 }
 
 std::string TensorSpec::ToString() const {
+  if (sparse.has_value()) {
+    std::vector<int64_t> dims;
+    if (shape.rank_known() && sparse->shape.rank_known()) {
+      dims = shape.dims();
+      dims.insert(dims.end(), sparse->shape.dims().begin(),
+                  sparse->shape.dims().end());
+    }
+    const Shape logical = (shape.rank_known() && sparse->shape.rank_known())
+                              ? Shape(std::move(dims))
+                              : Shape::UnknownRank();
+    return absl::StrCat("SparseTensor(", DTypeName(sparse->dtype),
+                        logical.ToString(), ")");
+  }
   return absl::StrCat(DTypeName(dtype), shape.ToString());
 }
 

@@ -299,13 +299,45 @@ class Shape {
 // not fully defined or the element count or byte count overflows int64.
 absl::StatusOr<int64_t> CheckedByteSize(DType dtype, const Shape& shape);
 
-// The (dtype, partial shape) of one tensor component, as in tf.TensorSpec.
-struct TensorSpec {
+// What a sparse component's boxes hold (tf.SparseTensorSpec): the values'
+// dtype and the (partial) dense shape of ONE boxed SparseTensor. See
+// TensorSpec::sparse.
+struct SparseBoxSpec {
   DType dtype = DType::kF32;
   Shape shape;
-  std::string ToString() const;  // "int64[?,2]"
-  friend bool operator==(const TensorSpec& a, const TensorSpec& b) {
+  friend bool operator==(const SparseBoxSpec& a, const SparseBoxSpec& b) {
     return a.dtype == b.dtype && a.shape == b.shape;
+  }
+};
+
+// The (dtype, partial shape) of one tensor component, as in tf.TensorSpec.
+struct TensorSpec {
+  TensorSpec() = default;
+  TensorSpec(DType dtype, Shape shape,
+             std::optional<SparseBoxSpec> sparse = std::nullopt)
+      : dtype(dtype), shape(std::move(shape)), sparse(std::move(sparse)) {}
+
+  DType dtype = DType::kF32;
+  Shape shape;
+  // Set when the component is a tf.SparseTensor. Dataset ops carry a sparse
+  // component "boxed", as TF's kernels do (a DT_VARIANT tensor of encoded
+  // SparseTensors): the tensor is a string tensor (dtype kBytes) of shape
+  // `shape` whose every element is one encoded SparseTensor of spec `*sparse`
+  // (strategy/data/sparse.h). The logical (tf.SparseTensorSpec) shape is
+  // `shape` followed by sparse->shape: a batch of B boxes of [?] is a
+  // SparseTensor of [B, ?].
+  std::optional<SparseBoxSpec> sparse;
+  // "int64[?,2]"; a sparse component "SparseTensor(int64[?,?])" (its values'
+  // dtype and logical shape).
+  std::string ToString() const;
+  // A copy with another shape (the sparse box spec kept).
+  TensorSpec WithShape(Shape new_shape) const {
+    TensorSpec out = *this;
+    out.shape = std::move(new_shape);
+    return out;
+  }
+  friend bool operator==(const TensorSpec& a, const TensorSpec& b) {
+    return a.dtype == b.dtype && a.shape == b.shape && a.sparse == b.sparse;
   }
 };
 

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/example.pb.h"
+#include "strategy/data/sparse.h"
 #include "strategy/data/tfrecord.h"
 
 namespace tpusim::scenarios {
@@ -303,6 +304,33 @@ TEST(PipelineBuilderTest, SyntheticExamplesAreDeterministicAndParseBack) {
   EXPECT_EQ(f.at("id").int64_list().value(0), 5);
   EXPECT_EQ(f.at("file").int64_list().value(0), 1);
   EXPECT_EQ(f.at("x").float_list().value(0), 2.5f);
+}
+
+TEST(PipelineBuilderTest, VarLenFileSetParsesToSparseAndMapsItsValues) {
+  // Record id has "tokens" = [10 id, ...] with id % 4 values; square maps a
+  // SparseTensor's values and keeps its indices and dense_shape.
+  LoadedScenario s = MustParse(
+      "file_set { name: \"v\" num_files: 1 records_per_file: 4 "
+      "varlen_feature: true }\n"
+      "pipeline { tfrecord { file_set: \"v\" } }\n"
+      "pipeline { map { fn: \"parse_example\"\n"
+      "  feature { name: \"tokens\" kind: \"var_len\" } } }\n"
+      "pipeline { map { fn: \"square\" } }\n"
+      "pipeline { batch { batch_size: 4 } }\n");
+  absl::StatusOr<data::Dataset> ds = Build(s);
+  ASSERT_THAT(ds, IsOk());
+  EXPECT_EQ(data::ElementSpecToString(ds->element_spec()),
+            "{tokens: SparseTensor(int64[?,?])}");
+  absl::StatusOr<std::vector<data::Element>> all = ds->Collect();
+  ASSERT_THAT(all, IsOk());
+  ASSERT_EQ(all->size(), 1u);
+  absl::StatusOr<data::SparseTensor> st = data::UnboxSparse(
+      *(*all)[0].Flatten()[0], *ds->element_spec().Flatten()[0], "tokens");
+  ASSERT_THAT(st, IsOk());
+  EXPECT_EQ(st->DebugString(),
+            "SparseTensor(indices=[[1, 0], [2, 0], [2, 1], [3, 0], [3, 1], "
+            "[3, 2]], values=[100, 400, 441, 900, 961, 1024], "
+            "dense_shape=[4, 3])");
 }
 
 TEST(PipelineBuilderTest, FileSetsAreWrittenUnderAFingerprintedDirectory) {

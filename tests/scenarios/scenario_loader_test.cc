@@ -261,6 +261,32 @@ TEST(ScenarioLoaderTest, FeaturesOnlyForParseExample) {
           "int64, float32 or string"));
 }
 
+TEST(ScenarioLoaderTest, FeatureKindsAreCheckedWithTheirFields) {
+  auto with = [](const std::string& feature) {
+    return ErrorOf(std::string(kCluster) +
+                   "pipeline { range { stop: 4 } }\n"
+                   "pipeline { map { fn: \"parse_example\"\n"
+                   "  feature { name: \"x\" " +
+                   feature + " } } }\n");
+  };
+  EXPECT_THAT(with("kind: \"ragged\""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:4: pipeline[1].map.feature[0].kind="
+                       "\"ragged\": must be fixed_len, var_len or "
+                       "fixed_len_sequence"));
+  EXPECT_THAT(with("kind: \"var_len\" shape: 2"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:4: pipeline[1].map.feature[0].shape: "
+                       "var_len takes no shape"));
+  EXPECT_THAT(with("allow_missing: true"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "s.textproto:4: pipeline[1].map.feature[0]."
+                       "allow_missing: only fixed_len_sequence takes "
+                       "allow_missing"));
+  EXPECT_THAT(with("kind: \"var_len\""), IsOk());
+  EXPECT_THAT(with("kind: \"fixed_len_sequence\" allow_missing: true"), IsOk());
+}
+
 TEST(ScenarioLoaderTest, UnknownFilterPredicate) {
   EXPECT_THAT(ErrorOf(std::string(kCluster) +
                       "pipeline { range { stop: 4 } }\n"

@@ -34,8 +34,8 @@ scenarios::InputListing SmallListing() {
       {{"b", data::Element(Tensor::Zeros(runtime::DType::kBytes, Shape({0})))},
        {"a",
         data::Element(Tensor::Zeros(runtime::DType::kI64, Shape({0, 2})))}});
-  step.replicas.push_back({0, 0, full});
-  step.replicas.push_back({1, 0, empty});
+  step.replicas.push_back({0, 0, full, {}});
+  step.replicas.push_back({1, 0, empty, {}});
   l.steps.push_back(step);
   l.end = absl::OutOfRangeError("End of sequence");
   l.end_at_step = 1;
@@ -116,6 +116,48 @@ TEST(InspectInputReportTest, TextListsPathValuePairsPerReplica) {
       "  replica 1 (worker 0): a=[]; b=[]\n"
       "end at step 1: OUT_OF_RANGE: End of sequence\n"
       "warning: be \"careful\"\n");
+}
+
+// Replica 0 has tokens = SparseTensor([[1, 0], [1, 1]], [5, 6], [2, 2]),
+// replica 1 the empty sparse dummy [0, 0]; the boxes themselves are not shown.
+scenarios::InputListing SparseListing() {
+  scenarios::InputListing l = SmallListing();
+  l.steps[0].replicas[0].element = data::Element::Dict(
+      {{"tokens", data::Element(Tensor::Scalar<std::string>("box"))}});
+  l.steps[0].replicas[0].sparse = {
+      {"tokens",
+       data::SparseTensor{
+           Tensor::FromVector<int64_t>(Shape({2, 2}), {1, 0, 1, 1}),
+           Tensor::Vector<int64_t>({5, 6}), Tensor::Vector<int64_t>({2, 2})}}};
+  l.steps[0].replicas[1].element = data::Element::Dict(
+      {{"tokens",
+        data::Element(Tensor::Zeros(runtime::DType::kBytes, Shape({0})))}});
+  l.steps[0].replicas[1].sparse = {
+      {"tokens",
+       data::SparseTensor{Tensor::Zeros(runtime::DType::kI64, Shape({0, 2})),
+                          Tensor::Zeros(runtime::DType::kI64, Shape({0})),
+                          Tensor::Vector<int64_t>({0, 0})}}};
+  return l;
+}
+
+TEST(InspectInputReportTest, SparseComponentsShowIndicesValuesDenseShape) {
+  EXPECT_EQ(FormatStepText(SparseListing().steps[0]),
+            "step 0\n"
+            "  replica 0 (worker 0): tokens=SparseTensor(indices=[[1, 0], [1, "
+            "1]], values=[5, 6], dense_shape=[2, 2])\n"
+            "  replica 1 (worker 0): tokens=SparseTensor(indices=[], "
+            "values=[], dense_shape=[0, 0])\n");
+  const std::string json = FormatListingJson(SparseListing());
+  EXPECT_THAT(json,
+              HasSubstr("{\"components\": [{\"dtype\": \"int64\", "
+                        "\"indices\": [[1, 0], [1, 1]], \"path\": \"tokens\", "
+                        "\"shape\": [2, 2], \"sparse\": true, \"values\": [5, "
+                        "6]}], \"replica\": 0, \"worker\": 0}"));
+  EXPECT_THAT(
+      json, HasSubstr("{\"components\": [{\"dtype\": \"int64\", "
+                      "\"indices\": [], \"path\": \"tokens\", \"shape\": [0, "
+                      "0], \"sparse\": true, \"values\": []}], \"replica\": 1, "
+                      "\"worker\": 0}"));
 }
 
 TEST(InspectInputReportTest, SingleTensorElementsPrintBareValues) {

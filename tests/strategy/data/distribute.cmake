@@ -8,3 +8,6 @@ tpusim_cc_test(NAME distribute_test SRCS distribute_test.cc
                DEPS tpusim::strategy::data::distribute)
 tpusim_cc_test(NAME distribute_property_test SRCS distribute_property_test.cc
                DEPS tpusim::strategy::data::distribute tpusim::strategy::data::tfrecord)
+tpusim_cc_test(NAME sparse_test SRCS sparse_test.cc
+               DEPS tpusim::strategy::data::distribute tpusim::strategy::data::example_parser
+                    tpusim::common::status_matchers)

@@ -115,7 +115,8 @@ TEST(ExampleParserTest, MissingFeatureUsesDefaultOrFails) {
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("Feature: w (data type: float) is required but "
                          "could not be found.")));
-  spec[0].second.default_value = Tensor::Scalar<float>(0.25f);
+  std::get<FixedLenFeature>(spec[0].second).default_value =
+      Tensor::Scalar<float>(0.25f);
   absl::StatusOr<Element> e =
       ParseSingleExample(MakeExample(1, 2, 3, "a"), spec);
   ASSERT_THAT(e, IsOk());
