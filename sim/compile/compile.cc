@@ -29,6 +29,8 @@ enum class Cls {
   kReduce,      // reduce_sum/mean/max: takes fusible producers (input fusion)
   kOther,       // a kernel of its own
   kCollective,  // start/done pair
+  kRecomputed,  // a cheap elementwise producer evaluated inside each of its
+                // consumers' kernels (fusion with duplication): no kernel
 };
 
 Cls Classify(OpCode c) {
@@ -136,34 +138,105 @@ MatmulWork MatmulOf(const std::vector<Op>& ops, const Op& op) {
   return m;
 }
 
-// The program's op graph with reshapes looked through.
+int64_t Elements(const Op& op) { return op.type.shape.num_elements(); }
+
+// The program's op graph with reshapes and recomputed producers looked
+// through.
 struct Graph {
   std::vector<Cls> cls;
   std::vector<int> base;  // the buffer an op's value is (itself unless alias)
-  std::vector<std::vector<int>> consumers;  // of base values, distinct, sorted
-  std::vector<bool> is_output;              // base value is a program output
+  // The base values op i's kernel reads for it: its operands, with each
+  // recomputed producer replaced by what that producer reads (transitively);
+  // distinct, in first-use order.
+  std::vector<std::vector<int>> eff;
+  // The recomputed producers op i's kernel evaluates for it, ascending.
+  std::vector<std::vector<int>> recomputed;
+  // Of base values, over `eff`: distinct, sorted. Empty for recomputed ops.
+  std::vector<std::vector<int>> consumers;
+  std::vector<bool> is_output;  // base value is a program output
 };
 
-Graph BuildGraph(const runtime::Program& program) {
+// Fusion with duplication (file comment): whether op p is recomputed in each
+// of its consumers' kernels. `direct` are its consumers through reshapes.
+bool Recomputable(const runtime::Program& program, const Graph& g,
+                  const std::vector<int>& direct, int p) {
+  const std::vector<Op>& ops = program.ops();
+  const Op& op = ops[p];
+  if (g.cls[p] != Cls::kFusible || IsAssign(op.code)) return false;
+  if (g.is_output[p] || direct.size() < 2) return false;
+  // Cheap: no transcendental work.
+  if (program.CostOf(runtime::Value{p}).transcendentals != 0) return false;
+  for (int k : direct) {
+    if ((g.cls[k] != Cls::kFusible && g.cls[k] != Cls::kRecomputed &&
+         g.cls[k] != Cls::kReduce) ||
+        ops[k].logical_core != op.logical_core) {
+      return false;
+    }
+  }
+  // Effectively unary: at most one operand as large (in elements) as the
+  // result, no more bytes than the result; the others are broadcast in.
+  std::vector<int> seen;
+  int full = 0;
+  for (int o : op.operands) {
+    const int b = g.base[o];
+    if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+    seen.push_back(b);
+    if (Elements(ops[b]) < Elements(op)) continue;
+    ++full;
+    if (ops[b].type.byte_size() > op.type.byte_size()) return false;
+  }
+  return full <= 1;
+}
+
+Graph BuildGraph(const runtime::Program& program, bool recompute) {
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
   Graph g;
   g.cls.resize(n);
   g.base.resize(n);
+  g.eff.resize(n);
+  g.recomputed.resize(n);
   g.consumers.resize(n);
   g.is_output.assign(n, false);
   for (int i = 0; i < n; ++i) {
     g.cls[i] = Classify(ops[i].code);
     g.base[i] = g.cls[i] == Cls::kAlias ? g.base[ops[i].operands[0]] : i;
   }
+  for (runtime::Value v : program.outputs()) g.is_output[g.base[v.id]] = true;
+  if (recompute) {
+    std::vector<std::vector<int>> direct(n);
+    for (int i = 0; i < n; ++i) {
+      if (g.cls[i] == Cls::kAlias) continue;
+      for (int o : ops[i].operands) {
+        std::vector<int>& c = direct[g.base[o]];
+        if (c.empty() || c.back() != i) c.push_back(i);
+      }
+    }
+    for (int p = 0; p < n; ++p) {
+      if (Recomputable(program, g, direct[p], p)) g.cls[p] = Cls::kRecomputed;
+    }
+  }
+  auto add = [](std::vector<int>& v, int x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+  };
   for (int i = 0; i < n; ++i) {
     if (g.cls[i] == Cls::kAlias) continue;
     for (int o : ops[i].operands) {
-      std::vector<int>& c = g.consumers[g.base[o]];
-      if (c.empty() || c.back() != i) c.push_back(i);
+      const int b = g.base[o];
+      if (g.cls[b] != Cls::kRecomputed) {
+        add(g.eff[i], b);
+        continue;
+      }
+      for (int e : g.eff[b]) add(g.eff[i], e);
+      add(g.recomputed[i], b);
+      for (int r : g.recomputed[b]) add(g.recomputed[i], r);
     }
+    std::sort(g.recomputed[i].begin(), g.recomputed[i].end());
   }
-  for (runtime::Value v : program.outputs()) g.is_output[g.base[v.id]] = true;
+  for (int i = 0; i < n; ++i) {
+    if (g.cls[i] == Cls::kAlias || g.cls[i] == Cls::kRecomputed) continue;
+    for (int b : g.eff[i]) g.consumers[b].push_back(i);
+  }
   return g;
 }
 
@@ -193,7 +266,12 @@ class Fuser {
   // epilogues). Phase 2, in reverse program order: a producer with several
   // consumers joins them only when they already form one kernel (so a shared
   // value such as a scalar feeding many independent updates never glues their
-  // kernels together).
+  // kernels together). Phase 3, in program order: sibling reductions (kernels
+  // holding compatible reductions that read a common value as large as their
+  // input) merge into one multi-output kernel. Phase 4, in reverse program
+  // order: a producer whose consumers did not all join it fuses into the
+  // first consumer kernel (program order) that legally takes it, and its
+  // value leaves that kernel as an extra output for the others.
   void Run() {
     const int n = static_cast<int>(ops_.size());
     for (int p = 0; p < n; ++p) {
@@ -202,6 +280,62 @@ class Fuser {
     for (int p = n - 1; p >= 0; --p) {
       if (g_.consumers[p].size() > 1) TryFuse(p, /*single_kernel=*/true);
     }
+    for (int v = 0; v < n; ++v) {
+      if (g_.consumers[v].size() > 1) FuseSiblingReductions(v);
+    }
+    for (int p = n - 1; p >= 0; --p) {
+      if (g_.consumers[p].size() > 1) FuseIntoOneConsumer(p);
+    }
+  }
+
+  // Phase 3 for the readers of value v.
+  void FuseSiblingReductions(int v) {
+    int acc = -1;
+    for (int k : g_.consumers[v]) {
+      const int gk = groups_.gid[k];
+      if (gk < 0 || gk == acc) continue;
+      const int r = ReductionOf(gk);
+      if (r < 0 || Elements(ops_[ops_[r].operands[0]]) != Elements(ops_[v])) {
+        continue;
+      }
+      if (acc < 0) {
+        acc = gk;
+        continue;
+      }
+      std::vector<int> merge = {std::min(acc, gk), std::max(acc, gk)};
+      if (Legal(merge)) {
+        Merge(merge);
+        acc = merge[0];
+      }
+    }
+  }
+
+  // Phase 4 for producer p.
+  void FuseIntoOneConsumer(int p) {
+    const Cls c = g_.cls[p];
+    if (c != Cls::kMxu && c != Cls::kFusible) return;
+    if (IsAssign(ops_[p].code)) return;
+    const int gp = groups_.gid[p];
+    for (int k : g_.consumers[p]) {
+      const int gk = groups_.gid[k];
+      if (gk == gp || (g_.cls[k] != Cls::kFusible && g_.cls[k] != Cls::kReduce) ||
+          ops_[k].logical_core != ops_[p].logical_core) {
+        continue;
+      }
+      std::vector<int> merge = {std::min(gp, gk), std::max(gp, gk)};
+      if (Legal(merge)) {
+        Merge(merge);
+        return;
+      }
+    }
+  }
+
+  // The first reduction in group gi (-1: none).
+  int ReductionOf(int gi) const {
+    for (int m : groups_.members[gi]) {
+      if (g_.cls[m] == Cls::kReduce) return m;
+    }
+    return -1;
   }
 
   void TryFuse(int p, bool single_kernel) {
@@ -235,24 +369,45 @@ class Fuser {
     for (int m : set) in_set_[m] = true;
     bool ok = true;
     int mxu = 0;
-    int reduce = 0;
+    int first_reduce = -1;
     for (int m : set) {
       if (g_.cls[m] == Cls::kMxu) ++mxu;
-      if (g_.cls[m] == Cls::kReduce) ++reduce;
+      if (g_.cls[m] == Cls::kReduce) {
+        if (first_reduce < 0) {
+          first_reduce = m;
+        } else if (!SameReduction(first_reduce, m)) {
+          ok = false;
+        }
+      }
       if (ops_[m].logical_core != ops_[set[0]].logical_core) ok = false;
       int inside = 0;
       for (int k : g_.consumers[m]) inside += in_set_[k] ? 1 : 0;
-      // All consumers or none; an update or a reduction ends the kernel.
+      // An update or a reduction ends the kernel. (A value some consumers
+      // read inside and others outside is an extra output.)
       if (inside != 0 &&
-          (inside != static_cast<int>(g_.consumers[m].size()) ||
-           IsAssign(ops_[m].code) || g_.cls[m] == Cls::kReduce)) {
+          (IsAssign(ops_[m].code) || g_.cls[m] == Cls::kReduce)) {
         ok = false;
       }
     }
-    if (mxu + reduce > 1) ok = false;
+    if (mxu > 1 || (mxu == 1 && first_reduce >= 0)) ok = false;
     if (ok) ok = !Cycle(set);
     for (int m : set) in_set_[m] = false;
     return ok;
+  }
+
+  // Reductions over the same input shape and the same axes: one loop nest.
+  bool SameReduction(int a, int b) const {
+    auto axes = [&](int r) {
+      const Op& op = ops_[r];
+      const int rank = ops_[op.operands[0]].type.rank();
+      std::vector<int64_t> out;
+      for (int64_t x : op.attrs.axes) out.push_back(x < 0 ? x + rank : x);
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    };
+    return ops_[ops_[a].operands[0]].type.shape == ops_[ops_[b].operands[0]].type.shape &&
+           axes(a) == axes(b);
   }
 
   // A path from the set to itself through an op (or group) outside it.
@@ -385,7 +540,7 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
   const int cores = program.num_cores_per_replica();
-  const Graph graph = BuildGraph(program);
+  const Graph graph = BuildGraph(program, /*recompute=*/options.fusion);
   Fuser fuser(program, graph);
   if (options.fusion) fuser.Run();
   const Groups groups = std::move(fuser).Take();
@@ -461,10 +616,20 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     const std::vector<int>& members = groups.members[gi];
     for (int m : members) built[m] = true;
     for (int m : members) {
-      for (int o : ops[m].operands) build(graph.base[o]);
+      for (int b : graph.eff[m]) build(b);
     }
+    // The recomputed producers this kernel evaluates for its members.
+    std::vector<int> recomputed;
+    for (int m : members) {
+      for (int r : graph.recomputed[m]) recomputed.push_back(r);
+    }
+    std::sort(recomputed.begin(), recomputed.end());
+    recomputed.erase(std::unique(recomputed.begin(), recomputed.end()),
+                     recomputed.end());
     Kernel k;
     k.op_ids = members;
+    k.op_ids.insert(k.op_ids.end(), recomputed.begin(), recomputed.end());
+    std::sort(k.op_ids.begin(), k.op_ids.end());
     const int root = members.back();
     k.core = ops[root].logical_core;
     k.name = members.size() == 1
@@ -475,6 +640,17 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     // Inputs read in full, and the bytes of inputs only sliced or gathered.
     std::set<int> full_read;
     std::map<int, int64_t> partial_bytes;
+    for (int r : recomputed) {
+      const runtime::OpCost cost = program.CostOf(runtime::Value{r});
+      k.flops = runtime::OpCost::SaturatingAdd(k.flops, cost.flops);
+      Add(k.work.transcendental_elements, cost.transcendentals);
+      Add(k.work.vector_elements, cost.flops);
+    }
+    auto read_input = [&](int b) {
+      if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) {
+        inputs.push_back(b);
+      }
+    };
     for (int m : members) {
       const Op& mo = ops[m];
       const runtime::OpCost cost = program.CostOf(runtime::Value{m});
@@ -490,10 +666,18 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
       }
       for (size_t oi = 0; oi < mo.operands.size(); ++oi) {
         const int b = graph.base[mo.operands[oi]];
-        if (groups.gid[b] == gi && IsKernelOp(graph.cls[b])) continue;
-        if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) {
-          inputs.push_back(b);
+        if (graph.cls[b] == Cls::kRecomputed) {
+          // Its inputs are read in full (a slice or gather never reads a
+          // recomputed value: those only have fusible consumers).
+          for (int e : graph.eff[b]) {
+            if (groups.gid[e] == gi && IsKernelOp(graph.cls[e])) continue;
+            read_input(e);
+            full_read.insert(e);
+          }
+          continue;
         }
+        if (groups.gid[b] == gi && IsKernelOp(graph.cls[b])) continue;
+        read_input(b);
         // A slice (or a gather's table) reads only the elements it uses.
         const bool partial_read =
             oi == 0 &&
@@ -603,6 +787,26 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   for (int i = 0; i < n; ++i) {
     const int b = graph.base[i];
     if (value_kernel[b] >= 0) out.kernel_of_op[i] = position[value_kernel[b]];
+  }
+  // A recomputed op: the first kernel (issue order) that evaluates it; the
+  // later ones evaluate it again (recomputed_flops).
+  for (int t = 0; t < nk; ++t) {
+    Kernel& k = out.kernels[t];
+    for (int m : k.op_ids) {
+      if (graph.cls[m] != Cls::kRecomputed) continue;
+      if (out.kernel_of_op[m] < 0) {
+        out.kernel_of_op[m] = t;
+      } else {
+        k.recomputed_flops = runtime::OpCost::SaturatingAdd(
+            k.recomputed_flops, program.CostOf(runtime::Value{m}).flops);
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const int b = graph.base[i];
+    if (graph.cls[i] == Cls::kAlias && graph.cls[b] == Cls::kRecomputed) {
+      out.kernel_of_op[i] = out.kernel_of_op[b];
+    }
   }
 
   // ---- liveness per core over the issue order.

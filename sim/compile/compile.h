@@ -107,7 +107,11 @@ struct Kernel {
   // hbm_read_bytes + hbm_write_bytes. work.matmuls has one entry for kMxu
   // (conv2d as implicit GEMM: m = N*Ho*Wo, k = Kh*Kw*Cin, n = Cout).
   KernelWork work;
-  int64_t flops = 0;  // the members' cost-rule FLOPs
+  // The cost-rule FLOPs of the ops it evaluates, recomputed producers
+  // included; recomputed_flops is the part an earlier kernel (issue order)
+  // already did: the work duplication adds.
+  int64_t flops = 0;
+  int64_t recomputed_flops = 0;
   int64_t hbm_read_bytes = 0;
   int64_t hbm_write_bytes = 0;
 

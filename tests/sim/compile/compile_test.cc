@@ -111,7 +111,7 @@ TEST(CompileTest, FiveElementwiseOpsReadTheirInputOnceAndWriteTheOutputOnce) {
   EXPECT_EQ(Compile(p, Unfused()).total_hbm_bytes(), 5 * 2 * 4096);
 }
 
-TEST(CompileTest, AProducerFusesOnlyWhenAllItsConsumersJoin) {
+TEST(CompileTest, AProducerWithAConsumerOutsideIsAnExtraOutput) {
   {
     // exp(x) feeds neg and log, both fusible: one kernel, exp never written.
     ProgramBuilder b("all_join");
@@ -124,29 +124,36 @@ TEST(CompileTest, AProducerFusesOnlyWhenAllItsConsumersJoin) {
     EXPECT_EQ(c.kernels[0].hbm_write_bytes, 1024);
   }
   {
-    // exp(x) feeds neg and a transpose (not fusible): exp stays alone and is
-    // written once; neg reads it back.
+    // exp(x) feeds neg and a transpose (not fusible): exp fuses into neg's
+    // kernel (multi-output) and leaves it once for the transpose; neg reads
+    // nothing back. Unfused: exp 1024 + 1024, neg 1024 + 1024.
     ProgramBuilder b("one_outside");
     Value x = *b.Parameter(DType::kF32, Shape({256}));
     Value e = *b.Exp(x);
     Value n = *b.Neg(e);
     Value r = *b.Transpose(e, {0});
     const CompiledProgram c = Compile(*std::move(b).Build({n, r}));
-    EXPECT_THAT(Names(c), ElementsAre("exp.1", "neg.2", "transpose.3"));
-    EXPECT_EQ(c.kernels[0].hbm_write_bytes, 1024);
+    EXPECT_THAT(Names(c), ElementsAre("fusion.2", "transpose.3"));
+    EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(1, 2));
+    EXPECT_EQ(c.kernels[0].hbm_read_bytes, 1024);
+    EXPECT_EQ(c.kernels[0].hbm_write_bytes, 1024 + 1024);  // exp and neg
     EXPECT_EQ(c.kernels[1].hbm_read_bytes, 1024);
+    EXPECT_THAT(c.kernel_of_op, ElementsAre(-1, 0, 0, 1));
   }
   {
-    // A dot whose result also feeds a transpose keeps no epilogue.
+    // A dot whose result also feeds a transpose keeps its relu epilogue and
+    // writes both the dot and the relu.
     ProgramBuilder b("dot_two_uses");
     Value x = *b.Parameter(DType::kF32, Shape({4, 4}));
     Value d = *b.MatMul(x, x);
     Value r = *b.Relu(d);
     Value t = *b.Transpose(d, {1, 0});
     const CompiledProgram c = Compile(*std::move(b).Build({r, t}));
-    EXPECT_THAT(Names(c), ElementsAre("dot.1", "relu.2", "transpose.3"));
+    EXPECT_THAT(Names(c), ElementsAre("fusion.2", "transpose.3"));
+    EXPECT_EQ(c.kernels[0].kind, CompiledKernelKind::kMxu);
     // x is read once although the dot uses it twice.
     EXPECT_EQ(c.kernels[0].hbm_read_bytes, 64);
+    EXPECT_EQ(c.kernels[0].hbm_write_bytes, 64 + 64);
   }
   {
     // add(dot, dot): a kernel holds at most one dot. The add joins the first
@@ -510,8 +517,11 @@ TEST(CompileTest, FusionKeepsFlopsAndNeverAddsHbmBytesOnRandomPrograms) {
     const Program p = *std::move(b).Build(outs);
     const CompiledProgram f = Compile(p);
     const CompiledProgram u = Compile(p, Unfused());
-    ASSERT_EQ(f.total_flops(), u.total_flops()) << p.ToText();
-    ASSERT_EQ(f.total_flops(), p.TotalCost().flops -
+    int64_t recomputed = 0;
+    for (const Kernel& k : f.kernels) recomputed += k.recomputed_flops;
+    for (const Kernel& k : u.kernels) ASSERT_EQ(k.recomputed_flops, 0);
+    ASSERT_EQ(f.total_flops() - recomputed, u.total_flops()) << p.ToText();
+    ASSERT_EQ(u.total_flops(), p.TotalCost().flops -
                                    [&] {  // collectives are not kernels' FLOPs
                                      int64_t t = 0;
                                      for (int i = 0; i < (int)p.ops().size(); ++i)
