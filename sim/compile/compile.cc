@@ -25,7 +25,8 @@ enum class Cls {
                 // variable_read
   kAlias,       // reshape: its operand's buffer
   kMxu,         // dot, conv2d
-  kFusible,     // elementwise, broadcast, variable_assign(_add)
+  kFusible,     // elementwise (compare, select included), broadcast,
+                // variable_assign(_add)
   kReduce,      // reduce_sum/mean/max: takes fusible producers (input fusion)
   kOther,       // a kernel of its own
   kCollective,  // start/done pair
@@ -52,6 +53,8 @@ Cls Classify(OpCode c) {
     case OpCode::kReduceMax:
       return Cls::kReduce;
     case OpCode::kBroadcast:
+    case OpCode::kCompare:  // elementwise with broadcasting, like a binary op
+    case OpCode::kSelect:
     case OpCode::kVariableAssign:
     case OpCode::kVariableAssignAdd:
       return Cls::kFusible;
@@ -632,7 +635,7 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     std::sort(k.op_ids.begin(), k.op_ids.end());
     const int root = members.back();
     k.core = ops[root].logical_core;
-    k.name = members.size() == 1
+    k.name = k.op_ids.size() == 1
                  ? absl::StrCat(runtime::OpCodeName(ops[root].code), ".", root)
                  : absl::StrCat("fusion.", root);
     k.kind = CompiledKernelKind::kVector;

@@ -171,6 +171,110 @@ TEST(CompileTest, AProducerWithAConsumerOutsideIsAnExtraOutput) {
   }
 }
 
+// Batch-norm-like statistics: xc = x - mean feeds the variance reduction and
+// the normalized output, which are different kernels (the variance must be
+// reduced before y). xc is cheap and effectively unary (x in full, mean
+// broadcast in), so each kernel recomputes it from x and mean and xc never
+// touches HBM.
+TEST(CompileTest, ACheapProducerIsRecomputedInEachConsumerKernel) {
+  ProgramBuilder b("bn_stats");
+  Value x = *b.Parameter(DType::kF32, Shape({64, 16}));  // %0, 4096 bytes
+  Value mean = *b.ReduceMean(x, {0}, /*keepdims=*/true);  // %1 f32[1,16]
+  Value xc = *b.Sub(x, mean);                              // %2
+  Value var = *b.ReduceMean(*b.Mul(xc, xc), {0}, true);    // %3, %4
+  Value y = *b.Mul(xc, var);                               // %5
+  const Program p = *std::move(b).Build({y});
+  const CompiledProgram c = Compile(p);
+  EXPECT_THAT(Names(c), ElementsAre("reduce_mean.1", "fusion.4", "fusion.5"));
+  EXPECT_EQ(c.kernels[0].hbm_read_bytes, 4096);
+  EXPECT_EQ(c.kernels[0].hbm_write_bytes, 64);
+  EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(2, 3, 4));
+  EXPECT_EQ(c.kernels[1].hbm_read_bytes, 4096 + 64);  // x, mean
+  EXPECT_EQ(c.kernels[1].hbm_write_bytes, 64);        // var
+  EXPECT_THAT(c.kernels[2].op_ids, ElementsAre(2, 5));
+  EXPECT_EQ(c.kernels[2].hbm_read_bytes, 4096 + 64 + 64);  // x, mean, var
+  EXPECT_EQ(c.kernels[2].hbm_write_bytes, 4096);           // y
+  // The second evaluation of xc is the work duplication adds.
+  EXPECT_EQ(c.kernels[1].flops, 3 * 1024);
+  EXPECT_EQ(c.kernels[1].recomputed_flops, 0);
+  EXPECT_EQ(c.kernels[2].flops, 2 * 1024);
+  EXPECT_EQ(c.kernels[2].recomputed_flops, 1024);
+  EXPECT_EQ(c.kernel_of_op[2], 1);  // the first kernel evaluating xc
+  EXPECT_EQ(c.total_flops() - 1024, Compile(p, Unfused()).total_flops());
+  // xc is never a buffer.
+  EXPECT_EQ(c.memory[0].live_peak, 4096 + 64 + 64);  // y, mean, var
+  // Unfused: xc is written once and read twice.
+  const CompiledProgram u = Compile(p, Unfused());
+  EXPECT_EQ(u.kernels[u.kernel_of_op[2]].hbm_write_bytes, 4096);
+  EXPECT_EQ(c.total_hbm_bytes(), 4160 + 4224 + 8320);
+}
+
+TEST(CompileTest, OnlyCheapEffectivelyUnaryProducersAreRecomputed) {
+  // Each producer below feeds a reduction and an elementwise op that waits
+  // for that reduction, so it cannot join both kernels; it is not
+  // recomputed: exp is transcendental, add reads two full operands, and the
+  // f32 -> bf16 cast reads more bytes than it writes. Each is one kernel
+  // written once (here merged into the reduction's kernel as an extra
+  // output) and read back by the other.
+  for (int which = 0; which < 3; ++which) {
+    ProgramBuilder b("not_recomputed");
+    Value x = *b.Parameter(DType::kF32, Shape({256}));
+    Value z = *b.Parameter(DType::kF32, Shape({256}));
+    Value e = which == 0   ? *b.Exp(x)
+              : which == 1 ? *b.Add(x, z)
+                           : *b.Cast(x, DType::kBF16);
+    Value s = *b.ReduceSum(e, {0}, /*keepdims=*/true);  // [1]
+    Value y = *b.Mul(e, s);
+    const CompiledProgram c = Compile(*std::move(b).Build({y}));
+    ASSERT_EQ(c.kernels.size(), 2u) << which;
+    EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(2, 3)) << which;
+    EXPECT_EQ(c.kernels[0].hbm_write_bytes,
+              (which == 2 ? 512 : 1024) + (which == 2 ? 2 : 4))
+        << which;
+    EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(4)) << which;
+    EXPECT_EQ(c.kernels[0].recomputed_flops + c.kernels[1].recomputed_flops,
+              0);
+  }
+}
+
+// The relu gradient: compare and select are elementwise and fuse.
+TEST(CompileTest, CompareAndSelectFuse) {
+  ProgramBuilder b("relu_grad");
+  Value y = *b.Parameter(DType::kF32, Shape({256}));
+  Value dy = *b.Parameter(DType::kF32, Shape({256}));
+  Value zero = *b.Constant(Tensor::Scalar<float>(0.0f));
+  Value pos = *b.Compare(y, zero, runtime::Comparison::kGt);
+  Value dx = *b.Select(pos, dy, zero);
+  const CompiledProgram c = Compile(*std::move(b).Build({dx}));
+  EXPECT_THAT(Names(c), ElementsAre("fusion.4"));
+  EXPECT_EQ(c.kernels[0].hbm_read_bytes, 1024 + 1024 + 4);
+  EXPECT_EQ(c.kernels[0].hbm_write_bytes, 1024);  // the u8 mask stays inside
+}
+
+// Sibling reductions of one shape over the same axes that read a common value
+// as large as their input are one multi-output kernel reading it once; a
+// reduction over other axes, or one only sharing a scalar, is not merged.
+TEST(CompileTest, SiblingReductionsShareOneReadOfTheirInput) {
+  ProgramBuilder b("siblings");
+  Value x = *b.Parameter(DType::kF32, Shape({64, 16}));  // %0
+  Value s = *b.Parameter(DType::kF32, Shape({}));         // %1
+  Value z = *b.Parameter(DType::kF32, Shape({64, 16}));  // %2
+  Value sum = *b.ReduceSum(x, {0});                       // %3
+  Value sq = *b.ReduceSum(*b.Mul(x, x), {0});             // %4, %5
+  Value mx = *b.ReduceMax(x, {1});                        // %6
+  Value a = *b.ReduceSum(*b.Mul(x, s), {0});              // %7, %8 (x again)
+  Value other = *b.ReduceSum(*b.Mul(z, s), {0});          // %9, %10
+  const CompiledProgram c =
+      Compile(*std::move(b).Build({sum, sq, mx, a, other}));
+  EXPECT_THAT(Names(c), ElementsAre("reduce_max.6", "fusion.8", "fusion.10"));
+  EXPECT_EQ(c.kernels[0].hbm_read_bytes, 4096);
+  EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(3, 4, 5, 7, 8));
+  EXPECT_EQ(c.kernels[1].hbm_read_bytes, 4096 + 4);   // x once, s
+  EXPECT_EQ(c.kernels[1].hbm_write_bytes, 3 * 64);    // three reductions
+  EXPECT_THAT(c.kernels[2].op_ids, ElementsAre(9, 10));
+  EXPECT_EQ(c.kernels[2].hbm_read_bytes, 4096 + 4);
+}
+
 TEST(CompileTest, ReductionsTakeTheirElementwiseProducersAndEndTheKernel) {
   ProgramBuilder b("loss");
   Value x = *b.Parameter(DType::kF32, Shape({64, 16}));
