@@ -26,7 +26,7 @@ enum class Cls {
   kAlias,       // reshape: its operand's buffer
   kMxu,         // dot, conv2d
   kFusible,     // elementwise (compare, select included), broadcast,
-                // variable_assign(_add)
+                // slice, concat, variable_assign(_add)
   kReduce,      // reduce_sum/mean/max: takes fusible producers (input fusion)
   kOther,       // a kernel of its own
   kCollective,  // start/done pair
@@ -55,6 +55,8 @@ Cls Classify(OpCode c) {
     case OpCode::kBroadcast:
     case OpCode::kCompare:  // elementwise with broadcasting, like a binary op
     case OpCode::kSelect:
+    case OpCode::kSlice:   // loop fusion reads the kept elements in place
+    case OpCode::kConcat:  // loop fusion reads each piece in place
     case OpCode::kVariableAssign:
     case OpCode::kVariableAssignAdd:
       return Cls::kFusible;
@@ -66,6 +68,10 @@ Cls Classify(OpCode c) {
   }
   if (runtime::IsCollective(c)) return Cls::kCollective;
   return Cls::kOther;
+}
+
+bool IsDataMovement(OpCode c) {
+  return c == OpCode::kSlice || c == OpCode::kConcat;
 }
 
 bool IsAssign(OpCode c) {
@@ -165,7 +171,10 @@ bool Recomputable(const runtime::Program& program, const Graph& g,
                   const std::vector<int>& direct, int p) {
   const std::vector<Op>& ops = program.ops();
   const Op& op = ops[p];
-  if (g.cls[p] != Cls::kFusible || IsAssign(op.code)) return false;
+  if (g.cls[p] != Cls::kFusible || IsAssign(op.code) ||
+      IsDataMovement(op.code)) {
+    return false;
+  }
   if (g.is_output[p] || direct.size() < 2) return false;
   // Cheap: no transcendental work.
   if (program.CostOf(runtime::Value{p}).transcendentals != 0) return false;
@@ -373,8 +382,10 @@ class Fuser {
     bool ok = true;
     int mxu = 0;
     int first_reduce = -1;
+    bool moves = false;
     for (int m : set) {
       if (g_.cls[m] == Cls::kMxu) ++mxu;
+      if (IsDataMovement(ops_[m].code)) moves = true;
       if (g_.cls[m] == Cls::kReduce) {
         if (first_reduce < 0) {
           first_reduce = m;
@@ -392,7 +403,7 @@ class Fuser {
         ok = false;
       }
     }
-    if (mxu > 1 || (mxu == 1 && first_reduce >= 0)) ok = false;
+    if (mxu > 1 || (mxu == 1 && (first_reduce >= 0 || moves))) ok = false;
     if (ok) ok = !Cycle(set);
     for (int m : set) in_set_[m] = false;
     return ok;
@@ -643,11 +654,46 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     // Inputs read in full, and the bytes of inputs only sliced or gathered.
     std::set<int> full_read;
     std::map<int, int64_t> partial_bytes;
+    // The elements of each recomputed producer this kernel evaluates: all of
+    // them, unless the kernel reads it only through slices (then the sliced
+    // elements; a producer of it evaluates as many). Consumers first.
+    std::map<int, int64_t> evaluated;
+    for (auto it = recomputed.rbegin(); it != recomputed.rend(); ++it) {
+      const int r = *it;
+      const int64_t all = Elements(ops[r]);
+      int64_t e = 0;
+      auto reads = [&](const Op& reader) {
+        for (int o : reader.operands) {
+          if (graph.base[o] == r) return true;
+        }
+        return false;
+      };
+      for (int m : members) {
+        if (!reads(ops[m])) continue;
+        Add(e, ops[m].code == OpCode::kSlice ? Elements(ops[m]) : all);
+      }
+      for (const auto& [r2, e2] : evaluated) {
+        if (reads(ops[r2])) Add(e, e2);
+      }
+      evaluated[r] = std::min(e, all);
+    }
     for (int r : recomputed) {
       const runtime::OpCost cost = program.CostOf(runtime::Value{r});
       k.flops = runtime::OpCost::SaturatingAdd(k.flops, cost.flops);
-      Add(k.work.transcendental_elements, cost.transcendentals);
-      Add(k.work.vector_elements, cost.flops);
+      // Element work scales with the evaluated fraction (elementwise and
+      // broadcast cost rules are per result element).
+      const int64_t all = Elements(ops[r]);
+      const int64_t work =
+          all == 0 ? 0
+                   : static_cast<int64_t>(static_cast<long double>(cost.flops) *
+                                          evaluated[r] / all);
+      const int64_t trans =
+          all == 0 ? 0
+                   : static_cast<int64_t>(
+                         static_cast<long double>(cost.transcendentals) *
+                         evaluated[r] / all);
+      Add(k.work.transcendental_elements, trans);
+      Add(k.work.vector_elements, work);
     }
     auto read_input = [&](int b) {
       if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) {
@@ -670,12 +716,20 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
       for (size_t oi = 0; oi < mo.operands.size(); ++oi) {
         const int b = graph.base[mo.operands[oi]];
         if (graph.cls[b] == Cls::kRecomputed) {
-          // Its inputs are read in full (a slice or gather never reads a
-          // recomputed value: those only have fusible consumers).
+          // Its inputs are read in full; a slice of it reads only its
+          // elements of the inputs as large as the recomputed value (an
+          // elementwise chain), and the broadcast ones in full.
           for (int e : graph.eff[b]) {
             if (groups.gid[e] == gi && IsKernelOp(graph.cls[e])) continue;
             read_input(e);
-            full_read.insert(e);
+            if (mo.code == OpCode::kSlice &&
+                Elements(ops[e]) == Elements(ops[b])) {
+              Add(partial_bytes[e],
+                  SaturatingMul(Elements(mo),
+                                runtime::DTypeSize(ops[e].type.dtype)));
+            } else {
+              full_read.insert(e);
+            }
           }
           continue;
         }
@@ -734,14 +788,15 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   std::vector<int64_t> need(nk, -1);
   // Kernels were created in an order where every dep precedes its dependent,
   // so a reverse sweep sees all dependents first.
+  // A compute kernel is also needed before its first dependent (a
+  // multi-output kernel may feed one whose root comes earlier).
   for (int k = nk - 1; k >= 0; --k) {
     const Kernel& kk = ks[k];
+    int64_t m = kEnd;
     if (kk.kind == CompiledKernelKind::kMxu ||
         kk.kind == CompiledKernelKind::kVector) {
-      need[k] = 4 * int64_t{kk.op_ids.back()} + 2;
-      continue;
+      m = 4 * int64_t{kk.op_ids.back()} + 2;
     }
-    int64_t m = kEnd;
     for (int d : dependents[k]) m = std::min(m, need[d] - 1);
     need[k] = m;
   }

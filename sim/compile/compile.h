@@ -109,7 +109,9 @@ struct Kernel {
   KernelWork work;
   // The cost-rule FLOPs of the ops it evaluates, recomputed producers
   // included; recomputed_flops is the part an earlier kernel (issue order)
-  // already did: the work duplication adds.
+  // already did: the work duplication adds. (work.vector_elements counts
+  // what the kernel evaluates: a recomputed producer it reads only through
+  // slices, for the sliced elements only.)
   int64_t flops = 0;
   int64_t recomputed_flops = 0;
   int64_t hbm_read_bytes = 0;

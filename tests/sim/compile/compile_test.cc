@@ -275,6 +275,49 @@ TEST(CompileTest, SiblingReductionsShareOneReadOfTheirInput) {
   EXPECT_EQ(c.kernels[2].hbm_read_bytes, 4096 + 4);
 }
 
+// A gradient bucket: the gradients are concatenated and scaled in one kernel
+// (the concatenation is never written); after the all-reduce, the learning
+// rate scaling is recomputed in each variable's update, and each update's
+// slice reads only its part of the reduced bucket.
+TEST(CompileTest, ConcatAndSliceFuseAroundAGradientBucket) {
+  ProgramBuilder b("bucket", /*num_replicas=*/2);
+  ASSERT_TRUE(b.DeclareVariable(1, DType::kF32, Shape({4, 4})).ok());
+  ASSERT_TRUE(b.DeclareVariable(2, DType::kF32, Shape({8})).ok());
+  Value g1 = *b.Parameter(DType::kF32, Shape({4, 4}));     // %0, 64 bytes
+  Value g2 = *b.Parameter(DType::kF32, Shape({8}));        // %1, 32 bytes
+  Value bucket = *b.Concat({*b.Reshape(g1, {16}), g2}, 0);  // %2, %3
+  Value scale = *b.Constant(Tensor::Scalar<float>(0.5f));  // %4
+  Value ar = *b.AllReduce(*b.Mul(bucket, scale),           // %5, %6
+                          runtime::CollectiveReduce::kSum);
+  Value lr = *b.Constant(Tensor::Scalar<float>(0.1f));     // %7
+  Value u = *b.Mul(ar, lr);                                // %8
+  Value d1 = *b.Neg(*b.Reshape(*b.Slice(u, {0}, {16}), {4, 4}));  // %9-%11
+  Value a1 = *b.VariableAssignAdd(1, d1);                         // %12
+  Value d2 = *b.Neg(*b.Slice(u, {16}, {24}));                      // %13, %14
+  Value a2 = *b.VariableAssignAdd(2, d2);                          // %15
+  const CompiledProgram c = Compile(*std::move(b).Build({a1, a2}));
+  EXPECT_THAT(Names(c), ElementsAre("fusion.5", "all_reduce.6.start",
+                                    "all_reduce.6.done", "fusion.12",
+                                    "fusion.15"));
+  EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(3, 5));
+  EXPECT_EQ(c.kernels[0].hbm_read_bytes, 64 + 32 + 4);
+  EXPECT_EQ(c.kernels[0].hbm_write_bytes, 96);
+  // The update of variable 1: its 16 elements of the reduced bucket, lr, the
+  // variable's old value; the variable written in place.
+  EXPECT_THAT(c.kernels[3].op_ids, ElementsAre(8, 9, 11, 12));
+  EXPECT_EQ(c.kernels[3].hbm_read_bytes, 64 + 4 + 64);
+  EXPECT_EQ(c.kernels[3].hbm_write_bytes, 64);
+  EXPECT_THAT(c.kernels[4].op_ids, ElementsAre(8, 13, 14, 15));
+  EXPECT_EQ(c.kernels[4].hbm_read_bytes, 32 + 4 + 32);
+  EXPECT_EQ(c.kernels[4].hbm_write_bytes, 32);
+  // u is evaluated in both updates (its cost rule counts the whole value each
+  // time), but each update computes only the elements it slices: its mul, neg
+  // and add.
+  EXPECT_EQ(c.kernels[4].recomputed_flops, 24);
+  EXPECT_EQ(c.kernels[3].work.vector_elements, 16 + 16 + 16);
+  EXPECT_EQ(c.kernels[4].work.vector_elements, 8 + 8 + 8);
+}
+
 TEST(CompileTest, ReductionsTakeTheirElementwiseProducersAndEndTheKernel) {
   ProgramBuilder b("loss");
   Value x = *b.Parameter(DType::kF32, Shape({64, 16}));
