@@ -31,6 +31,10 @@ class Mlp : public Workload {
     return {ValueType(DType::kF32, Shape({b, in_})),
             ValueType(DType::kF32, Shape({b, out_}))};
   }
+  std::vector<std::string> InputNames() const override {
+    return {"features", "labels"};
+  }
+  bool SupportsPerExampleLoss() const override { return true; }
   std::vector<Tensor> SyntheticInputs(int64_t b, uint64_t seed) const override {
     std::vector<float> x(b * in_), t(b * out_);
     for (size_t i = 0; i < x.size(); ++i) x[i] = Noise(seed, 1000, i);
@@ -57,14 +61,34 @@ class Mlp : public Workload {
     // loss = mean((y - t)^2); d loss / dy = 2 (y - t) / (B * out).
     TPUSIM_ASSIGN_OR_RETURN(TracedValue d, c.Sub(y, target));
     TPUSIM_ASSIGN_OR_RETURN(TracedValue d2, c.Mul(d, d));
-    TPUSIM_ASSIGN_OR_RETURN(TracedValue loss, c.ReduceMean(d2, {0, 1}));
+    TracedValue loss, dy;
+    if (s.per_example_loss()) {
+      // Per-example losses [rows]; the gradient of the GLOBAL mean: each
+      // element's 2 (y - t) over the elements of all replicas (counted at run
+      // time, so a partial or empty batch counts what it holds), times N to
+      // undo the MEAN all-reduce's 1/N.
+      TPUSIM_ASSIGN_OR_RETURN(loss, c.ReduceMean(d2, {1}));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue zero, s.Scalar(0));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue one, s.Scalar(1));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue z, c.Mul(d, zero));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue ones, c.Add(z, one));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue count, c.ReduceSum(ones, {0, 1}));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue total,
+                              c.AllReduce(strategy::ReduceOp::kSum, count));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue two_n,
+                              s.Scalar(2.0 * c.num_replicas_in_sync()));
+      TPUSIM_ASSIGN_OR_RETURN(TracedValue scale, c.Div(two_n, total));
+      TPUSIM_ASSIGN_OR_RETURN(dy, c.Mul(d, scale));
+    } else {
+      TPUSIM_ASSIGN_OR_RETURN(loss, c.ReduceMean(d2, {0, 1}));
+      TPUSIM_ASSIGN_OR_RETURN(
+          TracedValue scale,
+          s.Scalar(2.0 / static_cast<double>(xt.shape.dim(0) * out_)));
+      TPUSIM_ASSIGN_OR_RETURN(dy, c.Mul(d, scale));
+    }
     if (s.dtype() != DType::kF32) {
       TPUSIM_ASSIGN_OR_RETURN(loss, c.Cast(loss, DType::kF32));
     }
-    TPUSIM_ASSIGN_OR_RETURN(
-        TracedValue scale,
-        s.Scalar(2.0 / static_cast<double>(xt.shape.dim(0) * out_)));
-    TPUSIM_ASSIGN_OR_RETURN(TracedValue dy, c.Mul(d, scale));
     TPUSIM_RETURN_IF_ERROR(t.Accumulate(y, dy));
     TPUSIM_RETURN_IF_ERROR(t.Backward());
     return loss;

@@ -389,6 +389,14 @@ strategy::StepFunction MakeTrainStep(
       workload.name() + "_train_step");
 }
 
+std::vector<std::string> Workload::InputNames() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < InputTypes(1).size(); ++i) {
+    names.push_back(absl::StrCat("input_", i));
+  }
+  return names;
+}
+
 int64_t MatrixFlops(const runtime::Program& program) {
   int64_t f = 0;
   for (int i = 0; i < static_cast<int>(program.ops().size()); ++i) {

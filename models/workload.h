@@ -83,6 +83,15 @@ struct TrainOptions {
   // backward (no re-gather).
   bool fsdp = false;
   runtime::DType compute_dtype = runtime::DType::kF32;
+  // Set by `tpusim run` for pipeline-fed input
+  // (Workload::SupportsPerExampleLoss workloads only): ForwardBackward returns
+  // the per-example losses (f32 [rows]) instead of their mean, so that the
+  // caller's strategy.reduce(MEAN, losses, axis=0) divides by the real number
+  // of examples, and the gradient is scaled by N / (rows of all replicas)
+  // before the MEAN all-reduce, so it is the exact gradient of the global mean
+  // loss even when replicas hold partial or empty batches (spec (f), partial
+  // batches). Costs one extra scalar all-reduce per step.
+  bool per_example_loss = false;
 };
 
 // The shape a replica stores for `param`: the parameter's shape, or with FSDP
@@ -144,6 +153,7 @@ class StepContext {
         cache_(params.size()) {}
   ReplicaContext& ctx() { return ctx_; }
   runtime::DType dtype() const { return options_.compute_dtype; }
+  bool per_example_loss() const { return options_.per_example_loss; }
   // Parameter `index` in the compute dtype.
   absl::StatusOr<TracedValue> Param(int index);
   absl::Status Grad(int index, TracedValue grad) {
@@ -174,6 +184,12 @@ class Workload {
   // Per-replica input types for a local batch (e.g. images and labels).
   virtual std::vector<runtime::ValueType> InputTypes(
       int64_t local_batch) const = 0;
+  // A name per input, in InputTypes order (error messages; default
+  // "input_0", ...).
+  virtual std::vector<std::string> InputNames() const;
+  // True when ForwardBackward honours TrainOptions::per_example_loss.
+  virtual bool SupportsPerExampleLoss() const { return false; }
+  void set_per_example_loss(bool v) { options_.per_example_loss = v; }
   // Records forward, backward (gradients to s.Grad in backward order) and
   // returns the replica's loss (f32 scalar). The caller finishes `s`.
   virtual absl::StatusOr<TracedValue> ForwardBackward(

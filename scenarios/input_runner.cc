@@ -139,6 +139,35 @@ class KeepingSink final : public ListingSink {
 
 }  // namespace
 
+absl::StatusOr<absl::StatusOr<data::DistributedDataset>>
+DistributeScenarioPipeline(const LoadedScenario& scenario,
+                           const FileSetPaths& files,
+                           strategy::TPUStrategy& tpu,
+                           common::Bytes max_memory) {
+  const Scenario& sc = scenario.proto;
+  const data::InputWorkers workers = tpu.data_input_workers();
+  if (sc.api() == Scenario::DISTRIBUTE_DATASETS_FROM_FUNCTION) {
+    // Build once for worker 0 first, so that problems of the scenario itself
+    // (not TF errors) fail the run instead of ending the listing.
+    const std::vector<data::InputContext> contexts =
+        data::MakeInputContexts(workers);
+    TPUSIM_RETURN_IF_ERROR(
+        BuildPipeline(scenario, files, contexts[0]).status());
+    return tpu.ExperimentalDistributeDatasetsFromFunction(
+        // `scenario` and `files` must outlive the distributed dataset.
+        [&scenario, &files, max_memory](const data::InputContext& ctx) {
+          absl::StatusOr<data::Dataset> ds =
+              BuildPipeline(scenario, files, ctx);
+          return ds.ok() ? WithMaxMemory(*std::move(ds), max_memory)
+                         : data::Dataset::FromError(ds.status());
+        });
+  }
+  TPUSIM_ASSIGN_OR_RETURN(data::Dataset dataset,
+                          BuildPipeline(scenario, files, std::nullopt));
+  return tpu.ExperimentalDistributeDataset(
+      WithMaxMemory(std::move(dataset), max_memory));
+}
+
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
                                               const RunInputOptions& options) {
   KeepingSink sink;
@@ -182,28 +211,9 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
   TPUSIM_ASSIGN_OR_RETURN(FileSetPaths files,
                           MaterializeFileSets(scenario, data_dir.resolved));
 
-  absl::StatusOr<data::DistributedDataset> dist =
-      absl::UnknownError("not distributed");
-  if (sc.api() == Scenario::DISTRIBUTE_DATASETS_FROM_FUNCTION) {
-    // Build once for worker 0 first, so that problems of the scenario itself
-    // (not TF errors) fail the run instead of ending the listing.
-    const std::vector<data::InputContext> contexts =
-        data::MakeInputContexts(workers);
-    TPUSIM_RETURN_IF_ERROR(
-        BuildPipeline(scenario, files, contexts[0]).status());
-    dist = tpu.ExperimentalDistributeDatasetsFromFunction(
-        [&](const data::InputContext& ctx) {
-          absl::StatusOr<data::Dataset> ds =
-              BuildPipeline(scenario, files, ctx);
-          return ds.ok() ? WithMaxMemory(*std::move(ds), options.max_memory)
-                         : data::Dataset::FromError(ds.status());
-        });
-  } else {
-    TPUSIM_ASSIGN_OR_RETURN(data::Dataset dataset,
-                            BuildPipeline(scenario, files, std::nullopt));
-    dist = tpu.ExperimentalDistributeDataset(
-        WithMaxMemory(std::move(dataset), options.max_memory));
-  }
+  TPUSIM_ASSIGN_OR_RETURN(
+      absl::StatusOr<data::DistributedDataset> dist,
+      DistributeScenarioPipeline(scenario, files, tpu, options.max_memory));
   if (!dist.ok()) {
     TPUSIM_RETURN_IF_ERROR(sink.Begin(listing));
     listing.end = WithoutDataDir(dist.status(), data_dir);

@@ -27,9 +27,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "scenarios/pipeline_builder.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/dataset.h"
 #include "strategy/data/distribute.h"
+#include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
 
@@ -101,6 +103,19 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
 absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
                                               const RunInputOptions& options,
                                               ListingSink& sink);
+
+// Builds the scenario's pipeline and distributes it through `tpu` as the
+// scenario says: experimental_distribute_dataset (the shard policy is the
+// dataset option BuildPipeline attaches), or
+// experimental_distribute_datasets_from_function with each input worker's
+// InputContext; every input buffer gets the `max_memory` budget. The outer
+// Status is a problem of the scenario itself (BuildPipeline's); the inner one
+// is what TF raises while distributing. `tpusim run` feeds workloads from it.
+absl::StatusOr<absl::StatusOr<data::DistributedDataset>>
+DistributeScenarioPipeline(const LoadedScenario& scenario,
+                           const FileSetPaths& files,
+                           strategy::TPUStrategy& tpu,
+                           common::Bytes max_memory);
 
 }  // namespace tpusim::scenarios
 

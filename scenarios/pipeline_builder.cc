@@ -51,7 +51,8 @@ uint64_t Fingerprint(const FileSet& set) {
                    set.records_per_file(), "|", set.float_feature() ? 1 : 0,
                    set.compression_type().empty()
                        ? ""
-                       : absl::StrCat("|", set.compression_type()));
+                       : absl::StrCat("|", set.compression_type()),
+                   set.label_feature() ? "|label" : "");
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : key) {
     h ^= c;
@@ -715,6 +716,9 @@ std::string SyntheticExample(const FileSet& set, int file, int record) {
     features["x"].mutable_float_list()->add_value(static_cast<float>(id) /
                                                   2.0f);
   }
+  if (set.label_feature()) {
+    features["y"].mutable_float_list()->add_value(static_cast<float>(id % 4));
+  }
   // Deterministic serialization writes map entries in key order, so the bytes
   // are stable.
   std::string out;
@@ -784,7 +788,8 @@ std::string ManifestHeader(const FileSet& set) {
       "\nfloat_feature=", set.float_feature() ? 1 : 0, "\n",
       set.compression_type().empty()
           ? ""
-          : absl::StrCat("compression_type=", set.compression_type(), "\n"));
+          : absl::StrCat("compression_type=", set.compression_type(), "\n"),
+      set.label_feature() ? "label_feature=1\n" : "");
 }
 
 std::string FileName(const FileSet& set, int f) {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <optional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -15,14 +15,18 @@
 #include "absl/strings/str_join.h"
 #include "common/int_math.h"
 #include "common/status_macros.h"
+#include "models/workload.h"
 #include "scenarios/backend_registry.h"
+#include "scenarios/input_runner.h"
+#include "scenarios/pipeline_builder.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
 #include "sim/sim_backend.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/device_assignment.h"
+#include "strategy/distributed_input.h"
 #include "strategy/input_iterator.h"
-#include "models/workload.h"
+#include "strategy/reduce.h"
 #include "strategy/tpu_strategy.h"
 
 namespace tpusim::scenarios {
@@ -51,6 +55,14 @@ class Workload {
   // Model FLOPs of one global training step.
   virtual absl::StatusOr<double> FlopsPerStep(int replicas,
                                               int64_t local_batch) const = 0;
+  // The per-replica input signature for a local batch, with a name per
+  // input (a pipeline's element must match it).
+  virtual std::vector<runtime::ValueType> InputTypes(
+      int64_t local_batch) const = 0;
+  virtual std::vector<std::string> InputNames() const = 0;
+  // Asks the step to return per-example losses (see models::TrainOptions::
+  // per_example_loss); false when the workload cannot.
+  virtual bool EnablePerExampleLoss() { return false; }
 };
 
 // The mean over replicas of a run()'s loss (a PerReplica of scalars, or one
@@ -156,6 +168,9 @@ class DeepMlp final : public Workload {
         std::string dtype,
         p.OneOf("dtype", "bfloat16", {"bfloat16", "float32"}));
     w->dtype_ = dtype == "float32" ? DType::kF32 : DType::kBF16;
+    TPUSIM_ASSIGN_OR_RETURN(
+        std::string mp, p.OneOf("model_parallel", "none", {"none", "layers"}));
+    w->split_layers_ = mp == "layers";
     TPUSIM_RETURN_IF_ERROR(p.CheckAllUsed());
     return std::unique_ptr<Workload>(std::move(w));
   }
@@ -176,12 +191,24 @@ class DeepMlp final : public Workload {
   strategy::StepFunction Step() override {
     std::vector<MirroredVariable*> weights = weights_;
     const DType dtype = dtype_;
+    const bool split = split_layers_;
     return strategy::StepFunction(
-        [weights, dtype](ReplicaContext& ctx,
-                         const TracedNest& args) -> absl::StatusOr<TracedNest> {
+        [weights, dtype, split](ReplicaContext& ctx, const TracedNest& args)
+            -> absl::StatusOr<TracedNest> {
+          // model_parallel=layers: layer l (forward, backward, its gradient's
+          // all-reduce and update) runs on logical core l mod cores, so each
+          // activation and each backward gradient crosses between cores.
+          const int cores = ctx.num_cores_per_replica();
+          auto place =
+              [&](int l) -> absl::StatusOr<strategy::LogicalCoreScope> {
+            return ctx.AssignToLogicalCore(split ? l % cores : 0);
+          };
           const TracedValue x = args.children()[0].leaf();
           std::vector<TracedValue> h = {x}, w;
-          for (MirroredVariable* v : weights) {
+          for (size_t l = 0; l < weights.size(); ++l) {
+            MirroredVariable* v = weights[l];
+            TPUSIM_ASSIGN_OR_RETURN(strategy::LogicalCoreScope on,
+                                    place(static_cast<int>(l)));
             TPUSIM_ASSIGN_OR_RETURN(TracedValue wl, ctx.ReadVariable(*v));
             w.push_back(wl);
             TPUSIM_ASSIGN_OR_RETURN(TracedValue z, ctx.MatMul(h.back(), wl));
@@ -194,6 +221,7 @@ class DeepMlp final : public Workload {
           TPUSIM_ASSIGN_OR_RETURN(TracedValue lr,
                                   ctx.ScalarConstant(0.01, dtype));
           for (int l = static_cast<int>(weights.size()) - 1; l >= 0; --l) {
+            TPUSIM_ASSIGN_OR_RETURN(strategy::LogicalCoreScope on, place(l));
             // tanh' = 1 - h^2.
             TPUSIM_ASSIGN_OR_RETURN(TracedValue sq, ctx.Mul(h[l + 1], h[l + 1]));
             TPUSIM_ASSIGN_OR_RETURN(TracedValue d, ctx.Sub(one, sq));
@@ -228,10 +256,16 @@ class DeepMlp final : public Workload {
     const double per = 2.0 * replicas * local_batch * width_ * width_;
     return 3 * per * layers_ - per;
   }
+  std::vector<runtime::ValueType> InputTypes(
+      int64_t local_batch) const override {
+    return {runtime::ValueType(dtype_, Shape({local_batch, width_}))};
+  }
+  std::vector<std::string> InputNames() const override { return {"features"}; }
 
  private:
   int64_t layers_ = 4;
   int64_t width_ = 1024;
+  bool split_layers_ = false;
   DType dtype_ = DType::kBF16;
   std::vector<MirroredVariable*> weights_;
 };
@@ -283,11 +317,309 @@ class ModelsWorkload final : public Workload {
         models::TraceTrainStep(*workload_, replicas, local_batch));
     return static_cast<double>(models::MatrixFlops(p)) * replicas;
   }
+  std::vector<runtime::ValueType> InputTypes(
+      int64_t local_batch) const override {
+    return workload_->InputTypes(local_batch);
+  }
+  std::vector<std::string> InputNames() const override {
+    return workload_->InputNames();
+  }
+  bool EnablePerExampleLoss() override {
+    if (!workload_->SupportsPerExampleLoss()) return false;
+    workload_->set_per_example_loss(true);
+    return true;
+  }
 
  private:
   std::unique_ptr<models::Workload> workload_;
   std::vector<MirroredVariable*> vars_;
 };
+
+// The body of a steps_per_run loop: one step of `step`; its loss is the last
+// step's output "loss", MEAN-reduced across replicas in the program, or, with
+// per-example losses, returned per replica (the host reduces it with axis 0).
+strategy::MultiStepFn LoopBody(const strategy::StepFunction& step,
+                               bool per_example) {
+  return [step, per_example](ReplicaContext& ctx,
+                             strategy::MultiStepContext& steps,
+                             const TracedNest& in) -> absl::Status {
+    TPUSIM_ASSIGN_OR_RETURN(TracedNest out, step.fn()(ctx, in));
+    if (out.is_leaf()) {
+      if (per_example) return steps.SetLastStepOutput("loss", out.leaf());
+      return steps.SetLastStepOutput("loss", out.leaf(),
+                                     strategy::ReduceOp::kMean);
+    }
+    return absl::OkStatus();
+  };
+}
+
+// ResolvedShape "float32[<=32,64]": the workload's per-replica input type with
+// its batch dimension as a bound.
+std::string InputTypeString(const runtime::ValueType& t) {
+  std::vector<std::string> dims;
+  for (int d = 0; d < t.shape.rank(); ++d) {
+    dims.push_back(absl::StrCat(d == 0 ? "<=" : "", t.shape.dim(d)));
+  }
+  return absl::StrCat(runtime::DTypeName(t.dtype), "[",
+                      absl::StrJoin(dims, ","), "]");
+}
+
+// The pipeline's per-replica element must match the workload's inputs: as
+// many components (flattened: dict keys sorted, tuples in order) as inputs,
+// each of the input's dtype and rank, every dimension but the batch equal, and
+// the batch dimension unknown or at most the per-replica batch.
+absl::Status CheckInputSignature(const data::ElementSpec& spec,
+                                 const Workload& workload,
+                                 const std::string& name, int64_t local_batch) {
+  const std::vector<runtime::ValueType> want = workload.InputTypes(local_batch);
+  const std::vector<std::string> names = workload.InputNames();
+  const auto got = spec.FlattenWithPaths();
+  auto signature = [&] {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < want.size(); ++i) {
+      parts.push_back(absl::StrCat(i < names.size() ? names[i] : "?", " ",
+                                   InputTypeString(want[i])));
+    }
+    return absl::StrJoin(parts, ", ");
+  };
+  auto component = [&](size_t i) {
+    return absl::StrCat(got[i].first.empty() ? "" : got[i].first + ": ",
+                        got[i].second->ToString());
+  };
+  if (got.size() != want.size()) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < got.size(); ++i) parts.push_back(component(i));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pipeline: the per-replica element has ", got.size(), " component(s) (",
+        absl::StrJoin(parts, ", "), ") but workload ", name, " takes ",
+        want.size(), " input(s): ", signature()));
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    const runtime::TensorSpec& g = *got[i].second;
+    const runtime::ValueType& w = want[i];
+    bool ok = g.dtype == w.dtype && g.shape.rank() == w.shape.rank();
+    for (int d = 0; ok && d < w.shape.rank(); ++d) {
+      const int64_t gd = g.shape.dim(d);
+      ok = d == 0 ? (gd == runtime::kUnknownDim || gd <= w.shape.dim(0))
+                  : gd == w.shape.dim(d);
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "pipeline: component ", i, " of the per-replica element (",
+          component(i), ") does not match workload ", name, "'s input ",
+          i < names.size() ? names[i] : "?", ", which must be ",
+          InputTypeString(w), " (at most global_batch_size / replicas = ",
+          local_batch, " rows); inputs: ", signature()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The loss of a step's output: per-example losses reduced with
+// strategy.reduce(MEAN, losses, axis=0) (the real number of examples, spec
+// (f)), else the mean over replicas of the replica losses.
+absl::StatusOr<double> LossOf(const strategy::TPUStrategy& tpu,
+                              const strategy::Value& loss, bool per_example) {
+  if (!per_example) return MeanLoss(strategy::ValueNest(loss));
+  TPUSIM_ASSIGN_OR_RETURN(
+      strategy::Value mean,
+      tpu.Reduce(strategy::ReduceOp::kMean, loss, strategy::ReduceAxis(0)));
+  if (!mean.is_tensor() || !mean.tensor().has_data()) return std::nan("");
+  return mean.tensor().AsDouble(0);
+}
+
+// Trains on the scenario's pipeline, distributed through `tpu` as
+// inspect-input distributes it; stops after run.steps steps or at the end of
+// the data.
+absl::Status RunOnPipeline(const LoadedScenario& scenario,
+                           const TrainOptions& options,
+                           strategy::TPUStrategy& tpu,
+                           runtime::Backend& backend, const Workload& workload,
+                           const strategy::StepFunction& step,
+                           int64_t local_batch, bool real, bool per_example,
+                           TrainResult& result) {
+  const Scenario& sc = scenario.proto;
+  InputSummary& in = result.input;
+  in.pipeline = true;
+  in.api = Scenario::Api_Name(sc.api());
+  in.semantics = SemanticsOf(sc);
+  in.requested_policy = ShardPolicyName(sc.shard_policy());
+  in.per_example_loss = per_example;
+  const std::string data_dir =
+      options.data_dir.empty() ? DefaultDataDir() : options.data_dir;
+  TPUSIM_ASSIGN_OR_RETURN(const FileSetPaths files,
+                          MaterializeFileSets(scenario, data_dir));
+  TPUSIM_ASSIGN_OR_RETURN(absl::StatusOr<data::DistributedDataset> dist,
+                          DistributeScenarioPipeline(scenario, files, tpu,
+                                                     data::kDefaultMaxMemory));
+  if (!dist.ok()) {
+    return absl::Status(dist.status().code(),
+                        absl::StrCat("pipeline: ", dist.status().message()));
+  }
+  TPUSIM_RETURN_IF_ERROR(CheckInputSignature(
+      dist->element_spec(), workload, sc.run().workload().name(), local_batch));
+  in.workers = dist->num_workers();
+  for (const data::WorkerExplanation& e : dist->explanations()) {
+    in.applied_policy.push_back(e.applied_policy);
+    in.shard_reason.push_back(e.shard_reason);
+  }
+  const int n = tpu.num_replicas_in_sync();
+  in.examples_per_replica.assign(n, 0);
+  TPUSIM_ASSIGN_OR_RETURN(
+      std::unique_ptr<strategy::DistributedInputIterator> it,
+      strategy::DistributedInputIterator::Create(*dist));
+  // Pulls one step: false at the end of the data. Counts each replica's rows.
+  auto pull = [&](strategy::PerReplica<strategy::ReplicaElement>& out)
+      -> absl::StatusOr<bool> {
+    absl::StatusOr<strategy::PerReplica<strategy::ReplicaElement>> next =
+        it->GetNext();
+    if (absl::IsOutOfRange(next.status())) return false;
+    if (!next.ok()) {
+      return absl::Status(next.status().code(),
+                          absl::StrCat("pipeline: ", next.status().message()));
+    }
+    std::vector<strategy::ReplicaElement> parts;
+    int64_t rows = 0;
+    for (int r = 0; r < n; ++r) {
+      const strategy::ReplicaElement& e = (*next)[r];
+      const std::vector<const Tensor*> leaves = e.Flatten();
+      const int64_t b = leaves.empty() || leaves[0]->rank() == 0
+                            ? 0
+                            : leaves[0]->shape().dim(0);
+      if (b > local_batch) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pipeline: step ", in.steps_pulled, " gives replica ", r, " ", b,
+            " rows, more than global_batch_size / replicas = ", local_batch,
+            sc.api() == Scenario::DISTRIBUTE_DATASETS_FROM_FUNCTION
+                ? " (a function's dataset makes per-replica batches: batch "
+                  "with use_global_batch: true)"
+                : ""));
+      }
+      in.examples_per_replica[r] += b;
+      rows += b;
+      // The step takes the element's leaves as its tuple of inputs.
+      std::vector<strategy::ReplicaElement> flat;
+      for (const Tensor* t : leaves) {
+        flat.emplace_back(real ? *t : Tensor::Abstract(t->dtype(), t->shape()));
+      }
+      parts.push_back(strategy::ReplicaElement::Tuple(std::move(flat)));
+    }
+    in.examples_last_step = rows;
+    ++in.steps_pulled;
+    out = strategy::PerReplica<strategy::ReplicaElement>(std::move(parts));
+    // The pipeline's declared host work per replica goes with the step (the
+    // sim backend's host model charges it with the transfer).
+    out.set_host_costs(next->host_costs());
+    return true;
+  };
+  TPUSIM_RETURN_IF_ERROR(backend.CollectProfile().status());
+  backend.ResetProfile();
+  const int64_t want = result.steps;
+  int64_t done = 0;
+  const strategy::MultiStepFn body = LoopBody(step, per_example);
+  // The shapes of a step's per-replica inputs: a device loop of steps_per_run
+  // steps needs the same static shapes in every step, so a step whose shapes
+  // differ (a partial final batch) starts the next device call.
+  auto shapes = [](const strategy::PerReplica<strategy::ReplicaElement>& e) {
+    std::string out;
+    for (int r = 0; r < e.num_replicas(); ++r) {
+      for (const Tensor* t : e[r].Flatten()) {
+        absl::StrAppend(&out, t->shape().ToString(), ";");
+      }
+    }
+    return out;
+  };
+  std::optional<strategy::PerReplica<strategy::ReplicaElement>> pending;
+  while (done < want) {
+    const int k =
+        static_cast<int>(std::min<int64_t>(result.steps_per_run, want - done));
+    std::vector<strategy::PerReplica<strategy::ReplicaElement>> elements;
+    if (pending.has_value()) {
+      elements.push_back(std::move(*pending));
+      pending.reset();
+    }
+    while (!in.ended && static_cast<int>(elements.size()) < k) {
+      strategy::PerReplica<strategy::ReplicaElement> e;
+      TPUSIM_ASSIGN_OR_RETURN(bool got, pull(e));
+      if (!got) {
+        in.ended = true;
+        break;
+      }
+      if (!elements.empty() && shapes(e) != shapes(elements[0])) {
+        pending = std::move(e);
+        break;
+      }
+      elements.push_back(std::move(e));
+    }
+    if (elements.empty()) break;
+    const int got = static_cast<int>(elements.size());
+    if (result.steps_per_run == 1) {
+      TPUSIM_ASSIGN_OR_RETURN(strategy::ValueNest args,
+                              strategy::RegroupElement(elements[0]));
+      TPUSIM_ASSIGN_OR_RETURN(strategy::ValueNest loss, tpu.Run(step, args));
+      if (real && loss.is_leaf()) {
+        TPUSIM_ASSIGN_OR_RETURN(result.last_loss,
+                                LossOf(tpu, loss.leaf(), per_example));
+      }
+    } else {
+      strategy::VectorInputIterator iterator(std::move(elements));
+      TPUSIM_ASSIGN_OR_RETURN(
+          strategy::MultiStepResult r,
+          tpu.ExperimentalRunStepsOnIterator(body, iterator, got));
+      if (real && r.last_step_outputs.count("loss")) {
+        TPUSIM_ASSIGN_OR_RETURN(
+            result.last_loss,
+            LossOf(tpu, r.last_step_outputs.at("loss"), per_example));
+      }
+    }
+    done += got;
+    if (options.progress) options.progress(done, want);
+    if (in.ended && !pending.has_value()) break;
+  }
+  in.steps_run = done;
+  result.steps = done;
+  TPUSIM_ASSIGN_OR_RETURN(result.profile, backend.CollectProfile());
+  return absl::OkStatus();
+}
+
+// Model-parallel traffic from the profile's cross_core_bytes: a byte received
+// by a core of a replica whose cores are not all on that core's chip crossed
+// ICI (exact for 2 cores per replica; with more, a replica spanning chips
+// counts all its cross-core bytes off-chip when the receiving core has a peer
+// elsewhere).
+void FillModelParallelTraffic(const strategy::TPUStrategy& tpu,
+                              const runtime::SliceLayout& layout,
+                              TrainResult& result) {
+  result.cores_per_replica = tpu.num_cores_per_replica();
+  result.cross_core_bytes = 0;
+  result.cross_core_ici_bytes = 0;
+  result.max_pair_chip_distance = 0;
+  const auto& ids = tpu.input_workers().replica_device_ids;
+  const runtime::Profile& p = result.profile;
+  for (const std::vector<int>& devs : ids) {
+    for (int d : devs) {
+      bool off_chip = false;
+      for (int e : devs) {
+        const runtime::DeviceDescription& a = layout.devices[d];
+        const runtime::DeviceDescription& b = layout.devices[e];
+        if (a.chip == b.chip) continue;
+        off_chip = true;
+        int dist = 0;
+        for (size_t k = 0; k + 1 < a.coords.size() && k + 1 < b.coords.size();
+             ++k) {
+          dist += std::abs(a.coords[k] - b.coords[k]);
+        }
+        result.max_pair_chip_distance =
+            std::max(result.max_pair_chip_distance, dist);
+      }
+      if (d < p.devices_size()) {
+        const int64_t bytes = p.devices(d).cross_core_bytes();
+        result.cross_core_bytes += bytes;
+        if (off_chip) result.cross_core_ici_bytes += bytes;
+      }
+    }
+  }
+}
 
 using Factory =
     std::function<absl::StatusOr<std::unique_ptr<Workload>>(const WorkloadSpec&)>;
@@ -323,12 +655,6 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
         "workload { name: \"mlp\" } } (inspect-input lists input-only "
         "scenarios)"));
   }
-  if (sc.pipeline_size() > 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        scenario.source_name,
-        ": `tpusim run` trains on synthetic input; a scenario pipeline is not "
-        "fed to the workload yet (remove `pipeline` or use inspect-input)"));
-  }
   const RunSpec& run = sc.run();
   auto it = Workloads().find(run.workload().name());
   if (it == Workloads().end()) {
@@ -346,6 +672,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   proto::PodSpec pod = run.pod();
   if (!run.has_pod()) pod.set_slice(sc.cluster().slice());
   std::unique_ptr<runtime::Backend> backend;
+  const sim::SimBackend* sim_backend = nullptr;
   runtime::SliceLayout layout;
   if (result.backend == "sim") {
     TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> s,
@@ -354,6 +681,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
     result.peak_flops_per_device = s->rates().peak_flops_per_second;
     result.hbm_bytes_per_second_per_device = s->rates().hbm_bytes_per_second;
     result.hbm_capacity_per_device = s->rates().hbm_capacity.count();
+    sim_backend = s.get();
     backend = std::move(s);
   } else if (result.backend == "host") {
     if (!pod.has_slice()) {
@@ -387,6 +715,8 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   strategy::TPUStrategyOptions strategy_options;
   result.steps_per_run = run.has_steps_per_run() ? run.steps_per_run() : 1;
   strategy_options.steps_per_run = result.steps_per_run;
+  const bool pipeline = sc.pipeline_size() > 0;
+  if (pipeline) strategy_options.semantics_version = SemanticsOf(sc);
   if (run.has_device_assignment()) {
     const DeviceAssignmentSpec& da = run.device_assignment();
     absl::StatusOr<strategy::DeviceAssignment> built =
@@ -421,24 +751,41 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
     TPUSIM_RETURN_IF_ERROR(workload->CreateVariables(real, run.seed()));
   }
   const int64_t local_batch = result.global_batch / n;
-  TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
-                          workload->Inputs(local_batch, real, run.seed()));
+  const bool per_example = pipeline && real && workload->EnablePerExampleLoss();
   const strategy::StepFunction step = workload->Step();
   // The synthetic pipeline's host work per per-replica batch.
   const std::optional<int64_t> batch_cost_ns =
       common::CheckedMul(local_batch, run.input_host_cost_ns());
   if (run.input_host_cost_ns() < 0 || !batch_cost_ns.has_value() ||
       *batch_cost_ns > std::numeric_limits<int64_t>::max() / 1000) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run.input_host_cost_ns=", run.input_host_cost_ns(),
-        ": must be >= 0, and times the ", local_batch,
-        " examples of a replica's batch at most 2^63 ps"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.input_host_cost_ns=", run.input_host_cost_ns(),
+                     ": must be >= 0, and times the ", local_batch,
+                     " examples of a replica's batch at most 2^63 ps"));
   }
   const std::vector<common::Picoseconds> host_costs(
       n, common::Picoseconds::FromNanoseconds(*batch_cost_ns));
   result.steps = run.has_steps() ? run.steps() : 10;
   TPUSIM_ASSIGN_OR_RETURN(result.model_flops_per_step,
                           workload->FlopsPerStep(n, local_batch));
+  auto finish = [&] {
+    FillModelParallelTraffic(*strategy, layout, result);
+    if (sim_backend != nullptr) {
+      const sim::SimBackend::SimStats st = sim_backend->Stats();
+      result.sim_kernels = st.kernels;
+      result.sim_collectives = st.collectives;
+      result.sim_network_events = st.network_events;
+    }
+  };
+  if (pipeline) {
+    TPUSIM_RETURN_IF_ERROR(RunOnPipeline(scenario, options, *strategy, *backend,
+                                         *workload, step, local_batch, real,
+                                         per_example, result));
+    finish();
+    return result;
+  }
+  TPUSIM_ASSIGN_OR_RETURN(std::vector<Tensor> inputs,
+                          workload->Inputs(local_batch, real, run.seed()));
   TPUSIM_RETURN_IF_ERROR(backend->CollectProfile().status());
   backend->ResetProfile();
   if (result.steps_per_run == 1) {
@@ -457,18 +804,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
       if (options.progress) options.progress(s + 1, result.steps);
     }
   } else {
-    // Loops of steps_per_run steps (the last one shorter if needed); each
-    // step's element is the tuple of inputs.
-    const strategy::MultiStepFn body =
-        [&step](ReplicaContext& ctx, strategy::MultiStepContext& steps,
-                const TracedNest& in) -> absl::Status {
-      TPUSIM_ASSIGN_OR_RETURN(TracedNest out, step.fn()(ctx, in));
-      if (out.is_leaf()) {
-        return steps.SetLastStepOutput("loss", out.leaf(),
-                                       strategy::ReduceOp::kMean);
-      }
-      return absl::OkStatus();
-    };
+    const strategy::MultiStepFn body = LoopBody(step, /*per_example=*/false);
     std::vector<strategy::ReplicaElement> parts;
     for (const Tensor& t : inputs) parts.emplace_back(t);
     const strategy::ReplicaElement element =
@@ -496,6 +832,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
     }
   }
   TPUSIM_ASSIGN_OR_RETURN(result.profile, backend->CollectProfile());
+  finish();
   return result;
 }
 

@@ -7,8 +7,20 @@
 //   TPUSIM_ASSIGN_OR_RETURN(TrainResult r, RunTraining(s, {}));
 //   r.profile.steps(0) ...
 //
-// The input is synthetic: every step each replica gets a batch of
-// global_batch_size / num_replicas examples of the workload's input types.
+// Without a `pipeline` the input is synthetic: every step each replica gets a
+// batch of global_batch_size / num_replicas examples of the workload's input
+// types. With one, the pipeline is built and distributed through the
+// TPUStrategy exactly as inspect-input does (api, shard policy, semantics;
+// DistributeScenarioPipeline) and each step's per-replica elements are the
+// step's inputs: the element (flattened: dict keys sorted) must match the
+// workload's inputs (mlp: features float32[b, in], labels float32[b, out];
+// deep_mlp: features [b, width]) with b at most global_batch_size / replicas,
+// else InvalidArgument naming the component and the expected type. The run
+// stops after run.steps steps or at the end of the data (partial and empty
+// per-replica batches included). Abstract runs replace the elements' values by
+// their shapes; with real_values the mlp returns per-example losses and the
+// reported loss is strategy.reduce(MEAN, losses, axis=0): the real number of
+// examples, whatever the batches held.
 // By default inputs and variables are abstract (timed, never computed: pod
 // scale); `run.real_values` gives deterministic real values from `run.seed`
 // (small configs), and the report shows the loss. Workloads (WorkloadNames()):
@@ -18,7 +30,9 @@
 //   deep_mlp  layers (int, default 4), width (int, default 1024), dtype
 //        ("bfloat16" default, or "float32"): tanh layers of width x width
 //        weights, each layer's gradient all-reduced (SUM) as backward
-//        produces it; a simple timing study.
+//        produces it; a simple timing study. model_parallel ("none"
+//        default, or "layers"): with several cores per replica (a device
+//        assignment), layer l runs on logical core l mod cores.
 // Each parameter is checked: an unknown name or a value of the wrong type is
 // InvalidArgument naming it and what is allowed.
 
@@ -40,8 +54,35 @@ namespace tpusim::scenarios {
 struct TrainOptions {
   // Overrides run.backend when not empty.
   std::string backend;
+  // Where the scenario's synthetic file sets are written (default:
+  // DefaultDataDir()).
+  std::string data_dir;
   // Called after every device call with the steps done and the total.
   std::function<void(int64_t done, int64_t total)> progress;
+};
+
+// What fed the workload.
+struct InputSummary {
+  // False: synthetic batches (no `pipeline`).
+  bool pipeline = false;
+  std::string api;               // "DISTRIBUTE_DATASET", ...
+  std::string semantics;         // "2.2" / "2.4"
+  std::string requested_policy;  // the scenario's shard_policy
+  int workers = 0;
+  // Per input worker: the shard policy applied and why
+  // (data::WorkerExplanation).
+  std::vector<std::string> applied_policy;
+  std::vector<std::string> shard_reason;
+  // Examples (rows) each replica received over the run, and all replicas'
+  // rows in the last step.
+  std::vector<int64_t> examples_per_replica;
+  int64_t examples_last_step = 0;
+  int64_t steps_run = 0;
+  int64_t steps_pulled = 0;  // elements taken from the iterator
+  // The data ended before run.steps steps.
+  bool ended = false;
+  // The loss is strategy.reduce(MEAN, per-example losses, axis=0).
+  bool per_example_loss = false;
 };
 
 struct TrainResult {
@@ -64,6 +105,20 @@ struct TrainResult {
   // The mean loss over replicas of the last step (real values only; NaN for
   // abstract runs).
   double last_loss = std::nan("");
+  InputSummary input;
+  // Model parallelism: logical cores per replica; bytes moved between a
+  // replica's cores (the profile's cross_core_bytes), the part of them that
+  // crossed ICI (the cores are on different chips) and the largest chip
+  // distance (sum over x, y, z of |difference|) between a replica's cores.
+  int cores_per_replica = 1;
+  int64_t cross_core_bytes = 0;
+  int64_t cross_core_ici_bytes = 0;
+  int max_pair_chip_distance = 0;
+  // The simulator's work (sim backend only; sim::SimBackend::SimStats): device
+  // kernels timed, collective member starts, network events.
+  int64_t sim_kernels = 0;
+  int64_t sim_collectives = 0;
+  int64_t sim_network_events = 0;
   runtime::Profile profile;
 };
 

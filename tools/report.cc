@@ -57,6 +57,11 @@ RunStats ComputeRunStats(const std::string& scenario,
   s.steps = r.steps;
   s.has_loss = !std::isnan(r.last_loss);
   s.last_loss = s.has_loss ? r.last_loss : 0;
+  s.input = r.input;
+  s.cores_per_replica = r.cores_per_replica;
+  s.cross_core_bytes = r.cross_core_bytes;
+  s.cross_core_ici_bytes = r.cross_core_ici_bytes;
+  s.max_pair_chip_distance = r.max_pair_chip_distance;
   const runtime::Profile& p = r.profile;
   s.timed = p.steps_size() > 0;
   if (!s.timed) {
@@ -182,9 +187,46 @@ std::string TextReport(const RunStats& s) {
       "batch %d, %d steps\n",
       s.scenario, s.backend, s.slice, s.num_chips, s.num_replicas,
       s.global_batch, s.steps);
+  const scenarios::InputSummary& in = s.input;
+  if (in.pipeline) {
+    absl::StrAppendFormat(&out,
+                          "input: the scenario pipeline via %s (semantics %s), "
+                          "%d input workers, shard policy %s\n",
+                          in.api, in.semantics, in.workers,
+                          in.requested_policy);
+    for (size_t w = 0; w < in.applied_policy.size(); ++w) {
+      absl::StrAppendFormat(&out, "  worker %d: %s (%s)\n", w,
+                            in.applied_policy[w], in.shard_reason[w]);
+    }
+    int64_t total = 0;
+    for (int64_t e : in.examples_per_replica) total += e;
+    absl::StrAppendFormat(&out,
+                          "  %d steps run%s; examples per replica: [%s] (%d in "
+                          "all; %d in the last step)\n",
+                          in.steps_run, in.ended ? " (end of data)" : "",
+                          absl::StrJoin(in.examples_per_replica, ", "), total,
+                          in.examples_last_step);
+  }
   if (s.has_loss) {
-    absl::StrAppendFormat(&out, "loss after the last step (mean over replicas): %.6g\n",
-                          s.last_loss);
+    if (in.per_example_loss) {
+      absl::StrAppendFormat(&out,
+                            "loss after the last step (strategy.reduce MEAN "
+                            "over its %d examples, axis=0): %.6g\n",
+                            in.examples_last_step, s.last_loss);
+    } else {
+      absl::StrAppendFormat(
+          &out, "loss after the last step (mean over replicas): %.6g\n",
+          s.last_loss);
+    }
+  }
+  if (s.cores_per_replica > 1) {
+    absl::StrAppendFormat(
+        &out,
+        "model parallel: %d cores per replica; cross-core bytes over the run "
+        "%d, of which "
+        "%d over ICI (cores of a replica at most %d chip hops apart)\n",
+        s.cores_per_replica, s.cross_core_bytes, s.cross_core_ici_bytes,
+        s.max_pair_chip_distance);
   }
   if (!s.timed) return out + s.bottleneck + "\n";
   absl::StrAppendFormat(&out,
@@ -229,7 +271,33 @@ Json StatsJson(const RunStats& s) {
                                   {"bytes", Json::Int(l.bytes)},
                                   {"utilisation", Json::Float64(l.utilisation)}}));
   }
-  return Json::Object({
+  std::map<std::string, Json> extra;
+  if (s.input.pipeline) {
+    const scenarios::InputSummary& in = s.input;
+    std::vector<Json> applied, examples;
+    for (const std::string& p : in.applied_policy)
+      applied.push_back(Json::String(p));
+    for (int64_t e : in.examples_per_replica) examples.push_back(Json::Int(e));
+    extra["input"] = Json::Object(
+        {{"api", Json::String(in.api)},
+         {"semantics", Json::String(in.semantics)},
+         {"shard_policy", Json::String(in.requested_policy)},
+         {"applied_shard_policy", Json::Array(std::move(applied))},
+         {"workers", Json::Int(in.workers)},
+         {"steps_run", Json::Int(in.steps_run)},
+         {"end_of_data", Json::Bool(in.ended)},
+         {"examples_per_replica", Json::Array(std::move(examples))},
+         {"examples_last_step", Json::Int(in.examples_last_step)},
+         {"per_example_loss", Json::Bool(in.per_example_loss)}});
+  }
+  if (s.cores_per_replica > 1) {
+    extra["model_parallel"] = Json::Object(
+        {{"cores_per_replica", Json::Int(s.cores_per_replica)},
+         {"cross_core_bytes", Json::Int(s.cross_core_bytes)},
+         {"cross_core_ici_bytes", Json::Int(s.cross_core_ici_bytes)},
+         {"max_pair_chip_distance", Json::Int(s.max_pair_chip_distance)}});
+  }
+  std::map<std::string, Json> members = {
       {"schema", Json::String("tpusim.run.stats/1")},
       {"scenario", Json::String(s.scenario)},
       {"backend", Json::String(s.backend)},
@@ -251,7 +319,9 @@ Json StatsJson(const RunStats& s) {
       {"busiest_links", Json::Array(std::move(links))},
       {"bottleneck", Json::String(s.bottleneck)},
       {"last_loss", s.has_loss ? Json::Float64(s.last_loss) : Json::Null()},
-  });
+  };
+  for (auto& [k, v] : extra) members[k] = std::move(v);
+  return Json::Object(std::move(members));
 }
 
 std::string ChromeTrace(const scenarios::TrainResult& r) {

@@ -64,6 +64,14 @@ struct RunStats {
   double last_loss = 0;                // real-valued runs only
   bool has_loss = false;
   bool timed = false;                  // false on backends without timing
+  // The input (TrainResult::input): only reported when a pipeline fed it.
+  scenarios::InputSummary input;
+  // Model parallelism (cores_per_replica > 1 only): cross-core bytes, the part
+  // over ICI, the largest chip distance within a replica.
+  int cores_per_replica = 1;
+  int64_t cross_core_bytes = 0;
+  int64_t cross_core_ici_bytes = 0;
+  int max_pair_chip_distance = 0;
 };
 
 RunStats ComputeRunStats(const std::string& scenario,

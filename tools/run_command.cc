@@ -125,8 +125,10 @@ Subcommand RunCommand() {
   s.description = absl::StrCat(
       "The scenario's `run` section names the workload (",
       absl::StrJoin(scenarios::WorkloadNames(), ", "),
-      "), the pod, steps_per_run, a device assignment and the steps; input is "
-      "synthetic. The text report gives the step time (mean, p50, p99), "
+      "), the pod, steps_per_run, a device assignment and the steps; the "
+      "scenario's pipeline (distributed as inspect-input does) feeds the "
+      "workload, else the input is synthetic. The text report gives the step "
+      "time (mean, p50, p99), "
       "examples/s, the breakdown of a step by category, MFU, HBM use, the "
       "busiest ICI links and the bottleneck.");
   return s;

@@ -173,7 +173,6 @@ HostBackend::HostBackend(std::vector<DeviceDescription> devices,
     devices_.push_back(std::make_unique<Device>(std::move(devices[i])));
     device_ptrs_.push_back(devices_.back().get());
   }
-  variables_.resize(devices_.size());
   ResetProfile();
   if (options_.num_threads > 0)
     pool_ = std::make_unique<WorkerPool>(options_.num_threads);
@@ -359,15 +358,15 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   }
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
-  std::vector<Tensor> values(static_cast<size_t>(R) * n);
-  auto val = [&](int r, int id) -> Tensor& {
-    return values[static_cast<size_t>(r) * n + id];
-  };
+  // Per op, its value on every replica (allocated when the op runs, freed
+  // after its last use; a uniform value, below, has one slot).
+  std::vector<std::vector<Tensor>> values(n);
+  auto val = [&](int r, int id) -> Tensor& { return values[id][r]; };
   const bool dynamic = program.has_dynamic_shapes();
   std::vector<ValueType> types;
   if (dynamic) types.resize(static_cast<size_t>(R) * n);
   auto typ = [&](int r, int id) -> ValueType& {
-    return types[static_cast<size_t>(r) * n + id];
+    return types[static_cast<size_t>(id) * R + r];
   };
   for (int r = 0; r < R; ++r) {
     const std::vector<Buffer*>& args = per_replica_args[r];
@@ -405,18 +404,59 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       if (dynamic)
         typ(r, params[p].id) =
             ValueType(t.dtype(), t.shape(), want.dynamic_dims);
+      if (values[params[p].id].empty()) values[params[p].id].resize(R);
       val(r, params[p].id) = std::move(t);
     }
   }
 
+  // Pod-scale abstract runs: a value that is abstract, of its op's type and so
+  // the same on every replica is "uniform" and stored once (replica 0's slot);
+  // an op whose operands are all uniform makes a uniform value without running
+  // per replica (what RunKernel / RunCollective would return for abstract
+  // operands: Tensor::Abstract of the op's type). Static shapes only.
+  std::vector<char> uniform(n, 0);
+  auto read = [&](int r, int id) -> const Tensor& {
+    return uniform[id] ? val(0, id) : val(r, id);
+  };
+  if (!dynamic) {
+    for (Value p : params) {
+      bool all = true;
+      for (int r = 0; all && r < R; ++r) all = !val(r, p.id).has_data();
+      uniform[p.id] = all;
+    }
+  }
+
+  // Variable slots the program assigns get their per-device table now (never
+  // from the replica threads).
+  for (const Op& op : ops) {
+    if (op.code == OpCode::kVariableAssign) {
+      variables_.try_emplace(static_cast<int>(op.attrs.variable_slot),
+                             devices_.size());
+    }
+  }
+
   // ---- run op by op, in lockstep across replicas ----
+  // Each value is dropped after its last use (outputs are kept), so a pod-scale
+  // run holds the live values only, not every value of every replica.
+  std::vector<int> last_use(n, -1);
+  for (int i = 0; i < n; ++i) {
+    for (int o : ops[i].operands) last_use[o] = std::max(last_use[o], i);
+  }
+  for (Value v : program.outputs()) last_use[v.id] = n;
+  // An op's operands whose last use it is are freed once the op has run on
+  // every replica.
+  auto release = [&](int i) {
+    for (int o : ops[i].operands) {
+      if (last_use[o] == i) std::vector<Tensor>().swap(values[o]);
+    }
+  };
   std::vector<absl::Status> status(R);
   InferContext ctx{R};
   auto run_one = [&](int i, int r) -> absl::Status {
     const Op& op = ops[i];
     if (op.code == OpCode::kParameter) return absl::OkStatus();
     absl::InlinedVector<const Tensor*, 4> operands;
-    for (int o : op.operands) operands.push_back(&val(r, o));
+    for (int o : op.operands) operands.push_back(&read(r, o));
     const ValueType* result = &op.type;
     ValueType true_type;
     if (dynamic) {
@@ -437,32 +477,34 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     switch (op.code) {
       case OpCode::kVariableRead:
       case OpCode::kVariableAssignAdd: {
-        auto it = variables_[device].find(slot);
-        if (it == variables_[device].end()) {
+        auto held = variables_.find(slot);
+        if (held == variables_.end() || !held->second[device].has_value()) {
           return absl::FailedPreconditionError(
               absl::StrCat("variable slot ", slot,
                            " is not initialized on device ", device));
         }
-        if (it->second.dtype() != op.type.dtype ||
-            it->second.shape() != op.type.shape) {
+        Tensor& var = *held->second[device];
+        if (var.dtype() != op.type.dtype || var.shape() != op.type.shape) {
           return absl::FailedPreconditionError(
               absl::StrCat("variable slot ", slot, " on device ", device,
-                           " holds ", it->second.spec().ToString(),
+                           " holds ", var.spec().ToString(),
                            ", the program declares ", op.type.ToString()));
         }
         if (op.code == OpCode::kVariableRead) {
-          out = it->second;
+          out = var;
         } else {
-          const Tensor* add_operands[2] = {&it->second, operands[0]};
+          const Tensor* add_operands[2] = {&var, operands[0]};
           TPUSIM_ASSIGN_OR_RETURN(
               out, RunKernel(op.code, op.attrs, add_operands, *result, r));
-          it->second = out;
+          var = out;
         }
         break;
       }
       case OpCode::kVariableAssign:
+        // The slot's table exists (made before the lockstep loop, so the
+        // replica threads only look it up).
         out = *operands[0];
-        variables_[device][slot] = out;
+        variables_.find(slot)->second[device] = out;
         break;
       default:
         TPUSIM_ASSIGN_OR_RETURN(
@@ -473,8 +515,71 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     return absl::OkStatus();
   };
 
+  // True when op i makes a uniform value (see `uniform`); performs the
+  // variable writes of a uniform assign. Any doubt (a missing or real
+  // variable, a partial replica group) leaves the op to the normal path, which
+  // reports errors as before.
+  auto make_uniform = [&](int i) -> bool {
+    const Op& op = ops[i];
+    if (dynamic || op.code == OpCode::kParameter ||
+        op.code == OpCode::kConstant || op.code == OpCode::kReplicaId) {
+      return false;
+    }
+    // A kernel or collective with an abstract operand returns an abstract
+    // result whatever its other operands hold; so does a variable op on
+    // abstract variables. An assign stores its operand: that must be uniform.
+    bool any = false;
+    for (int o : op.operands) any = any || uniform[o];
+    if (op.code == OpCode::kVariableAssign && !any) return false;
+    if (!any && op.code != OpCode::kVariableRead &&
+        op.code != OpCode::kVariableAssignAdd) {
+      return false;
+    }
+    const int slot = static_cast<int>(op.attrs.variable_slot);
+    auto device_of = [&](int r) {
+      return assignment.replica_devices[r][op.logical_core];
+    };
+    if (op.code == OpCode::kVariableRead ||
+        op.code == OpCode::kVariableAssignAdd) {
+      auto held = variables_.find(slot);
+      if (held == variables_.end()) return false;
+      for (int r = 0; r < R; ++r) {
+        const std::optional<Tensor>& v = held->second[device_of(r)];
+        if (!v.has_value() || v->has_data() || v->dtype() != op.type.dtype ||
+            v->shape() != op.type.shape) {
+          return false;
+        }
+      }
+      // AssignAdd of abstract values leaves the abstract variables as they are.
+    } else if (op.code == OpCode::kVariableAssign) {
+      const Tensor& value = val(0, op.operands[0]);
+      std::vector<std::optional<Tensor>>& held = variables_.find(slot)->second;
+      for (int r = 0; r < R; ++r) {
+        std::optional<Tensor>& v = held[device_of(r)];
+        if (!v.has_value() || v->has_data() || v->dtype() != value.dtype() ||
+            v->shape() != value.shape()) {
+          v = value;
+        }
+      }
+    } else if (IsCollective(op.code) && op.code != OpCode::kCollectivePermute) {
+      size_t members = 0;
+      for (const auto& g : exe->groups_[i]) members += g.size();
+      if (members != static_cast<size_t>(R)) return false;
+    }
+    values[i].assign(1, op.code == OpCode::kVariableAssign
+                            ? val(0, op.operands[0])
+                            : Tensor::Abstract(op.type.dtype, op.type.shape));
+    uniform[i] = 1;
+    return true;
+  };
+
   for (int i = 0; i < n; ++i) {
     const Op& op = ops[i];
+    if (make_uniform(i)) {
+      release(i);
+      continue;
+    }
+    values[i].resize(R);
     if (IsCollective(op.code)) {
       const int src = op.operands[0];
       std::vector<std::vector<int64_t>> permute_group;
@@ -488,7 +593,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
         std::vector<const Tensor*> operands;
         std::vector<ValueType> results;
         for (int64_t r : g) {
-          operands.push_back(&val(static_cast<int>(r), src));
+          operands.push_back(&read(static_cast<int>(r), src));
           if (dynamic) {
             const ValueType* in = &typ(static_cast<int>(r), src);
             absl::StatusOr<ValueType> t =
@@ -514,6 +619,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
           val(r, i) = std::move((*outs)[k]);
         }
       }
+      release(i);
       continue;
     }
     if (exe->parallel_[i]) {
@@ -527,6 +633,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
         if (!s.ok()) return AtOp(s, program, i, r);
       }
     }
+    release(i);
   }
 
   // ---- counters ----
@@ -556,7 +663,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     for (Value v : program.outputs()) {
       const int device = assignment.replica_devices[r][ops[v.id].logical_core];
       outputs[r].push_back(std::unique_ptr<Buffer>(
-          new HostBuffer(this, devices_[device].get(), val(r, v.id))));
+          new HostBuffer(this, devices_[device].get(), read(r, v.id))));
     }
   }
   return outputs;
@@ -565,19 +672,20 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
 absl::Status HostBackend::WriteVariable(int device_id, int slot,
                                         const Tensor& value) {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "WriteVariable"));
-  variables_[device_id][slot] = value;
+  variables_.try_emplace(slot, devices_.size()).first->second[device_id] =
+      value;
   return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> HostBackend::ReadVariable(int device_id,
                                                  int slot) const {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "ReadVariable"));
-  auto it = variables_[device_id].find(slot);
-  if (it == variables_[device_id].end()) {
+  auto it = variables_.find(slot);
+  if (it == variables_.end() || !it->second[device_id].has_value()) {
     return absl::NotFoundError(absl::StrCat(
         "variable slot ", slot, " was never written on device ", device_id));
   }
-  return it->second;
+  return *it->second[device_id];
 }
 
 absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmdLoop(

@@ -25,9 +25,11 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -105,8 +107,10 @@ class HostBackend final : public Backend {
   HostBackendOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<Device*> device_ptrs_;
-  // variables_[device][slot]
-  std::vector<std::map<int, Tensor>> variables_;
+  // variables_[slot][device], slot-major: the lockstep loop reads one slot
+  // for every replica in turn, so those reads are adjacent (pod-scale runs);
+  // never iterated.
+  absl::flat_hash_map<int, std::vector<std::optional<Tensor>>> variables_;
   // Counters since the last ResetProfile; CollectProfile builds the Profile.
   struct DeviceTally {
     int64_t executions = 0;

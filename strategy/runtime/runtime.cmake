@@ -15,4 +15,4 @@ tpusim_cc_library(NAME backend SRCS backend.cc HDRS backend.h
                        absl::statusor absl::strings absl::span)
 tpusim_cc_library(NAME host_backend SRCS host_backend.cc HDRS host_backend.h
                   DEPS tpusim::strategy::runtime::backend tpusim::strategy::runtime::kernels
-                       tpusim::strategy::runtime::program Threads::Threads)
+                       tpusim::strategy::runtime::program absl::flat_hash_map Threads::Threads)

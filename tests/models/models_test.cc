@@ -373,6 +373,65 @@ TEST(ModelsTest, MlpTrainsAndOneAndTwoReplicasAgree) {
   }
 }
 
+// per_example_loss (`tpusim run` fed by a pipeline): the step returns the
+// per-example losses and scales the gradient by N / (rows of all replicas), so
+// uneven per-replica batches (a partial final batch: 2 rows and 1 row) give
+// exactly the global-mean loss (strategy.reduce MEAN, axis=0) and the same
+// update as one replica holding all 3 rows. Without it, the MEAN all-reduce
+// averages the replicas' means and the update differs.
+TEST(ModelsTest, PerExampleLossTrainsExactlyOnUnevenBatches) {
+  const std::vector<float> x = {1, 2, 0.5f, -1, 1, 1};
+  const std::vector<float> t = {1, 0, 0.5f};
+  auto run = [&](const std::string& slice, bool per_example,
+                 std::vector<std::vector<float>>& weights) -> double {
+    auto w =
+        Make("mlp", {{"in", "2"}, {"hidden", "2"}, {"learning_rate", "0.5"}});
+    w->set_per_example_loss(per_example);
+    Runner r(slice, *w, 1);
+    SetHandWeights(r);
+    std::vector<Tensor> xs, ts;
+    if (r.replicas() == 1) {
+      xs = {Tensor::FromVector<float>(Shape({3, 2}), x)};
+      ts = {Tensor::FromVector<float>(Shape({3, 1}), t)};
+    } else {
+      xs = {Tensor::FromVector<float>(Shape({2, 2}), {x[0], x[1], x[2], x[3]}),
+            Tensor::FromVector<float>(Shape({1, 2}), {x[4], x[5]})};
+      ts = {Tensor::FromVector<float>(Shape({2, 1}), {t[0], t[1]}),
+            Tensor::FromVector<float>(Shape({1, 1}), {t[2]})};
+    }
+    absl::StatusOr<ValueNest> out = r.f.strategy->Run(
+        MakeTrainStep(*w, r.vars),
+        ValueNest::Tuple({ValueNest(Value(PerReplica<Tensor>(xs))),
+                          ValueNest(Value(PerReplica<Tensor>(ts)))}));
+    EXPECT_THAT(out, IsOk());
+    for (int i = 0; i < 4; ++i) weights.push_back(r.Read(i));
+    if (!out.ok() || !per_example) return 0;
+    absl::StatusOr<Value> mean = r.f.strategy->Reduce(
+        strategy::ReduceOp::kMean, out->leaf(), strategy::ReduceAxis(0));
+    EXPECT_THAT(mean, IsOk());
+    return mean.ok() ? mean->tensor().AsDouble(0) : 0;
+  };
+  // Forward with the hand weights: y = (1.75, 0.25, 1.75) for rows
+  // x = (1, 2), (0.5, -1), (1, 1) (the third: z1 = (0.75, 0), h = (0.75, 0),
+  // y = 1.5 + 0.25); d = y - t = (0.75, 0.25, 1.25); the exact mean of d^2
+  // over the 3 rows = (0.5625 + 0.0625 + 1.5625) / 3 = 0.729166...
+  // Every d^2 is dyadic, so the f32 sum is exact and the one division rounds.
+  const double exact = static_cast<float>(2.1875 / 3);
+  std::vector<std::vector<float>> one, two, two_means;
+  EXPECT_EQ(run("plain:1x1", true, one), exact);
+  EXPECT_EQ(run("plain:1x2", true, two), exact);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(one[i].size(), two[i].size());
+    for (size_t k = 0; k < one[i].size(); ++k) {
+      EXPECT_NEAR(one[i][k], two[i][k], 1e-6)
+          << "parameter " << i << "[" << k << "]";
+    }
+  }
+  run("plain:1x2", false, two_means);
+  EXPECT_GT(std::abs(two_means[3][0] - one[3][0]), 0.01)
+      << "the mean of the replicas' means weights the single row twice";
+}
+
 // Finite differences of the loss against the gradient the step applied
 // (lr = 1: new = old - g), for a few elements of every parameter.
 void CheckGradients(const std::string& name,
