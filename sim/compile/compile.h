@@ -118,8 +118,8 @@ struct Kernel {
   // "all_reduce.7.start" / ".done", "copy.5.to1".
   std::string name;
   CompiledKernelKind kind = CompiledKernelKind::kVector;
-  // Program ops in this kernel, ascending (the root, the op whose value the
-  // kernel is named after, is the last). A collective's start and done and a
+  // Program ops in this kernel, ascending, recomputed producers included (the
+  // root, the op whose value the kernel is named after, is the last). A collective's start and done and a
   // copy name the one op they serve.
   std::vector<int> op_ids;
   int core = 0;  // logical core it runs on (a copy: the destination core)
@@ -184,7 +184,8 @@ struct CompileOptions {
 struct CompiledProgram {
   std::vector<Kernel> kernels;  // in issue order
   // The kernel that computes each op's value (-1: none, e.g. parameter,
-  // reshape); a collective op maps to its done kernel.
+  // reshape); a collective op maps to its done kernel; a recomputed op to the
+  // first kernel (issue order) that evaluates it.
   std::vector<int> kernel_of_op;
   std::vector<CoreMemory> memory;  // per logical core
 
