@@ -295,6 +295,9 @@ class Fuser {
     for (int v = 0; v < n; ++v) {
       if (g_.consumers[v].size() > 1) FuseSiblingReductions(v);
     }
+    for (int v = 0; v < n; ++v) {
+      if (g_.consumers[v].size() > 1) FuseSiblingUpdates(v);
+    }
     for (int p = n - 1; p >= 0; --p) {
       if (g_.consumers[p].size() > 1) FuseIntoOneConsumer(p);
     }
@@ -310,6 +313,37 @@ class Fuser {
       if (r < 0 || Elements(ops_[ops_[r].operands[0]]) != Elements(ops_[v])) {
         continue;
       }
+      if (acc < 0) {
+        acc = gk;
+        continue;
+      }
+      std::vector<int> merge = {std::min(acc, gk), std::max(acc, gk)};
+      if (Legal(merge)) {
+        Merge(merge);
+        acc = merge[0];
+      }
+    }
+  }
+
+  // Phase 3b for the readers of value v: kernels that update variables (no
+  // dot, conv or reduction) and read v, which has at least as many elements
+  // as each variable they update (an all-reduced gradient bucket, not a
+  // shared learning rate), merge into one multi-output update kernel.
+  void FuseSiblingUpdates(int v) {
+    int acc = -1;
+    for (int k : g_.consumers[v]) {
+      const int gk = groups_.gid[k];
+      if (gk < 0 || gk == acc) continue;
+      bool update = false;
+      bool ok = true;
+      for (int m : groups_.members[gk]) {
+        if (g_.cls[m] == Cls::kMxu || g_.cls[m] == Cls::kReduce) ok = false;
+        if (IsAssign(ops_[m].code)) {
+          update = true;
+          if (Elements(ops_[m]) > Elements(ops_[v])) ok = false;
+        }
+      }
+      if (!ok || !update) continue;
       if (acc < 0) {
         acc = gk;
         continue;

@@ -39,7 +39,10 @@
 //   independent kernels together; (3) sibling multi-output fusion: kernels
 //   that end in reductions of the same input shape over the same axes and
 //   read a common value with as many elements as that input merge (program
-//   order of the value); (4) producer-consumer multi-output fusion: a
+//   order of the value), and so do kernels that update variables (no dot,
+//   conv or reduction) and read a common value with at least as many
+//   elements as each variable they update (an all-reduced gradient bucket);
+//   (4) producer-consumer multi-output fusion: a
 //   producer whose consumers did not all join it fuses into the first
 //   consumer kernel (program order) that legally takes it; its value leaves
 //   that kernel once for the others (reverse program order).

@@ -277,8 +277,9 @@ TEST(CompileTest, SiblingReductionsShareOneReadOfTheirInput) {
 
 // A gradient bucket: the gradients are concatenated and scaled in one kernel
 // (the concatenation is never written); after the all-reduce, the learning
-// rate scaling is recomputed in each variable's update, and each update's
-// slice reads only its part of the reduced bucket.
+// rate scaling is recomputed in the updates, each update's slice reads only
+// its part of the reduced bucket, and the updates reading the bucket are one
+// multi-output kernel.
 TEST(CompileTest, ConcatAndSliceFuseAroundAGradientBucket) {
   ProgramBuilder b("bucket", /*num_replicas=*/2);
   ASSERT_TRUE(b.DeclareVariable(1, DType::kF32, Shape({4, 4})).ok());
@@ -297,25 +298,37 @@ TEST(CompileTest, ConcatAndSliceFuseAroundAGradientBucket) {
   Value a2 = *b.VariableAssignAdd(2, d2);                          // %15
   const CompiledProgram c = Compile(*std::move(b).Build({a1, a2}));
   EXPECT_THAT(Names(c), ElementsAre("fusion.5", "all_reduce.6.start",
-                                    "all_reduce.6.done", "fusion.12",
-                                    "fusion.15"));
+                                    "all_reduce.6.done", "fusion.15"));
   EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(3, 5));
   EXPECT_EQ(c.kernels[0].hbm_read_bytes, 64 + 32 + 4);
   EXPECT_EQ(c.kernels[0].hbm_write_bytes, 96);
-  // The update of variable 1: its 16 elements of the reduced bucket, lr, the
-  // variable's old value; the variable written in place.
-  EXPECT_THAT(c.kernels[3].op_ids, ElementsAre(8, 9, 11, 12));
-  EXPECT_EQ(c.kernels[3].hbm_read_bytes, 64 + 4 + 64);
-  EXPECT_EQ(c.kernels[3].hbm_write_bytes, 64);
-  EXPECT_THAT(c.kernels[4].op_ids, ElementsAre(8, 13, 14, 15));
-  EXPECT_EQ(c.kernels[4].hbm_read_bytes, 32 + 4 + 32);
-  EXPECT_EQ(c.kernels[4].hbm_write_bytes, 32);
-  // u is evaluated in both updates (its cost rule counts the whole value each
-  // time), but each update computes only the elements it slices: its mul, neg
-  // and add.
-  EXPECT_EQ(c.kernels[4].recomputed_flops, 24);
-  EXPECT_EQ(c.kernels[3].work.vector_elements, 16 + 16 + 16);
-  EXPECT_EQ(c.kernels[4].work.vector_elements, 8 + 8 + 8);
+  // The updates: the reduced bucket once (16 + 8 elements), lr, the
+  // variables' old values; each variable written in place.
+  EXPECT_THAT(c.kernels[3].op_ids, ElementsAre(8, 9, 11, 12, 13, 14, 15));
+  EXPECT_EQ(c.kernels[3].hbm_read_bytes, 96 + 4 + 64 + 32);
+  EXPECT_EQ(c.kernels[3].hbm_write_bytes, 64 + 32);
+  // u is evaluated for the elements the slices keep: its mul, neg and add.
+  EXPECT_EQ(c.kernels[3].work.vector_elements, 3 * 24);
+  EXPECT_EQ(c.kernels[3].recomputed_flops, 0);
+}
+
+// A recomputed producer read through a slice in two kernels that do not
+// merge (a reduction each): each evaluates and reads only its slice.
+TEST(CompileTest, ARecomputedProducerIsEvaluatedOnlyForTheSlicedElements) {
+  ProgramBuilder b("sliced");
+  Value x = *b.Parameter(DType::kF32, Shape({24}));      // %0
+  Value k = *b.Constant(Tensor::Scalar<float>(2.0f));   // %1
+  Value u = *b.Mul(x, k);                               // %2, recomputed
+  Value s1 = *b.ReduceSum(*b.Slice(u, {0}, {16}), {0});   // %3, %4
+  Value s2 = *b.ReduceMax(*b.Slice(u, {16}, {24}), {0});  // %5, %6
+  const CompiledProgram c = Compile(*std::move(b).Build({s1, s2}));
+  EXPECT_THAT(Names(c), ElementsAre("fusion.4", "fusion.6"));
+  EXPECT_EQ(c.kernels[0].hbm_read_bytes, 16 * 4 + 4);
+  EXPECT_EQ(c.kernels[0].work.vector_elements, 16 + 16);  // mul, reduce
+  EXPECT_EQ(c.kernels[1].hbm_read_bytes, 8 * 4 + 4);
+  EXPECT_EQ(c.kernels[1].work.vector_elements, 8 + 8);
+  // The cost rule counts u's 24 elements at each evaluation.
+  EXPECT_EQ(c.kernels[1].recomputed_flops, 24);
 }
 
 TEST(CompileTest, ReductionsTakeTheirElementwiseProducersAndEndTheKernel) {
