@@ -171,6 +171,27 @@ TEST(CompileTest, AProducerWithAConsumerOutsideIsAnExtraOutput) {
   }
 }
 
+// Producer-consumer multi-output fusion takes the first consumer kernel that
+// does not make two kernels wait on each other: exp cannot join the add (the
+// add also waits for the transpose of exp), so it joins neg, and its value
+// leaves that kernel for the transpose and the add; the multi-output kernel
+// is issued before its first dependent.
+TEST(CompileTest, MultiOutputFusionSkipsAConsumerThatWouldMakeACycle) {
+  ProgramBuilder b("cycle");
+  Value x = *b.Parameter(DType::kF32, Shape({16, 16}));  // %0, 1024 bytes
+  Value e = *b.Exp(x);                                    // %1
+  Value t = *b.Transpose(e, {1, 0});                      // %2
+  Value a = *b.Add(e, t);                                 // %3
+  Value n = *b.Neg(e);                                    // %4
+  const CompiledProgram c = Compile(*std::move(b).Build({a, n}));
+  EXPECT_THAT(Names(c), ElementsAre("fusion.4", "transpose.2", "add.3"));
+  EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(1, 4));
+  EXPECT_EQ(c.kernels[0].hbm_read_bytes, 1024);
+  EXPECT_EQ(c.kernels[0].hbm_write_bytes, 1024 + 1024);  // exp and neg
+  EXPECT_EQ(c.kernels[2].hbm_read_bytes, 1024 + 1024);   // exp, transpose
+  EXPECT_THAT(c.kernels[2].deps, ElementsAre(0, 1));
+}
+
 // Batch-norm-like statistics: xc = x - mean feeds the variance reduction and
 // the normalized output, which are different kernels (the variance must be
 // reduced before y). xc is cheap and effectively unary (x in full, mean
