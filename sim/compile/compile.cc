@@ -364,7 +364,8 @@ class Fuser {
     const int gp = groups_.gid[p];
     for (int k : g_.consumers[p]) {
       const int gk = groups_.gid[k];
-      if (gk == gp || (g_.cls[k] != Cls::kFusible && g_.cls[k] != Cls::kReduce) ||
+      if (gk == gp ||
+          (g_.cls[k] != Cls::kFusible && g_.cls[k] != Cls::kReduce) ||
           ops_[k].logical_core != ops_[p].logical_core) {
         continue;
       }
@@ -454,7 +455,8 @@ class Fuser {
       out.erase(std::unique(out.begin(), out.end()), out.end());
       return out;
     };
-    return ops_[ops_[a].operands[0]].type.shape == ops_[ops_[b].operands[0]].type.shape &&
+    return ops_[ops_[a].operands[0]].type.shape ==
+               ops_[ops_[b].operands[0]].type.shape &&
            axes(a) == axes(b);
   }
 

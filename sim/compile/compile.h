@@ -122,8 +122,8 @@ struct Kernel {
   std::string name;
   CompiledKernelKind kind = CompiledKernelKind::kVector;
   // Program ops in this kernel, ascending, recomputed producers included (the
-  // root, the op whose value the kernel is named after, is the last). A collective's start and done and a
-  // copy name the one op they serve.
+  // root, the op whose value the kernel is named after, is the last). A
+  // collective's start and done and a copy name the one op they serve.
   std::vector<int> op_ids;
   int core = 0;  // logical core it runs on (a copy: the destination core)
 

@@ -179,10 +179,10 @@ TEST(CompileTest, AProducerWithAConsumerOutsideIsAnExtraOutput) {
 TEST(CompileTest, MultiOutputFusionSkipsAConsumerThatWouldMakeACycle) {
   ProgramBuilder b("cycle");
   Value x = *b.Parameter(DType::kF32, Shape({16, 16}));  // %0, 1024 bytes
-  Value e = *b.Exp(x);                                    // %1
-  Value t = *b.Transpose(e, {1, 0});                      // %2
-  Value a = *b.Add(e, t);                                 // %3
-  Value n = *b.Neg(e);                                    // %4
+  Value e = *b.Exp(x);                                   // %1
+  Value t = *b.Transpose(e, {1, 0});                     // %2
+  Value a = *b.Add(e, t);                                // %3
+  Value n = *b.Neg(e);                                   // %4
   const CompiledProgram c = Compile(*std::move(b).Build({a, n}));
   EXPECT_THAT(Names(c), ElementsAre("fusion.4", "transpose.2", "add.3"));
   EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(1, 4));
@@ -199,11 +199,11 @@ TEST(CompileTest, MultiOutputFusionSkipsAConsumerThatWouldMakeACycle) {
 // touches HBM.
 TEST(CompileTest, ACheapProducerIsRecomputedInEachConsumerKernel) {
   ProgramBuilder b("bn_stats");
-  Value x = *b.Parameter(DType::kF32, Shape({64, 16}));  // %0, 4096 bytes
+  Value x = *b.Parameter(DType::kF32, Shape({64, 16}));   // %0, 4096 bytes
   Value mean = *b.ReduceMean(x, {0}, /*keepdims=*/true);  // %1 f32[1,16]
-  Value xc = *b.Sub(x, mean);                              // %2
-  Value var = *b.ReduceMean(*b.Mul(xc, xc), {0}, true);    // %3, %4
-  Value y = *b.Mul(xc, var);                               // %5
+  Value xc = *b.Sub(x, mean);                             // %2
+  Value var = *b.ReduceMean(*b.Mul(xc, xc), {0}, true);   // %3, %4
+  Value y = *b.Mul(xc, var);                              // %5
   const Program p = *std::move(b).Build({y});
   const CompiledProgram c = Compile(p);
   EXPECT_THAT(Names(c), ElementsAre("reduce_mean.1", "fusion.4", "fusion.5"));
@@ -253,8 +253,7 @@ TEST(CompileTest, OnlyCheapEffectivelyUnaryProducersAreRecomputed) {
               (which == 2 ? 512 : 1024) + (which == 2 ? 2 : 4))
         << which;
     EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(4)) << which;
-    EXPECT_EQ(c.kernels[0].recomputed_flops + c.kernels[1].recomputed_flops,
-              0);
+    EXPECT_EQ(c.kernels[0].recomputed_flops + c.kernels[1].recomputed_flops, 0);
   }
 }
 
@@ -278,20 +277,20 @@ TEST(CompileTest, CompareAndSelectFuse) {
 TEST(CompileTest, SiblingReductionsShareOneReadOfTheirInput) {
   ProgramBuilder b("siblings");
   Value x = *b.Parameter(DType::kF32, Shape({64, 16}));  // %0
-  Value s = *b.Parameter(DType::kF32, Shape({}));         // %1
+  Value s = *b.Parameter(DType::kF32, Shape({}));        // %1
   Value z = *b.Parameter(DType::kF32, Shape({64, 16}));  // %2
-  Value sum = *b.ReduceSum(x, {0});                       // %3
-  Value sq = *b.ReduceSum(*b.Mul(x, x), {0});             // %4, %5
-  Value mx = *b.ReduceMax(x, {1});                        // %6
-  Value a = *b.ReduceSum(*b.Mul(x, s), {0});              // %7, %8 (x again)
-  Value other = *b.ReduceSum(*b.Mul(z, s), {0});          // %9, %10
+  Value sum = *b.ReduceSum(x, {0});                      // %3
+  Value sq = *b.ReduceSum(*b.Mul(x, x), {0});            // %4, %5
+  Value mx = *b.ReduceMax(x, {1});                       // %6
+  Value a = *b.ReduceSum(*b.Mul(x, s), {0});             // %7, %8 (x again)
+  Value other = *b.ReduceSum(*b.Mul(z, s), {0});         // %9, %10
   const CompiledProgram c =
       Compile(*std::move(b).Build({sum, sq, mx, a, other}));
   EXPECT_THAT(Names(c), ElementsAre("reduce_max.6", "fusion.8", "fusion.10"));
   EXPECT_EQ(c.kernels[0].hbm_read_bytes, 4096);
   EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(3, 4, 5, 7, 8));
-  EXPECT_EQ(c.kernels[1].hbm_read_bytes, 4096 + 4);   // x once, s
-  EXPECT_EQ(c.kernels[1].hbm_write_bytes, 3 * 64);    // three reductions
+  EXPECT_EQ(c.kernels[1].hbm_read_bytes, 4096 + 4);  // x once, s
+  EXPECT_EQ(c.kernels[1].hbm_write_bytes, 3 * 64);   // three reductions
   EXPECT_THAT(c.kernels[2].op_ids, ElementsAre(9, 10));
   EXPECT_EQ(c.kernels[2].hbm_read_bytes, 4096 + 4);
 }
@@ -305,18 +304,18 @@ TEST(CompileTest, ConcatAndSliceFuseAroundAGradientBucket) {
   ProgramBuilder b("bucket", /*num_replicas=*/2);
   ASSERT_TRUE(b.DeclareVariable(1, DType::kF32, Shape({4, 4})).ok());
   ASSERT_TRUE(b.DeclareVariable(2, DType::kF32, Shape({8})).ok());
-  Value g1 = *b.Parameter(DType::kF32, Shape({4, 4}));     // %0, 64 bytes
-  Value g2 = *b.Parameter(DType::kF32, Shape({8}));        // %1, 32 bytes
+  Value g1 = *b.Parameter(DType::kF32, Shape({4, 4}));      // %0, 64 bytes
+  Value g2 = *b.Parameter(DType::kF32, Shape({8}));         // %1, 32 bytes
   Value bucket = *b.Concat({*b.Reshape(g1, {16}), g2}, 0);  // %2, %3
-  Value scale = *b.Constant(Tensor::Scalar<float>(0.5f));  // %4
-  Value ar = *b.AllReduce(*b.Mul(bucket, scale),           // %5, %6
+  Value scale = *b.Constant(Tensor::Scalar<float>(0.5f));   // %4
+  Value ar = *b.AllReduce(*b.Mul(bucket, scale),            // %5, %6
                           runtime::CollectiveReduce::kSum);
-  Value lr = *b.Constant(Tensor::Scalar<float>(0.1f));     // %7
-  Value u = *b.Mul(ar, lr);                                // %8
+  Value lr = *b.Constant(Tensor::Scalar<float>(0.1f));            // %7
+  Value u = *b.Mul(ar, lr);                                       // %8
   Value d1 = *b.Neg(*b.Reshape(*b.Slice(u, {0}, {16}), {4, 4}));  // %9-%11
   Value a1 = *b.VariableAssignAdd(1, d1);                         // %12
-  Value d2 = *b.Neg(*b.Slice(u, {16}, {24}));                      // %13, %14
-  Value a2 = *b.VariableAssignAdd(2, d2);                          // %15
+  Value d2 = *b.Neg(*b.Slice(u, {16}, {24}));                     // %13, %14
+  Value a2 = *b.VariableAssignAdd(2, d2);                         // %15
   const CompiledProgram c = Compile(*std::move(b).Build({a1, a2}));
   EXPECT_THAT(Names(c), ElementsAre("fusion.5", "all_reduce.6.start",
                                     "all_reduce.6.done", "fusion.15"));
@@ -337,9 +336,9 @@ TEST(CompileTest, ConcatAndSliceFuseAroundAGradientBucket) {
 // merge (a reduction each): each evaluates and reads only its slice.
 TEST(CompileTest, ARecomputedProducerIsEvaluatedOnlyForTheSlicedElements) {
   ProgramBuilder b("sliced");
-  Value x = *b.Parameter(DType::kF32, Shape({24}));      // %0
-  Value k = *b.Constant(Tensor::Scalar<float>(2.0f));   // %1
-  Value u = *b.Mul(x, k);                               // %2, recomputed
+  Value x = *b.Parameter(DType::kF32, Shape({24}));       // %0
+  Value k = *b.Constant(Tensor::Scalar<float>(2.0f));     // %1
+  Value u = *b.Mul(x, k);                                 // %2, recomputed
   Value s1 = *b.ReduceSum(*b.Slice(u, {0}, {16}), {0});   // %3, %4
   Value s2 = *b.ReduceMax(*b.Slice(u, {16}, {24}), {0});  // %5, %6
   const CompiledProgram c = Compile(*std::move(b).Build({s1, s2}));
@@ -719,14 +718,15 @@ TEST(CompileTest, FusionKeepsFlopsAndNeverAddsHbmBytesOnRandomPrograms) {
     for (const Kernel& k : u.kernels) ASSERT_EQ(k.recomputed_flops, 0);
     ASSERT_EQ(f.total_flops() - recomputed, u.total_flops()) << p.ToText();
     if (recomputed > 0) ++recomputed_something;
-    ASSERT_EQ(u.total_flops(), p.TotalCost().flops -
-                                   [&] {  // collectives are not kernels' FLOPs
-                                     int64_t t = 0;
-                                     for (int i = 0; i < (int)p.ops().size(); ++i)
-                                       if (runtime::IsCollective(p.ops()[i].code))
-                                         t += p.CostOf(Value{i}).flops;
-                                     return t;
-                                   }());
+    ASSERT_EQ(
+        u.total_flops(),
+        p.TotalCost().flops - [&] {  // collectives are not kernels' FLOPs
+          int64_t t = 0;
+          for (int i = 0; i < (int)p.ops().size(); ++i)
+            if (runtime::IsCollective(p.ops()[i].code))
+              t += p.CostOf(Value{i}).flops;
+          return t;
+        }());
     ASSERT_LE(f.total_hbm_bytes(), u.total_hbm_bytes()) << p.ToText();
     ASSERT_LE(f.kernels.size(), u.kernels.size());
     if (f.kernels.size() < u.kernels.size()) ++fused_something;
