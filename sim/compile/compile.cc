@@ -167,15 +167,17 @@ struct Graph {
 
 // Fusion with duplication (file comment): whether op p is recomputed in each
 // of its consumers' kernels. `direct` are its consumers through reshapes.
+// `evaluators` counts the kernel ops that would evaluate it (its consumers,
+// through recomputed ones).
 bool Recomputable(const runtime::Program& program, const Graph& g,
-                  const std::vector<int>& direct, int p) {
+                  const std::vector<int>& direct, size_t evaluators, int p) {
   const std::vector<Op>& ops = program.ops();
   const Op& op = ops[p];
   if (g.cls[p] != Cls::kFusible || IsAssign(op.code) ||
       IsDataMovement(op.code)) {
     return false;
   }
-  if (g.is_output[p] || direct.size() < 2) return false;
+  if (g.is_output[p] || evaluators < 2) return false;
   // Cheap: no transcendental work.
   if (program.CostOf(runtime::Value{p}).transcendentals != 0) return false;
   for (int k : direct) {
@@ -224,8 +226,24 @@ Graph BuildGraph(const runtime::Program& program, bool recompute) {
         if (c.empty() || c.back() != i) c.push_back(i);
       }
     }
-    for (int p = 0; p < n; ++p) {
-      if (Recomputable(program, g, direct[p], p)) g.cls[p] = Cls::kRecomputed;
+    // Consumers first: a producer whose consumer is recomputed is evaluated
+    // by that consumer's evaluators.
+    std::vector<std::vector<int>> evaluators(n);
+    for (int p = n - 1; p >= 0; --p) {
+      std::vector<int> e;
+      for (int k : direct[p]) {
+        if (g.cls[k] == Cls::kRecomputed) {
+          e.insert(e.end(), evaluators[k].begin(), evaluators[k].end());
+        } else {
+          e.push_back(k);
+        }
+      }
+      std::sort(e.begin(), e.end());
+      e.erase(std::unique(e.begin(), e.end()), e.end());
+      if (Recomputable(program, g, direct[p], e.size(), p)) {
+        g.cls[p] = Cls::kRecomputed;
+        evaluators[p] = std::move(e);
+      }
     }
   }
   auto add = [](std::vector<int>& v, int x) {

@@ -24,8 +24,10 @@
 // * Fusion with duplication (decided first): a cheap elementwise op or
 //   broadcast (no transcendental work) that is effectively unary (at most one
 //   operand with as many elements as its result, of no more bytes than the
-//   result; the others are broadcast in), is no program output and whose
-//   consumers are all fusible or reductions on its logical core is recomputed
+//   result; the others are broadcast in), is no program output, whose
+//   consumers are all fusible or reductions on its logical core, and that at
+//   least two kernel ops evaluate (its consumers, a recomputed consumer's
+//   counting as the ops that evaluate it; decided consumers first) is recomputed
 //   inside each consumer's kernel and has no kernel of its own: a consumer
 //   reads what it reads instead of its value (never more bytes, apart from
 //   the broadcast operands). A later evaluation of the same op is counted in

@@ -230,6 +230,27 @@ TEST(CompileTest, ACheapProducerIsRecomputedInEachConsumerKernel) {
   EXPECT_EQ(c.total_hbm_bytes(), 4160 + 4224 + 8320);
 }
 
+// gamma * xhat + beta: the add has two consumers, so it is recomputed, and
+// the mul that only the add reads is then evaluated by both consumers' kernels
+// too: it is recomputed with it and neither value is ever written.
+TEST(CompileTest, AProducerOfARecomputedOpIsRecomputedWithIt) {
+  ProgramBuilder b("scale_shift");
+  Value x = *b.Parameter(DType::kF32, Shape({64, 16}));  // %0, 4096 bytes
+  Value g = *b.Parameter(DType::kF32, Shape({16}));      // %1, 64 bytes
+  Value y = *b.Add(*b.Mul(x, g), g);                     // %2, %3
+  Value r = *b.Relu(y);                                  // %4
+  Value n = *b.Neg(y);                                   // %5
+  const CompiledProgram c = Compile(*std::move(b).Build({r, n}));
+  EXPECT_THAT(Names(c), ElementsAre("fusion.4", "fusion.5"));
+  EXPECT_THAT(c.kernels[0].op_ids, ElementsAre(2, 3, 4));
+  EXPECT_THAT(c.kernels[1].op_ids, ElementsAre(2, 3, 5));
+  for (const Kernel& k : c.kernels) {
+    EXPECT_EQ(k.hbm_read_bytes, 4096 + 64);
+    EXPECT_EQ(k.hbm_write_bytes, 4096);
+  }
+  EXPECT_EQ(c.kernels[1].recomputed_flops, 2 * 1024);
+}
+
 TEST(CompileTest, OnlyCheapEffectivelyUnaryProducersAreRecomputed) {
   // Each producer below feeds a reduction and an elementwise op that waits
   // for that reduction, so it cannot join both kernels; it is not
