@@ -25,10 +25,13 @@ enum class Cls {
                 // variable_read
   kAlias,       // reshape: its operand's buffer
   kMxu,         // dot, conv2d
-  kFusible,     // elementwise, broadcast, variable_assign(_add)
+  kFusible,     // elementwise (compare, select included), broadcast,
+                // slice, concat, variable_assign(_add)
   kReduce,      // reduce_sum/mean/max: takes fusible producers (input fusion)
   kOther,       // a kernel of its own
   kCollective,  // start/done pair
+  kRecomputed,  // a cheap elementwise producer evaluated inside each of its
+                // consumers' kernels (fusion with duplication): no kernel
 };
 
 Cls Classify(OpCode c) {
@@ -50,6 +53,10 @@ Cls Classify(OpCode c) {
     case OpCode::kReduceMax:
       return Cls::kReduce;
     case OpCode::kBroadcast:
+    case OpCode::kCompare:  // elementwise with broadcasting, like a binary op
+    case OpCode::kSelect:
+    case OpCode::kSlice:   // loop fusion reads the kept elements in place
+    case OpCode::kConcat:  // loop fusion reads each piece in place
     case OpCode::kVariableAssign:
     case OpCode::kVariableAssignAdd:
       return Cls::kFusible;
@@ -61,6 +68,10 @@ Cls Classify(OpCode c) {
   }
   if (runtime::IsCollective(c)) return Cls::kCollective;
   return Cls::kOther;
+}
+
+bool IsDataMovement(OpCode c) {
+  return c == OpCode::kSlice || c == OpCode::kConcat;
 }
 
 bool IsAssign(OpCode c) {
@@ -136,34 +147,126 @@ MatmulWork MatmulOf(const std::vector<Op>& ops, const Op& op) {
   return m;
 }
 
-// The program's op graph with reshapes looked through.
+int64_t Elements(const Op& op) { return op.type.shape.num_elements(); }
+
+// The program's op graph with reshapes and recomputed producers looked
+// through.
 struct Graph {
   std::vector<Cls> cls;
   std::vector<int> base;  // the buffer an op's value is (itself unless alias)
-  std::vector<std::vector<int>> consumers;  // of base values, distinct, sorted
-  std::vector<bool> is_output;              // base value is a program output
+  // The base values op i's kernel reads for it: its operands, with each
+  // recomputed producer replaced by what that producer reads (transitively);
+  // distinct, in first-use order.
+  std::vector<std::vector<int>> eff;
+  // The recomputed producers op i's kernel evaluates for it, ascending.
+  std::vector<std::vector<int>> recomputed;
+  // Of base values, over `eff`: distinct, sorted. Empty for recomputed ops.
+  std::vector<std::vector<int>> consumers;
+  std::vector<bool> is_output;  // base value is a program output
 };
 
-Graph BuildGraph(const runtime::Program& program) {
+// Fusion with duplication (file comment): whether op p is recomputed in each
+// of its consumers' kernels. `direct` are its consumers through reshapes.
+// `evaluators` counts the kernel ops that would evaluate it (its consumers,
+// through recomputed ones).
+bool Recomputable(const runtime::Program& program, const Graph& g,
+                  const std::vector<int>& direct, size_t evaluators, int p) {
+  const std::vector<Op>& ops = program.ops();
+  const Op& op = ops[p];
+  if (g.cls[p] != Cls::kFusible || IsAssign(op.code) ||
+      IsDataMovement(op.code)) {
+    return false;
+  }
+  if (g.is_output[p] || evaluators < 2) return false;
+  // Cheap: no transcendental work.
+  if (program.CostOf(runtime::Value{p}).transcendentals != 0) return false;
+  for (int k : direct) {
+    if ((g.cls[k] != Cls::kFusible && g.cls[k] != Cls::kRecomputed &&
+         g.cls[k] != Cls::kReduce) ||
+        ops[k].logical_core != op.logical_core) {
+      return false;
+    }
+  }
+  // Effectively unary: at most one operand as large (in elements) as the
+  // result, no more bytes than the result; the others are broadcast in.
+  std::vector<int> seen;
+  int full = 0;
+  for (int o : op.operands) {
+    const int b = g.base[o];
+    if (std::find(seen.begin(), seen.end(), b) != seen.end()) continue;
+    seen.push_back(b);
+    if (Elements(ops[b]) < Elements(op)) continue;
+    ++full;
+    if (ops[b].type.byte_size() > op.type.byte_size()) return false;
+  }
+  return full <= 1;
+}
+
+Graph BuildGraph(const runtime::Program& program, bool recompute) {
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
   Graph g;
   g.cls.resize(n);
   g.base.resize(n);
+  g.eff.resize(n);
+  g.recomputed.resize(n);
   g.consumers.resize(n);
   g.is_output.assign(n, false);
   for (int i = 0; i < n; ++i) {
     g.cls[i] = Classify(ops[i].code);
     g.base[i] = g.cls[i] == Cls::kAlias ? g.base[ops[i].operands[0]] : i;
   }
+  for (runtime::Value v : program.outputs()) g.is_output[g.base[v.id]] = true;
+  if (recompute) {
+    std::vector<std::vector<int>> direct(n);
+    for (int i = 0; i < n; ++i) {
+      if (g.cls[i] == Cls::kAlias) continue;
+      for (int o : ops[i].operands) {
+        std::vector<int>& c = direct[g.base[o]];
+        if (c.empty() || c.back() != i) c.push_back(i);
+      }
+    }
+    // Consumers first: a producer whose consumer is recomputed is evaluated
+    // by that consumer's evaluators.
+    std::vector<std::vector<int>> evaluators(n);
+    for (int p = n - 1; p >= 0; --p) {
+      std::vector<int> e;
+      for (int k : direct[p]) {
+        if (g.cls[k] == Cls::kRecomputed) {
+          e.insert(e.end(), evaluators[k].begin(), evaluators[k].end());
+        } else {
+          e.push_back(k);
+        }
+      }
+      std::sort(e.begin(), e.end());
+      e.erase(std::unique(e.begin(), e.end()), e.end());
+      if (Recomputable(program, g, direct[p], e.size(), p)) {
+        g.cls[p] = Cls::kRecomputed;
+        evaluators[p] = std::move(e);
+      }
+    }
+  }
+  auto add = [](std::vector<int>& v, int x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+  };
   for (int i = 0; i < n; ++i) {
     if (g.cls[i] == Cls::kAlias) continue;
     for (int o : ops[i].operands) {
-      std::vector<int>& c = g.consumers[g.base[o]];
-      if (c.empty() || c.back() != i) c.push_back(i);
+      const int b = g.base[o];
+      if (g.cls[b] != Cls::kRecomputed) {
+        add(g.eff[i], b);
+        continue;
+      }
+      for (int e : g.eff[b]) add(g.eff[i], e);
+      add(g.recomputed[i], b);
+      for (int r : g.recomputed[b]) add(g.recomputed[i], r);
     }
+    std::sort(g.recomputed[i].begin(), g.recomputed[i].end());
   }
-  for (runtime::Value v : program.outputs()) g.is_output[g.base[v.id]] = true;
+  for (int i = 0; i < n; ++i) {
+    if (g.cls[i] == Cls::kAlias || g.cls[i] == Cls::kRecomputed) continue;
+    for (int b : g.eff[i]) g.consumers[b].push_back(i);
+  }
   return g;
 }
 
@@ -193,7 +296,12 @@ class Fuser {
   // epilogues). Phase 2, in reverse program order: a producer with several
   // consumers joins them only when they already form one kernel (so a shared
   // value such as a scalar feeding many independent updates never glues their
-  // kernels together).
+  // kernels together). Phase 3, in program order: sibling reductions (kernels
+  // holding compatible reductions that read a common value as large as their
+  // input) merge into one multi-output kernel. Phase 4, in reverse program
+  // order: a producer whose consumers did not all join it fuses into the
+  // first consumer kernel (program order) that legally takes it, and its
+  // value leaves that kernel as an extra output for the others.
   void Run() {
     const int n = static_cast<int>(ops_.size());
     for (int p = 0; p < n; ++p) {
@@ -202,6 +310,97 @@ class Fuser {
     for (int p = n - 1; p >= 0; --p) {
       if (g_.consumers[p].size() > 1) TryFuse(p, /*single_kernel=*/true);
     }
+    for (int v = 0; v < n; ++v) {
+      if (g_.consumers[v].size() > 1) FuseSiblingReductions(v);
+    }
+    for (int v = 0; v < n; ++v) {
+      if (g_.consumers[v].size() > 1) FuseSiblingUpdates(v);
+    }
+    for (int p = n - 1; p >= 0; --p) {
+      if (g_.consumers[p].size() > 1) FuseIntoOneConsumer(p);
+    }
+  }
+
+  // Phase 3 for the readers of value v.
+  void FuseSiblingReductions(int v) {
+    int acc = -1;
+    for (int k : g_.consumers[v]) {
+      const int gk = groups_.gid[k];
+      if (gk < 0 || gk == acc) continue;
+      const int r = ReductionOf(gk);
+      if (r < 0 || Elements(ops_[ops_[r].operands[0]]) != Elements(ops_[v])) {
+        continue;
+      }
+      if (acc < 0) {
+        acc = gk;
+        continue;
+      }
+      std::vector<int> merge = {std::min(acc, gk), std::max(acc, gk)};
+      if (Legal(merge)) {
+        Merge(merge);
+        acc = merge[0];
+      }
+    }
+  }
+
+  // Phase 3b for the readers of value v: kernels that update variables (no
+  // dot, conv or reduction) and read v, which has at least as many elements
+  // as each variable they update (an all-reduced gradient bucket, not a
+  // shared learning rate), merge into one multi-output update kernel.
+  void FuseSiblingUpdates(int v) {
+    int acc = -1;
+    for (int k : g_.consumers[v]) {
+      const int gk = groups_.gid[k];
+      if (gk < 0 || gk == acc) continue;
+      bool update = false;
+      bool ok = true;
+      for (int m : groups_.members[gk]) {
+        if (g_.cls[m] == Cls::kMxu || g_.cls[m] == Cls::kReduce) ok = false;
+        if (IsAssign(ops_[m].code)) {
+          update = true;
+          if (Elements(ops_[m]) > Elements(ops_[v])) ok = false;
+        }
+      }
+      if (!ok || !update) continue;
+      if (acc < 0) {
+        acc = gk;
+        continue;
+      }
+      std::vector<int> merge = {std::min(acc, gk), std::max(acc, gk)};
+      if (Legal(merge)) {
+        Merge(merge);
+        acc = merge[0];
+      }
+    }
+  }
+
+  // Phase 4 for producer p.
+  void FuseIntoOneConsumer(int p) {
+    const Cls c = g_.cls[p];
+    if (c != Cls::kMxu && c != Cls::kFusible) return;
+    if (IsAssign(ops_[p].code)) return;
+    const int gp = groups_.gid[p];
+    for (int k : g_.consumers[p]) {
+      const int gk = groups_.gid[k];
+      if (gk == gp ||
+          (g_.cls[k] != Cls::kFusible && g_.cls[k] != Cls::kReduce) ||
+          ops_[k].logical_core != ops_[p].logical_core) {
+        continue;
+      }
+      std::vector<int> merge = {std::min(gp, gk), std::max(gp, gk)};
+      if (Legal(merge)) {
+        Merge(merge);
+        return;
+      }
+    }
+  }
+
+  // The first reduction in group gi (-1: none).
+  int ReductionOf(int gi) const {
+    for (int m : groups_.members[gi]) {
+      if (g_.cls[m] == Cls::kReduce) return m;
+    }
+    return -1;
   }
 
   void TryFuse(int p, bool single_kernel) {
@@ -235,24 +434,48 @@ class Fuser {
     for (int m : set) in_set_[m] = true;
     bool ok = true;
     int mxu = 0;
-    int reduce = 0;
+    int first_reduce = -1;
+    bool moves = false;
     for (int m : set) {
       if (g_.cls[m] == Cls::kMxu) ++mxu;
-      if (g_.cls[m] == Cls::kReduce) ++reduce;
+      if (IsDataMovement(ops_[m].code)) moves = true;
+      if (g_.cls[m] == Cls::kReduce) {
+        if (first_reduce < 0) {
+          first_reduce = m;
+        } else if (!SameReduction(first_reduce, m)) {
+          ok = false;
+        }
+      }
       if (ops_[m].logical_core != ops_[set[0]].logical_core) ok = false;
       int inside = 0;
       for (int k : g_.consumers[m]) inside += in_set_[k] ? 1 : 0;
-      // All consumers or none; an update or a reduction ends the kernel.
+      // An update or a reduction ends the kernel. (A value some consumers
+      // read inside and others outside is an extra output.)
       if (inside != 0 &&
-          (inside != static_cast<int>(g_.consumers[m].size()) ||
-           IsAssign(ops_[m].code) || g_.cls[m] == Cls::kReduce)) {
+          (IsAssign(ops_[m].code) || g_.cls[m] == Cls::kReduce)) {
         ok = false;
       }
     }
-    if (mxu + reduce > 1) ok = false;
+    if (mxu > 1 || (mxu == 1 && (first_reduce >= 0 || moves))) ok = false;
     if (ok) ok = !Cycle(set);
     for (int m : set) in_set_[m] = false;
     return ok;
+  }
+
+  // Reductions over the same input shape and the same axes: one loop nest.
+  bool SameReduction(int a, int b) const {
+    auto axes = [&](int r) {
+      const Op& op = ops_[r];
+      const int rank = ops_[op.operands[0]].type.rank();
+      std::vector<int64_t> out;
+      for (int64_t x : op.attrs.axes) out.push_back(x < 0 ? x + rank : x);
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
+      return out;
+    };
+    return ops_[ops_[a].operands[0]].type.shape ==
+               ops_[ops_[b].operands[0]].type.shape &&
+           axes(a) == axes(b);
   }
 
   // A path from the set to itself through an op (or group) outside it.
@@ -385,7 +608,7 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
   const int cores = program.num_cores_per_replica();
-  const Graph graph = BuildGraph(program);
+  const Graph graph = BuildGraph(program, /*recompute=*/options.fusion);
   Fuser fuser(program, graph);
   if (options.fusion) fuser.Run();
   const Groups groups = std::move(fuser).Take();
@@ -461,13 +684,23 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     const std::vector<int>& members = groups.members[gi];
     for (int m : members) built[m] = true;
     for (int m : members) {
-      for (int o : ops[m].operands) build(graph.base[o]);
+      for (int b : graph.eff[m]) build(b);
     }
+    // The recomputed producers this kernel evaluates for its members.
+    std::vector<int> recomputed;
+    for (int m : members) {
+      for (int r : graph.recomputed[m]) recomputed.push_back(r);
+    }
+    std::sort(recomputed.begin(), recomputed.end());
+    recomputed.erase(std::unique(recomputed.begin(), recomputed.end()),
+                     recomputed.end());
     Kernel k;
     k.op_ids = members;
+    k.op_ids.insert(k.op_ids.end(), recomputed.begin(), recomputed.end());
+    std::sort(k.op_ids.begin(), k.op_ids.end());
     const int root = members.back();
     k.core = ops[root].logical_core;
-    k.name = members.size() == 1
+    k.name = k.op_ids.size() == 1
                  ? absl::StrCat(runtime::OpCodeName(ops[root].code), ".", root)
                  : absl::StrCat("fusion.", root);
     k.kind = CompiledKernelKind::kVector;
@@ -475,6 +708,52 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
     // Inputs read in full, and the bytes of inputs only sliced or gathered.
     std::set<int> full_read;
     std::map<int, int64_t> partial_bytes;
+    // The elements of each recomputed producer this kernel evaluates: all of
+    // them, unless the kernel reads it only through slices (then the sliced
+    // elements; a producer of it evaluates as many). Consumers first.
+    std::map<int, int64_t> evaluated;
+    for (auto it = recomputed.rbegin(); it != recomputed.rend(); ++it) {
+      const int r = *it;
+      const int64_t all = Elements(ops[r]);
+      int64_t e = 0;
+      auto reads = [&](const Op& reader) {
+        for (int o : reader.operands) {
+          if (graph.base[o] == r) return true;
+        }
+        return false;
+      };
+      for (int m : members) {
+        if (!reads(ops[m])) continue;
+        Add(e, ops[m].code == OpCode::kSlice ? Elements(ops[m]) : all);
+      }
+      for (const auto& [r2, e2] : evaluated) {
+        if (reads(ops[r2])) Add(e, e2);
+      }
+      evaluated[r] = std::min(e, all);
+    }
+    for (int r : recomputed) {
+      const runtime::OpCost cost = program.CostOf(runtime::Value{r});
+      k.flops = runtime::OpCost::SaturatingAdd(k.flops, cost.flops);
+      // Element work scales with the evaluated fraction (elementwise and
+      // broadcast cost rules are per result element).
+      const int64_t all = Elements(ops[r]);
+      const int64_t work =
+          all == 0 ? 0
+                   : static_cast<int64_t>(static_cast<long double>(cost.flops) *
+                                          evaluated[r] / all);
+      const int64_t trans =
+          all == 0 ? 0
+                   : static_cast<int64_t>(
+                         static_cast<long double>(cost.transcendentals) *
+                         evaluated[r] / all);
+      Add(k.work.transcendental_elements, trans);
+      Add(k.work.vector_elements, work);
+    }
+    auto read_input = [&](int b) {
+      if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) {
+        inputs.push_back(b);
+      }
+    };
     for (int m : members) {
       const Op& mo = ops[m];
       const runtime::OpCost cost = program.CostOf(runtime::Value{m});
@@ -490,10 +769,26 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
       }
       for (size_t oi = 0; oi < mo.operands.size(); ++oi) {
         const int b = graph.base[mo.operands[oi]];
-        if (groups.gid[b] == gi && IsKernelOp(graph.cls[b])) continue;
-        if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) {
-          inputs.push_back(b);
+        if (graph.cls[b] == Cls::kRecomputed) {
+          // Its inputs are read in full; a slice of it reads only its
+          // elements of the inputs as large as the recomputed value (an
+          // elementwise chain), and the broadcast ones in full.
+          for (int e : graph.eff[b]) {
+            if (groups.gid[e] == gi && IsKernelOp(graph.cls[e])) continue;
+            read_input(e);
+            if (mo.code == OpCode::kSlice &&
+                Elements(ops[e]) == Elements(ops[b])) {
+              Add(partial_bytes[e],
+                  SaturatingMul(Elements(mo),
+                                runtime::DTypeSize(ops[e].type.dtype)));
+            } else {
+              full_read.insert(e);
+            }
+          }
+          continue;
         }
+        if (groups.gid[b] == gi && IsKernelOp(graph.cls[b])) continue;
+        read_input(b);
         // A slice (or a gather's table) reads only the elements it uses.
         const bool partial_read =
             oi == 0 &&
@@ -547,14 +842,15 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   std::vector<int64_t> need(nk, -1);
   // Kernels were created in an order where every dep precedes its dependent,
   // so a reverse sweep sees all dependents first.
+  // A compute kernel is also needed before its first dependent (a
+  // multi-output kernel may feed one whose root comes earlier).
   for (int k = nk - 1; k >= 0; --k) {
     const Kernel& kk = ks[k];
+    int64_t m = kEnd;
     if (kk.kind == CompiledKernelKind::kMxu ||
         kk.kind == CompiledKernelKind::kVector) {
-      need[k] = 4 * int64_t{kk.op_ids.back()} + 2;
-      continue;
+      m = 4 * int64_t{kk.op_ids.back()} + 2;
     }
-    int64_t m = kEnd;
     for (int d : dependents[k]) m = std::min(m, need[d] - 1);
     need[k] = m;
   }
@@ -603,6 +899,26 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
   for (int i = 0; i < n; ++i) {
     const int b = graph.base[i];
     if (value_kernel[b] >= 0) out.kernel_of_op[i] = position[value_kernel[b]];
+  }
+  // A recomputed op: the first kernel (issue order) that evaluates it; the
+  // later ones evaluate it again (recomputed_flops).
+  for (int t = 0; t < nk; ++t) {
+    Kernel& k = out.kernels[t];
+    for (int m : k.op_ids) {
+      if (graph.cls[m] != Cls::kRecomputed) continue;
+      if (out.kernel_of_op[m] < 0) {
+        out.kernel_of_op[m] = t;
+      } else {
+        k.recomputed_flops = runtime::OpCost::SaturatingAdd(
+            k.recomputed_flops, program.CostOf(runtime::Value{m}).flops);
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const int b = graph.base[i];
+    if (graph.cls[i] == Cls::kAlias && graph.cls[b] == Cls::kRecomputed) {
+      out.kernel_of_op[i] = out.kernel_of_op[b];
+    }
   }
 
   // ---- liveness per core over the issue order.

@@ -12,24 +12,47 @@
 // what a TPU computes on.
 //
 // Fusion (tpusim's rules, after XLA's TPU fusion passes):
-// * Fusible ops: elementwise unary/binary ops (cast included), broadcast, and
-//   variable_assign / variable_assign_add (the in-place update ends a fusion).
-//   dot and conv2d are fusion roots that take elementwise consumers into their
-//   epilogue (output fusion); chains of fusible ops fuse into one kernel (loop
+// * Fusible ops: elementwise unary/binary ops (cast included), compare,
+//   select, broadcast, slice, concat, and variable_assign /
+//   variable_assign_add (the in-place update ends a fusion). dot and conv2d
+//   are fusion roots that take elementwise consumers into their epilogue
+//   (output fusion); chains of fusible ops fuse into one kernel (loop
 //   fusion). reduce_sum / reduce_mean / reduce_max take fusible producers
-//   (input fusion) and end their kernel. Everything else (softmax,
-//   transpose, slice, concat, gather, one_hot, max_pool2d) is a kernel of its
-//   own; collectives are never fused.
-// * Multi-consumer rule: a producer fuses with its consumers only when ALL of
-//   its consumers are fusible, on the same logical core, and in the same
-//   kernel; otherwise no consumer fuses with it (a value is never both kept in
-//   a kernel and written out for another one). Single-consumer producers fuse
-//   first (program order); then a producer with several consumers joins them
-//   only if they already form one kernel (reverse program order), so a shared
-//   value (a learning rate feeding every update) never glues independent
-//   kernels together: it is written once and read by each. A kernel holds at most one dot,
-//   conv2d or reduction, never spans logical cores, and fusion never creates a cycle
-//   between kernels (a merge that would is skipped).
+//   (input fusion) and end their kernel. Everything else (softmax, transpose,
+//   gather, one_hot, max_pool2d) is a kernel of its own; collectives are
+//   never fused.
+// * Fusion with duplication (decided first): a cheap elementwise op or
+//   broadcast (no transcendental work) that is effectively unary (at most one
+//   operand with as many elements as its result, of no more bytes than the
+//   result; the others are broadcast in), is no program output, whose
+//   consumers are all fusible or reductions on its logical core, and that at
+//   least two kernel ops evaluate (its consumers, a recomputed consumer's
+//   counting as the ops that evaluate it; decided consumers first) is recomputed
+//   inside each consumer's kernel and has no kernel of its own: a consumer
+//   reads what it reads instead of its value (never more bytes, apart from
+//   the broadcast operands). A later evaluation of the same op is counted in
+//   Kernel::recomputed_flops; a kernel reading it only through slices
+//   evaluates (vector work) and reads (of its inputs as large as it) only the
+//   sliced elements.
+// * Then, in four phases: (1) single-consumer producers fuse into their
+//   consumer (program order); (2) a producer with several consumers joins
+//   them if they already form one kernel (reverse program order), so a
+//   shared value (a learning rate feeding every update) never glues
+//   independent kernels together; (3) sibling multi-output fusion: kernels
+//   that end in reductions of the same input shape over the same axes and
+//   read a common value with as many elements as that input merge (program
+//   order of the value), and so do kernels that update variables (no dot,
+//   conv or reduction) and read a common value with at least as many
+//   elements as each variable they update (an all-reduced gradient bucket);
+//   (4) producer-consumer multi-output fusion: a
+//   producer whose consumers did not all join it fuses into the first
+//   consumer kernel (program order) that legally takes it; its value leaves
+//   that kernel once for the others (reverse program order).
+// * Legal kernel: one logical core; at most one dot or conv2d, never with a
+//   reduction, slice or concat; several reductions only of the same input
+//   shape over the same axes; a reduction's or an update's value is never
+//   consumed inside its kernel; no cycle between kernels (a merge that would
+//   create one is skipped).
 // * reshape is a bitcast: never a kernel, its value is its operand's buffer;
 //   fusion looks through it. parameter, constant, replica_id and variable_read
 //   are buffers already in HBM (no kernel).
@@ -38,8 +61,9 @@
 //   assign_add also reads the variable it updates), plus each value that leaves
 //   the kernel (consumed by another kernel, a collective, a copy, or a program
 //   output) written once; a variable assignment writes the variable once.
-//   Fused intermediates never touch HBM. FLOPs and transcendentals are the sum
-//   of the members' cost rules (runtime/ops.h), so fusion never changes them.
+//   Fused and recomputed intermediates never touch HBM. FLOPs are the sum of
+//   the evaluated ops' cost rules (runtime/ops.h), so fusion changes them
+//   only by recomputed_flops.
 //   Byte and element sums saturate at INT64_MAX (as OpCost totals do).
 //
 // Async collectives: every collective op becomes a kCollectiveStart and a
@@ -47,7 +71,9 @@
 // kernel on the consuming core. The issue order (the order of `kernels`) is a
 // deterministic topological order of the dependencies: a start or copy right
 // after the kernel that produces its operand; compute kernels that do not wait
-// on any collective at the program position of their last member; then the
+// on any collective at the program position of their last member (or just
+// before their first dependent, when a multi-output kernel feeds an earlier
+// one); then the
 // work that does (a done and everything depending on one), again by program
 // position, with each done right before its first consumer (at the end when
 // only program outputs use it). So a gradient all-reduce of layer L is
@@ -97,9 +123,9 @@ struct Kernel {
   // "all_reduce.7.start" / ".done", "copy.5.to1".
   std::string name;
   CompiledKernelKind kind = CompiledKernelKind::kVector;
-  // Program ops in this kernel, ascending (the root, the op whose value the
-  // kernel is named after, is the last). A collective's start and done and a
-  // copy name the one op they serve.
+  // Program ops in this kernel, ascending, recomputed producers included (the
+  // root, the op whose value the kernel is named after, is the last). A
+  // collective's start and done and a copy name the one op they serve.
   std::vector<int> op_ids;
   int core = 0;  // logical core it runs on (a copy: the destination core)
 
@@ -107,7 +133,13 @@ struct Kernel {
   // hbm_read_bytes + hbm_write_bytes. work.matmuls has one entry for kMxu
   // (conv2d as implicit GEMM: m = N*Ho*Wo, k = Kh*Kw*Cin, n = Cout).
   KernelWork work;
-  int64_t flops = 0;  // the members' cost-rule FLOPs
+  // The cost-rule FLOPs of the ops it evaluates, recomputed producers
+  // included; recomputed_flops is the part an earlier kernel (issue order)
+  // already did: the work duplication adds. (work.vector_elements counts
+  // what the kernel evaluates: a recomputed producer it reads only through
+  // slices, for the sliced elements only.)
+  int64_t flops = 0;
+  int64_t recomputed_flops = 0;
   int64_t hbm_read_bytes = 0;
   int64_t hbm_write_bytes = 0;
 
@@ -157,7 +189,8 @@ struct CompileOptions {
 struct CompiledProgram {
   std::vector<Kernel> kernels;  // in issue order
   // The kernel that computes each op's value (-1: none, e.g. parameter,
-  // reshape); a collective op maps to its done kernel.
+  // reshape); a collective op maps to its done kernel; a recomputed op to the
+  // first kernel (issue order) that evaluates it.
   std::vector<int> kernel_of_op;
   std::vector<CoreMemory> memory;  // per logical core
 
