@@ -281,8 +281,10 @@ struct NodeAttr {
 };
 
 // One dataset op. Immutable after construction; shared between graphs.
-// Subclasses (also in other files, e.g. rebatch) implement the virtual methods;
-// they must compute element_spec at construction.
+// Subclasses (also in other files, e.g. rebatch) implement the virtual methods
+// (DoMakeIterator, not MakeIterator, which adds the host-cost metering);
+// they must compute element_spec at construction. Graph rewrites rebuild a
+// node with Rebuild / RebuildWithBody, which keep its declared host cost.
 class DatasetNode {
  public:
   virtual ~DatasetNode() = default;
