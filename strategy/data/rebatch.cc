@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -62,6 +63,37 @@ absl::StatusOr<NodePtr> WithRewrittenInput(const DatasetNode& node,
   return Rebuild(node, {std::move(input)});
 }
 
+// One batch op of batch size `b`. Case 1 (no drop_remainder, N divides B):
+// direct mutation, `resized(B / N)` is the op with the new batch size. A host
+// cost declared on the op is per batch of B rows; the mutated batch has B / N
+// rows and costs 1/N of it (the pipeline's work per global batch stays what
+// was declared). Case 2: each batch split into pieces of m = ceil(B/N) rows.
+// tpusim choice (spec (b) open point [U]): m comes from the batch op's
+// constant B, not from each actual batch's size. With drop_remainder and N
+// dividing B every batch has B rows and every piece exactly m: dropping the
+// (never present) remainder in the body keeps the values and gives the
+// pieces the static dimension m, which is the spec TF 2.2 writes downstream
+// (B / N).
+absl::StatusOr<NodePtr> RewriteBatchOp(
+    const NodePtr& node, int64_t b, bool drop_remainder, int64_t n,
+    const std::function<absl::StatusOr<NodePtr>(int64_t)>& resized,
+    bool& any_case2, std::vector<int64_t>& sizes) {
+  sizes.push_back(b);
+  if (!drop_remainder && b % n == 0) {
+    TPUSIM_ASSIGN_OR_RETURN(NodePtr mutated, resized(b / n));
+    return WithHostCost(
+        std::move(mutated),
+        common::Picoseconds(node->host_cost_per_element().count() / n));
+  }
+  any_case2 = true;
+  const int64_t m = CeilDiv(b, n);
+  const bool exact = drop_remainder && b % n == 0;
+  return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
+    return Dataset::FromTensorSlices(arg.nest())
+        .Batch(m, /*drop_remainder=*/exact);
+  });
+}
+
 // The rewrite proper. Returns the rewritten node; any error means "use the
 // fallback". `any_case2` is set when a Case 2 split was inserted; the batch
 // size of every batch op rewritten is appended to `sizes`.
@@ -71,55 +103,23 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
   const absl::string_view op = node->op();
   if (op == BatchNode::kOp) {
     const auto& batch = static_cast<const BatchNode&>(*node);
-    const int64_t b = batch.batch_size();
-    sizes.push_back(b);
-    if (!batch.drop_remainder() && b % n == 0) {
-      // Case 1: direct mutation. A declared host cost is per batch of B
-      // rows; the mutated batch has B / N rows and costs 1/N of it (the
-      // pipeline's work per global batch stays what was declared).
-      TPUSIM_ASSIGN_OR_RETURN(NodePtr mutated,
-                              BatchNode::Make(batch.inputs()[0], b / n,
-                                              /*drop_remainder=*/false));
-      return WithHostCost(std::move(mutated),
-                          common::Picoseconds(
-                              batch.host_cost_per_element().count() / n));
-    }
-    // Case 2: split each batch into pieces of m = ceil(B/N) rows.
-    // tpusim choice (spec (b) open point [U]): m comes from the batch op's
-    // constant B, not from each actual batch's size.
-    any_case2 = true;
-    const int64_t m = CeilDiv(b, n);
-    // With drop_remainder and N dividing B every batch has B rows and every
-    // piece exactly m: dropping the (never present) remainder in the body
-    // keeps the values and gives the pieces the static dimension m, which is
-    // the spec TF 2.2 writes downstream (B / N).
-    const bool exact = batch.drop_remainder() && b % n == 0;
-    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
-      return Dataset::FromTensorSlices(arg.nest())
-          .Batch(m, /*drop_remainder=*/exact);
-    });
+    return RewriteBatchOp(
+        node, batch.batch_size(), batch.drop_remainder(), n,
+        [&batch](int64_t size) {
+          return BatchNode::Make(batch.inputs()[0], size,
+                                 /*drop_remainder=*/false);
+        },
+        any_case2, sizes);
   }
   if (op == MapAndBatchNode::kOp) {
     // TF 2.2's rewrite lists MapAndBatchDataset among its batch ops and
-    // changes its batch_size input as for BatchDatasetV2.
+    // changes its batch_size input as for BatchDatasetV2. The map's host
+    // cost stays per element (it is inside the node's chain).
     const auto& batch = static_cast<const MapAndBatchNode&>(*node);
-    const int64_t b = batch.batch_size();
-    sizes.push_back(b);
-    if (!batch.drop_remainder() && b % n == 0) {
-      // The map's cost stays per element (it is inside the node's chain); a
-      // cost declared on the node itself is per batch, as for batch above.
-      TPUSIM_ASSIGN_OR_RETURN(NodePtr mutated, batch.WithBatchSize(b / n));
-      return WithHostCost(std::move(mutated),
-                          common::Picoseconds(
-                              batch.host_cost_per_element().count() / n));
-    }
-    any_case2 = true;
-    const int64_t m = CeilDiv(b, n);
-    const bool exact = batch.drop_remainder() && b % n == 0;
-    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
-      return Dataset::FromTensorSlices(arg.nest())
-          .Batch(m, /*drop_remainder=*/exact);
-    });
+    return RewriteBatchOp(
+        node, batch.batch_size(), batch.drop_remainder(), n,
+        [&batch](int64_t size) { return batch.WithBatchSize(size); },
+        any_case2, sizes);
   }
   if (op == PaddedBatchNode::kOp) {
     // TF 2.2's rewrite lists PaddedBatchDataset(V2) among its batch ops and
@@ -127,25 +127,14 @@ absl::StatusOr<NodePtr> RewriteOutermostBatch(const NodePtr& node, int64_t n,
     // padding_values, so each per-replica batch pads to ITS OWN maximum.
     // Case 2 slices the padded global batch (pieces keep its padded width).
     const auto& batch = static_cast<const PaddedBatchNode&>(*node);
-    const int64_t b = batch.batch_size();
-    sizes.push_back(b);
-    if (!batch.drop_remainder() && b % n == 0) {
-      TPUSIM_ASSIGN_OR_RETURN(
-          NodePtr mutated,
-          PaddedBatchNode::Make(batch.inputs()[0], b / n,
-                                batch.padded_shapes(), batch.padding_values(),
-                                /*drop_remainder=*/false));
-      return WithHostCost(std::move(mutated),
-                          common::Picoseconds(
-                              batch.host_cost_per_element().count() / n));
-    }
-    any_case2 = true;
-    const int64_t m = CeilDiv(b, n);
-    const bool exact = batch.drop_remainder() && b % n == 0;
-    return FlatMapNode::Make(node, [m, exact](const FunctionArg& arg) {
-      return Dataset::FromTensorSlices(arg.nest())
-          .Batch(m, /*drop_remainder=*/exact);
-    });
+    return RewriteBatchOp(
+        node, batch.batch_size(), batch.drop_remainder(), n,
+        [&batch](int64_t size) {
+          return PaddedBatchNode::Make(
+              batch.inputs()[0], size, batch.padded_shapes(),
+              batch.padding_values(), /*drop_remainder=*/false);
+        },
+        any_case2, sizes);
   }
   // WindowDataset is on TF 2.2's pass-through list too (tpusim's windows are
   // only consumed by a flat_map/interleave, whose body the rewrite enters

@@ -17,18 +17,16 @@
 //   resnet50_benchmark --sim_case=v4-8192   # one case in this process
 
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "common/status_macros.h"
+#include "tests/bench/sim_case_main.h"
 #include "scenarios/scenario_loader.h"
 #include "scenarios/train_runner.h"
 #include "strategy/runtime/slice.h"
@@ -102,53 +100,6 @@ void BM_Case(benchmark::State& state, const char* name) {
 }  // namespace tpusim::scenarios
 
 extern "C" int sc_main(int argc, char* argv[]) {
-  using tpusim::scenarios::kCases;
-  std::string only;
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--sim_case=", 11) == 0) {
-      only = argv[i] + 11;
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  if (only.empty()) {
-    int failures = 0;
-    for (const char* c : kCases) {
-      const pid_t pid = fork();
-      if (pid == 0) {
-        std::string flag = std::string("--sim_case=") + c;
-        std::vector<char*> args = rest;
-        args.push_back(flag.data());
-        args.push_back(nullptr);
-        execv("/proc/self/exe", args.data());
-        _exit(127);
-      }
-      int status = 0;
-      waitpid(pid, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
-    }
-    return failures == 0 ? 0 : 1;
-  }
-  bool known = false;
-  for (const char* c : kCases) {
-    if (only == c) {
-      known = true;
-      benchmark::RegisterBenchmark(
-          (std::string("BM_ResNet50Step/") + c).c_str(),
-          tpusim::scenarios::BM_Case, c)
-          ->Iterations(1)
-          ->Unit(benchmark::kSecond);
-    }
-  }
-  if (!known) {
-    std::fprintf(stderr, "--sim_case=%s: not one of v4-128, v4-1024, v4-8192\n",
-                 only.c_str());
-    return 1;
-  }
-  int n = static_cast<int>(rest.size());
-  benchmark::Initialize(&n, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return tpusim::bench::RunSimCases(argc, argv, tpusim::scenarios::kCases, "BM_ResNet50Step",
+                                    tpusim::scenarios::BM_Case);
 }

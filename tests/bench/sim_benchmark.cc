@@ -15,18 +15,16 @@
 //   sim_benchmark --sim_case=v4-8192
 
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "common/status_macros.h"
+#include "tests/bench/sim_case_main.h"
 #include "sim/sim_backend.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/runtime/host_backend.h"
@@ -192,45 +190,6 @@ void BM_Case(benchmark::State& state, const char* name) {
 }  // namespace tpusim::sim
 
 extern "C" int sc_main(int argc, char* argv[]) {
-  using tpusim::sim::kCases;
-  std::string only;
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--sim_case=", 11) == 0) {
-      only = argv[i] + 11;
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  if (only.empty()) {
-    int failures = 0;
-    for (const char* c : kCases) {
-      const pid_t pid = fork();
-      if (pid == 0) {
-        std::string flag = std::string("--sim_case=") + c;
-        std::vector<char*> args = rest;
-        args.push_back(flag.data());
-        args.push_back(nullptr);
-        execv("/proc/self/exe", args.data());
-        _exit(127);
-      }
-      int status = 0;
-      waitpid(pid, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
-    }
-    return failures == 0 ? 0 : 1;
-  }
-  for (const char* c : kCases) {
-    if (only == c) {
-      benchmark::RegisterBenchmark((std::string("BM_Sim/") + c).c_str(),
-                                   tpusim::sim::BM_Case, c)
-          ->Iterations(1)
-          ->Unit(benchmark::kSecond);
-    }
-  }
-  int n = static_cast<int>(rest.size());
-  benchmark::Initialize(&n, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return tpusim::bench::RunSimCases(argc, argv, tpusim::sim::kCases, "BM_Sim",
+                                    tpusim::sim::BM_Case);
 }
