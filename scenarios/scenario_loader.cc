@@ -464,19 +464,8 @@ class Validator {
     for (int i = 0; i < stages.size(); ++i) {
       const Stage& st = stages.Get(i);
       Cursor c = parent.Child(st, field, i);
-      if (++stage_count_ > kMaxScenarioStages) {
-        return parent.Error(
-            field, i, "",
-            absl::StrCat("the scenario has more than ", kMaxScenarioStages,
-                         " stages (counting nested pipelines); tpusim's limit "
-                         "keeps deep pipelines from exhausting the stack"));
-      }
-      const std::string name = StageName(st);
-      if (name.empty()) {
-        return parent.Error(
-            field, i, "",
-            absl::StrCat("empty stage; set exactly one of ", AllStageNames()));
-      }
+      TPUSIM_ASSIGN_OR_RETURN(const std::string name,
+                              CountedStageName(parent, st, field, i));
       if (i == 0 && !IsSource(st)) {
         return parent.Error(
             field, i, "",
@@ -490,16 +479,43 @@ class Validator {
             field, i, "",
             absl::StrCat("\"", name, "\" is a source and can only be stage 0"));
       }
-      TPUSIM_RETURN_IF_ERROR(CheckStage(c, st, name, /*first=*/i == 0));
-      if (st.has_host_cost_ns()) {
-        TPUSIM_RETURN_IF_ERROR(
-            CheckHostCostNs(c, "host_cost_ns", st.host_cost_ns()));
-        if (st.has_map() && st.map().has_cpu_cost_ns()) {
-          return c.Error("host_cost_ns", absl::StrCat(st.host_cost_ns()),
-                         "a map stage sets host_cost_ns or map.cpu_cost_ns, "
-                         "not both");
-        }
-      }
+      TPUSIM_RETURN_IF_ERROR(CheckStageAndCost(c, st, name, /*first=*/i == 0));
+    }
+    return absl::OkStatus();
+  }
+
+  // Counts stage `i` of `field` against kMaxScenarioStages and returns its
+  // kind's name; an empty stage is an error.
+  absl::StatusOr<std::string> CountedStageName(const Cursor& parent,
+                                               const Stage& st,
+                                               absl::string_view field, int i) {
+    if (++stage_count_ > kMaxScenarioStages) {
+      return parent.Error(
+          field, i, "",
+          absl::StrCat("the scenario has more than ", kMaxScenarioStages,
+                       " stages (counting nested pipelines); tpusim's limit "
+                       "keeps deep pipelines from exhausting the stack"));
+    }
+    std::string name = StageName(st);
+    if (name.empty()) {
+      return parent.Error(
+          field, i, "",
+          absl::StrCat("empty stage; set exactly one of ", AllStageNames()));
+    }
+    return name;
+  }
+
+  // The stage's own fields, then its host cost (any stage may declare one).
+  absl::Status CheckStageAndCost(const Cursor& c, const Stage& st,
+                                 const std::string& name, bool first) {
+    TPUSIM_RETURN_IF_ERROR(CheckStage(c, st, name, first));
+    if (!st.has_host_cost_ns()) return absl::OkStatus();
+    TPUSIM_RETURN_IF_ERROR(
+        CheckHostCostNs(c, "host_cost_ns", st.host_cost_ns()));
+    if (st.has_map() && st.map().has_cpu_cost_ns()) {
+      return c.Error("host_cost_ns", absl::StrCat(st.host_cost_ns()),
+                     "a map stage sets host_cost_ns or map.cpu_cost_ns, "
+                     "not both");
     }
     return absl::OkStatus();
   }
@@ -525,19 +541,8 @@ class Validator {
     for (int i = 0; i < stages.size(); ++i) {
       const Stage& st = stages.Get(i);
       Cursor c = parent.Child(st, field, i);
-      if (++stage_count_ > kMaxScenarioStages) {
-        return parent.Error(
-            field, i, "",
-            absl::StrCat("the scenario has more than ", kMaxScenarioStages,
-                         " stages (counting nested pipelines); tpusim's limit "
-                         "keeps deep pipelines from exhausting the stack"));
-      }
-      const std::string name = StageName(st);
-      if (name.empty()) {
-        return parent.Error(
-            field, i, "",
-            absl::StrCat("empty stage; set exactly one of ", AllStageNames()));
-      }
+      TPUSIM_ASSIGN_OR_RETURN(const std::string name,
+                              CountedStageName(parent, st, field, i));
       if (IsSource(st) && !IsReader(st)) {
         return parent.Error(
             field, i, "",
@@ -545,7 +550,7 @@ class Validator {
                          "\" is a source; a function body transforms the "
                          "function's dataset"));
       }
-      TPUSIM_RETURN_IF_ERROR(CheckStage(c, st, name, /*first=*/false));
+      TPUSIM_RETURN_IF_ERROR(CheckStageAndCost(c, st, name, /*first=*/false));
     }
     return absl::OkStatus();
   }

@@ -11,17 +11,15 @@
 // constant wall time per message.
 
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <array>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "tests/bench/sim_case_main.h"
 #include "common/status_macros.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/kernel.h"
@@ -124,46 +122,15 @@ void BM_AllReduce64MiB(benchmark::State& state, const Case* c) {
 
 extern "C" int sc_main(int argc, char* argv[]) {
   using tpusim::sim::net::kCases;
-  std::string only;
-  std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--net_case=", 11) == 0) {
-      only = argv[i] + 11;
-    } else {
-      rest.push_back(argv[i]);
-    }
-  }
-  if (only.empty()) {
-    // One child per case: SystemC elaborates once per process.
-    int failures = 0;
-    for (const auto& c : kCases) {
-      const pid_t pid = fork();
-      if (pid == 0) {
-        std::string flag = std::string("--net_case=") + c.name;
-        std::vector<char*> args = rest;
-        args.push_back(flag.data());
-        args.push_back(nullptr);
-        execv("/proc/self/exe", args.data());
-        _exit(127);
-      }
-      int status = 0;
-      waitpid(pid, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failures;
-    }
-    return failures == 0 ? 0 : 1;
-  }
-  for (const auto& c : kCases) {
-    if (only == c.name) {
-      benchmark::RegisterBenchmark(
-          (std::string("BM_AllReduce64MiB/") + c.name).c_str(),
-          tpusim::sim::net::BM_AllReduce64MiB, &c)
-          ->Iterations(1)
-          ->Unit(benchmark::kSecond);
-    }
-  }
-  int n = static_cast<int>(rest.size());
-  benchmark::Initialize(&n, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  std::vector<const char*> names;
+  for (const auto& c : kCases) names.push_back(c.name);
+  return tpusim::bench::RunSimCases(
+      argc, argv, "net_case", names, "BM_AllReduce64MiB",
+      [](benchmark::State& state, const char* name) {
+        for (const auto& c : kCases) {
+          if (std::string(name) == c.name) {
+            tpusim::sim::net::BM_AllReduce64MiB(state, &c);
+          }
+        }
+      });
 }

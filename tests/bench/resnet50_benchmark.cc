@@ -100,6 +100,6 @@ void BM_Case(benchmark::State& state, const char* name) {
 }  // namespace tpusim::scenarios
 
 extern "C" int sc_main(int argc, char* argv[]) {
-  return tpusim::bench::RunSimCases(argc, argv, tpusim::scenarios::kCases, "BM_ResNet50Step",
+  return tpusim::bench::RunSimCases(argc, argv, "sim_case", tpusim::scenarios::kCases, "BM_ResNet50Step",
                                     tpusim::scenarios::BM_Case);
 }

@@ -190,6 +190,6 @@ void BM_Case(benchmark::State& state, const char* name) {
 }  // namespace tpusim::sim
 
 extern "C" int sc_main(int argc, char* argv[]) {
-  return tpusim::bench::RunSimCases(argc, argv, tpusim::sim::kCases, "BM_Sim",
+  return tpusim::bench::RunSimCases(argc, argv, "sim_case", tpusim::sim::kCases, "BM_Sim",
                                     tpusim::sim::BM_Case);
 }

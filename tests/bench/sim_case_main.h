@@ -1,13 +1,14 @@
 // tests/bench/sim_case_main.h
 //
 // The sc_main of a benchmark whose cases each need a SystemC kernel of their
-// own (SystemC elaborates once per process): without --sim_case it re-runs
-// itself once per case, each child with --sim_case=NAME, and fails if a child
-// did; with it, it registers that one case as `prefix/NAME` (one iteration,
-// seconds) and runs Google Benchmark on it.
+// own (SystemC elaborates once per process): without --FLAG it re-runs itself
+// once per case, each child with --FLAG=NAME, and fails if a child did; with
+// it, it registers that one case as `prefix/NAME` (one iteration, seconds)
+// and runs Google Benchmark on it. An unknown NAME exits 1 listing the cases.
 //
 //   extern "C" int sc_main(int argc, char* argv[]) {
-//     return tpusim::bench::RunSimCases(argc, argv, kCases, "BM_Sim", BM_Case);
+//     return tpusim::bench::RunSimCases(argc, argv, "sim_case", kCases,
+//                                       "BM_Sim", BM_Case);
 //   }
 
 #ifndef TPUSIM_TESTS_BENCH_SIM_CASE_MAIN_H_
@@ -27,14 +28,15 @@
 
 namespace tpusim::bench {
 
-inline int RunSimCases(int argc, char* argv[],
+inline int RunSimCases(int argc, char* argv[], const char* flag,
                        absl::Span<const char* const> cases, const char* prefix,
                        void (*bm)(benchmark::State&, const char*)) {
+  const std::string option = std::string("--") + flag + "=";
   std::string only;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--sim_case=", 11) == 0) {
-      only = argv[i] + 11;
+    if (std::strncmp(argv[i], option.c_str(), option.size()) == 0) {
+      only = argv[i] + option.size();
     } else {
       rest.push_back(argv[i]);
     }
@@ -44,9 +46,9 @@ inline int RunSimCases(int argc, char* argv[],
     for (const char* c : cases) {
       const pid_t pid = fork();
       if (pid == 0) {
-        std::string flag = std::string("--sim_case=") + c;
+        std::string arg = option + c;
         std::vector<char*> args = rest;
-        args.push_back(flag.data());
+        args.push_back(arg.data());
         args.push_back(nullptr);
         execv("/proc/self/exe", args.data());
         _exit(127);
@@ -68,8 +70,8 @@ inline int RunSimCases(int argc, char* argv[],
     }
   }
   if (!known) {
-    std::fprintf(stderr, "--sim_case=%s: not one of %s\n", only.c_str(),
-                 absl::StrJoin(cases, ", ").c_str());
+    std::fprintf(stderr, "%s%s: not one of %s\n", option.c_str(),
+                 only.c_str(), absl::StrJoin(cases, ", ").c_str());
     return 1;
   }
   int n = static_cast<int>(rest.size());

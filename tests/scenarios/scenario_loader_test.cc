@@ -76,6 +76,17 @@ TEST(ScenarioLoaderTest, HostCostsMustBeNonNegativeNanoseconds) {
                "host_cost_ns or map.cpu_cost_ns, not both"));
 }
 
+TEST(ScenarioLoaderTest, AFunctionBodyStagesHostCostIsCheckedToo) {
+  EXPECT_THAT(
+      ErrorOf(std::string(kCluster) +
+              "pipeline { range { stop: 16 } }\n"
+              "pipeline { window { size: 4 flat_map { batch { batch_size: 4 } "
+              "host_cost_ns: -3 } } }\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("host_cost_ns=-3: must be in [0, 9223372036854775] "
+                         "(nanoseconds of host CPU per element)")));
+}
+
 TEST(ScenarioLoaderTest, UnknownFieldNamesLineColumnAndField) {
   EXPECT_THAT(
       ErrorOf(std::string(kCluster) + "pipeline { range { stp: 16 } }\n"),
