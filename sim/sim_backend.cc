@@ -173,45 +173,58 @@ class SimPod {
   int64_t late_starts_ = 0;
 };
 
+// What the timing walk needs of an executable; shared with the calls that
+// wait to be timed, so the executable may go before they are.
+struct SimSchedule {
+  std::unique_ptr<runtime::Executable> host;
+  CompiledProgram compiled;
+  // Per kernel: the parameter indices it reads.
+  std::vector<std::vector<int>> kernel_parameters;
+
+  const runtime::Program& program() const { return host->program(); }
+};
+
 class SimExecutable final : public runtime::Executable {
  public:
-  SimExecutable(std::unique_ptr<runtime::Executable> host, CompiledProgram c)
-      : host_(std::move(host)), compiled_(std::move(c)) {
+  SimExecutable(std::unique_ptr<runtime::Executable> host, CompiledProgram c) {
+    auto s = std::make_shared<SimSchedule>();
+    s->host = std::move(host);
+    s->compiled = std::move(c);
     // The parameters each kernel reads (through reshapes): its infeed.
-    const std::vector<runtime::Op>& ops = host_->program().ops();
+    const std::vector<runtime::Op>& ops = s->program().ops();
     auto root_parameter = [&](int v) {
       while (ops[v].code == OpCode::kReshape) v = ops[v].operands[0];
       return ops[v].code == OpCode::kParameter ? v : -1;
     };
-    kernel_parameters_.resize(compiled_.kernels.size());
-    for (size_t k = 0; k < compiled_.kernels.size(); ++k) {
-      for (int op : compiled_.kernels[k].op_ids) {
+    s->kernel_parameters.resize(s->compiled.kernels.size());
+    for (size_t k = 0; k < s->compiled.kernels.size(); ++k) {
+      for (int op : s->compiled.kernels[k].op_ids) {
         for (int o : ops[op].operands) {
           const int p = root_parameter(o);
           if (p >= 0) {
-            kernel_parameters_[k].push_back(
+            s->kernel_parameters[k].push_back(
                 static_cast<int>(ops[p].attrs.parameter_index));
           }
         }
       }
     }
+    schedule_ = std::move(s);
   }
-  const runtime::Program& program() const override { return host_->program(); }
+  const runtime::Program& program() const override {
+    return schedule_->program();
+  }
   const runtime::CompileOptions& options() const override {
-    return host_->options();
+    return schedule_->host->options();
   }
-  runtime::OpCost cost() const override { return host_->cost(); }
-  const runtime::Executable& host() const { return *host_; }
-  const CompiledProgram& compiled() const { return compiled_; }
-  // Per kernel: the parameter indices it reads.
-  const std::vector<std::vector<int>>& kernel_parameters() const {
-    return kernel_parameters_;
+  runtime::OpCost cost() const override { return schedule_->host->cost(); }
+  const runtime::Executable& host() const { return *schedule_->host; }
+  const CompiledProgram& compiled() const { return schedule_->compiled; }
+  const std::shared_ptr<const SimSchedule>& schedule() const {
+    return schedule_;
   }
 
  private:
-  std::unique_ptr<runtime::Executable> host_;
-  CompiledProgram compiled_;
-  std::vector<std::vector<int>> kernel_parameters_;
+  std::shared_ptr<const SimSchedule> schedule_;
 };
 
 namespace {
@@ -390,6 +403,8 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
   host_options.num_threads = options_.host_threads;
   host_ = std::make_unique<runtime::HostBackend>(layout_.devices, host_options);
   variable_bytes_.assign(layout_.num_devices(), {});
+  dma_.assign(layout_.num_devices(), {});
+  next_dma_batch_.assign(layout_.num_devices(), 0);
   ResetProfile();
 }
 
@@ -521,20 +536,87 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
       }
     }
   }
+  // A timing error of an earlier call fails this one (its values would be
+  // right, but the timeline is not).
+  TPUSIM_RETURN_IF_ERROR(settle_error_);
   absl::StatusOr<runtime::SpmdOutputs> outputs =
       loop ? host_->ExecuteSpmdLoop(exe->host(), assignment, iterations)
            : host_->ExecuteSpmd(exe->host(), assignment, iterations[0]);
   if (!outputs.ok()) return outputs.status();
-  TPUSIM_RETURN_IF_ERROR(Simulate(*exe, assignment, iterations, batches));
+  // Queue the call's batches in the host model (that carries no time: the
+  // pipeline's order is the order they are added), then time what is ready.
+  PendingCall call;
+  call.number = ++calls_;
+  call.exe = exe->schedule();
+  call.assignment = assignment;
+  call.batches.resize(iterations.size());
+  for (size_t k = 0; k < iterations.size(); ++k) {
+    for (const auto& [d, batch] : batches[k]) {
+      TPUSIM_ASSIGN_OR_RETURN(
+          call.batches[k][d], hosts_->AddBatch(d, batch.host_cost, batch.bytes));
+    }
+  }
+  call.added.resize(num_devices);
+  for (int d = 0; d < num_devices; ++d) call.added[d] = hosts_->added(d);
+  pending_.push_back(std::move(call));
+  TPUSIM_RETURN_IF_ERROR(Settle(/*all=*/false));
   return outputs;
 }
 
-absl::Status SimBackend::Simulate(
-    const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
-    absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
-    absl::Span<const std::map<int, Infeed>> batches) {
+absl::Status SimBackend::Settle(bool all) const {
+  // tpusim's choice: at most this many calls wait to be timed.
+  constexpr size_t kMaxPendingCalls = 16;
+  const int64_t depth = options_.prefetch_depth;
+  auto ready = [&](const PendingCall& c) {
+    if (all || pending_.size() > kMaxPendingCalls) return true;
+    // Every device fed so far has `depth` batches queued after the call's:
+    // a later batch waits for one of those to be taken, after the call.
+    for (size_t d = 0; d < c.added.size(); ++d) {
+      if (c.added[d] > 0 && hosts_->added(static_cast<int>(d)) <
+                                c.added[d] + depth) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (settle_error_.ok() && !pending_.empty() && ready(pending_.front())) {
+    const PendingCall call = std::move(pending_.front());
+    pending_.pop_front();
+    absl::Status st = Simulate(call);
+    if (!st.ok()) {
+      settle_error_ = absl::Status(
+          st.code(), absl::StrCat("timing call ", call.number, " (program ",
+                                  call.exe->program().name(),
+                                  ") on the simulated pod: ", st.message()));
+      pending_.clear();
+    }
+  }
+  return settle_error_;
+}
+
+absl::Status SimBackend::RegisterInfeedDma(int d) const {
+  for (int64_t& i = next_dma_batch_[d]; i < hosts_->added(d); ++i) {
+    absl::StatusOr<BatchTiming> t = hosts_->Timing(d, i);
+    // Not timeable yet: it waits for a take (FailedPrecondition); or taken
+    // already, before it could be registered (NotFound).
+    if (absl::IsFailedPrecondition(t.status())) break;
+    if (absl::IsNotFound(t.status())) continue;
+    if (!t.ok()) return t.status();
+    if (t->dma_start < t->arrival && t->bytes > 0) {
+      dma_[d].push_back(
+          DmaWindow{t->dma_start, t->arrival,
+                    static_cast<double>(t->bytes) /
+                        ((t->arrival - t->dma_start).count() * 1e-12)});
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
+  const SimSchedule& exe = *call_info.exe;
+  const runtime::SpmdAssignment& assignment = call_info.assignment;
   const runtime::Program& program = exe.program();
-  const CompiledProgram& compiled = exe.compiled();
+  const CompiledProgram& compiled = exe.compiled;
   const std::vector<Kernel>& kernels = compiled.kernels;
   const int num_devices = layout_.num_devices();
   const std::vector<runtime::Op>& ops = program.ops();
@@ -568,11 +650,6 @@ absl::Status SimBackend::Simulate(
   std::vector<int> collective_of(kernels.size(), -1);
   pod_->ClearCollectives();
   const double hbm_rate = rates_.hbm_bytes_per_second;
-  // HBM shared with collective DMA: per (replica, core), until when its
-  // collectives' DMA runs and at what HBM rate (bytes read to send plus bytes
-  // written on receipt). See ComputeShare.
-  std::vector<Picoseconds> dma_until(clock.size(), Picoseconds(0));
-  std::vector<double> dma_rate(clock.size(), 0.0);
 
   // The device waits for its batch when a kernel first reads an argument.
   std::map<int, int64_t> untaken;  // device -> its batch of this iteration
@@ -582,6 +659,8 @@ absl::Status SimBackend::Simulate(
     if (it == untaken.end()) return ready;
     TPUSIM_ASSIGN_OR_RETURN(Taken t, hosts_->Take(d, it->second, ready));
     untaken.erase(it);
+    // The take frees a prefetch slot: a later batch can now be timed.
+    TPUSIM_RETURN_IF_ERROR(RegisterInfeedDma(d));
     if (!wait) return ready;
     const size_t slot = slot_of[d];
     input[slot] += t.input_wait;
@@ -600,12 +679,11 @@ absl::Status SimBackend::Simulate(
     return t.start;
   };
 
-  for (size_t iteration = 0; iteration < iterations.size(); ++iteration) {
-    if (iteration < batches.size()) {
-      for (const auto& [d, batch] : batches[iteration]) {
-        TPUSIM_ASSIGN_OR_RETURN(
-            untaken[d], hosts_->AddBatch(d, batch.host_cost, batch.bytes));
-      }
+  const size_t num_iterations = call_info.batches.size();
+  for (size_t iteration = 0; iteration < num_iterations; ++iteration) {
+    for (const auto& [d, index] : call_info.batches[iteration]) {
+      untaken[d] = index;
+      TPUSIM_RETURN_IF_ERROR(RegisterInfeedDma(d));
     }
     for (size_t k = 0; k < kernels.size(); ++k) {
       const Kernel& kernel = kernels[k];
@@ -687,16 +765,13 @@ absl::Status SimBackend::Simulate(
           Picoseconds at = clock[r * cores + c];
           for (int dep : kernel.deps) at = Max(at, finished[dep * replicas + r]);
           // A collective of an argument waits for the device's batch.
-          if (!exe.kernel_parameters()[k].empty()) {
+          if (!exe.kernel_parameters[k].empty()) {
             TPUSIM_ASSIGN_OR_RETURN(at, take(dev(r, c), at, /*wait=*/true));
             clock[r * cores + c] = Max(clock[r * cores + c], at);
           }
           if (dma_bytes_per_second > 0) {
-            const size_t slot = r * cores + c;
-            // Overlapping windows add their rates.
-            dma_rate[slot] = (at < dma_until[slot] ? dma_rate[slot] : 0.0) +
-                             dma_bytes_per_second;
-            dma_until[slot] = Max(dma_until[slot], at + dma_window);
+            dma_[dev(r, c)].push_back(
+                DmaWindow{at, at + dma_window, dma_bytes_per_second});
           }
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
@@ -738,7 +813,7 @@ absl::Status SimBackend::Simulate(
         for (int dep : kernel.deps) ready = Max(ready, finished[dep * replicas + r]);
         // Its arguments must be on the device: the first kernel that reads
         // one waits for the device's batch.
-        if (!exe.kernel_parameters()[k].empty()) {
+        if (!exe.kernel_parameters[k].empty()) {
           TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
         }
         Picoseconds end = ready;
@@ -762,24 +837,17 @@ absl::Status SimBackend::Simulate(
                 {d, kernel.name, ready.count(), end.count(), "collective"});
           }
         } else {
-          // HBM is shared with collective DMA in flight: until the DMA
-          // window ends the kernel gets what the DMA leaves, and at least
-          // half (tpusim's choice of arbitration: a fair share when both want
-          // more than half); after it, the full rate. The kernel's HBM time
-          // is its bytes over that piecewise rate, passed on as one
-          // effective rate.
-          double share = hbm_rate;
-          const double bytes = static_cast<double>(kernel.work.hbm_bytes);
-          if (ready < dma_until[slot] && bytes > 0) {
-            const double during =
-                std::max(hbm_rate - dma_rate[slot], hbm_rate / 2);
-            const double window = (dma_until[slot] - ready).count() * 1e-12;
-            const double seconds =
-                bytes <= during * window
-                    ? bytes / during
-                    : window + (bytes - during * window) / hbm_rate;
-            share = bytes / seconds;
-          }
+          // HBM is shared with the DMA in flight on the device (collective
+          // and infeed): see HbmShare.
+          std::vector<DmaWindow>& windows = dma_[d];
+          windows.erase(std::remove_if(windows.begin(), windows.end(),
+                                       [&](const DmaWindow& w) {
+                                         return w.end <= ready;
+                                       }),
+                        windows.end());
+          const double share = HbmShare(
+              static_cast<double>(kernel.work.hbm_bytes), ready, windows,
+              hbm_rate);
           const KernelTime t = KernelDuration(rates_, kernel.work, share);
           ++stats_.kernels;
           end = ready + t.total;
@@ -830,7 +898,7 @@ absl::Status SimBackend::Simulate(
   Step step;
   step.start_ps = call.count();
   step.end_ps = end.count();
-  step.steps = static_cast<int64_t>(iterations.size());
+  step.steps = static_cast<int64_t>(num_iterations);
   step.exposed_collective_ps = exposed[last].count();
   step.hidden_collective_ps =
       std::max<int64_t>(0, (collective_time[last] - exposed[last]).count());
@@ -841,8 +909,9 @@ absl::Status SimBackend::Simulate(
   now_ = end;
   // Host spans: each batch's pipeline work and its PCIe transfer.
   if (options_.record_spans) {
-    for (const auto& [device, b] : hosts_->History()) {
-      const int host = layout_.devices[device].task;
+    // History() pairs a host with a batch (whose device id is global).
+    for (const auto& [host, b] : hosts_->History()) {
+      const int device = b.device;
       if (b.produce_start < b.produce_end) {
         spans_.push_back(Span{-1,
                               absl::StrCat("input batch ", b.index,
@@ -861,7 +930,48 @@ absl::Status SimBackend::Simulate(
   return absl::OkStatus();
 }
 
+Picoseconds SimBackend::Now() const {
+  (void)Settle(/*all=*/true);  // an error is CollectProfile's to return
+  return now_;
+}
+
+double SimBackend::HbmShare(double bytes, Picoseconds ready,
+                            absl::Span<const DmaWindow> windows,
+                            double hbm_rate) {
+  if (bytes <= 0 || windows.empty()) return hbm_rate;
+  // The times after `ready` where the DMA rate changes.
+  std::vector<Picoseconds> cuts;
+  for (const DmaWindow& w : windows) {
+    if (w.end <= ready) continue;
+    cuts.push_back(Max(w.start, ready));
+    cuts.push_back(w.end);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  double left = bytes, seconds = 0;
+  Picoseconds t = ready;
+  for (const Picoseconds cut : cuts) {
+    if (cut <= t) continue;
+    double dma = 0;
+    for (const DmaWindow& w : windows) {
+      if (w.start <= t && t < w.end) dma += w.rate;
+    }
+    const double rate = std::max(hbm_rate - dma, hbm_rate / 2);
+    const double span = (cut - t).count() * 1e-12;
+    if (left <= rate * span) {
+      seconds += left / rate;
+      left = 0;
+      break;
+    }
+    left -= rate * span;
+    seconds += span;
+    t = cut;
+  }
+  seconds += left / hbm_rate;
+  return bytes / seconds;
+}
+
 absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
+  TPUSIM_RETURN_IF_ERROR(Settle(/*all=*/true));
   TPUSIM_ASSIGN_OR_RETURN(runtime::Profile p, host_->CollectProfile());
   p.set_backend("sim");
   for (int d = 0; d < p.devices_size() && d < static_cast<int>(timing_.size());
@@ -921,6 +1031,7 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
 }
 
 SimBackend::SimStats SimBackend::Stats() const {
+  (void)Settle(/*all=*/true);  // an error is CollectProfile's to return
   SimStats s = stats_;
   s.network_events = pod_->network().events();
   for (int d = 0; d < layout_.num_devices(); ++d) {
@@ -930,6 +1041,9 @@ SimBackend::SimStats SimBackend::Stats() const {
 }
 
 void SimBackend::ResetProfile() {
+  // The calls before the reset are timed first (an error stays for the next
+  // Execute or CollectProfile).
+  (void)Settle(/*all=*/true);
   host_->ResetProfile();
   timing_.assign(layout_.num_devices(), DeviceTiming{});
   spans_.clear();

@@ -22,9 +22,9 @@
 // * A call starts on the host at the current simulated time and pays the
 //   host-loop overhead H once; each device then runs its ops in program order
 //   as kernels, starting no earlier than its arguments' infeed arrival.
-// * Every op is one kernel (no fusion yet): max(MXU, vector, HBM) time plus
-//   the issue overhead; parameter, constant, replica_id, reshape and
-//   variable_read take no time.
+// * Ops run as the kernels sim/compile makes of them (fusions): max(MXU,
+//   vector, HBM) time plus the issue overhead; parameter, constant,
+//   replica_id, reshape and variable_read take no time.
 // * A collective starts (on sim/net) as soon as its operand is ready on each
 //   member and the device goes on with independent ops; the first op that
 //   uses the result waits for it (the wait is exposed collective time).
@@ -42,10 +42,29 @@
 // * HBM holds the variables, the arguments and the peak live set of the
 //   program; a call that does not fit is ResourceExhausted naming the device,
 //   the bytes, the capacity and the five largest live values.
+// * HBM bandwidth is shared between a device's kernels and the DMA that
+//   overlaps them: a collective's (what it sends is read from HBM, what it
+//   receives written) and the infeed's (a batch crossing PCIe is written
+//   into HBM). A kernel gets what the DMA leaves, and never less than half
+//   (tpusim's arbitration choice: a fair share when both want more than
+//   half). Since PCIe is far slower than HBM, infeed DMA always runs at its
+//   PCIe rate and the kernels it overlaps pay for it.
+//
+// Timing is settled lazily (values are not: they are computed when the call
+// is made). A batch is prefetched by its host while earlier calls run, so its
+// DMA can overlap kernels of a call made before the batch was transferred.
+// The backend therefore times a call only once every device fed so far has
+// prefetch_depth more batches queued behind it (no later batch can start its
+// DMA before the call ends), or when something observes the timeline: Now(),
+// Stats(), CollectProfile(), ResetProfile() (or 16 calls wait: a bound on
+// memory, tpusim's choice). An error of the timing walk (a simulated clock
+// past int64 picoseconds) is returned by the next Execute or
+// CollectProfile, naming the call it came from, and every later one.
 
 #ifndef TPUSIM_SIM_SIM_BACKEND_H_
 #define TPUSIM_SIM_SIM_BACKEND_H_
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,6 +90,7 @@ class PodSpec;
 namespace tpusim::sim {
 
 class SimExecutable;
+struct SimSchedule;
 class SimPod;
 
 struct SimBackendOptions {
@@ -149,8 +169,8 @@ class SimBackend final : public runtime::Backend {
   const runtime::SliceLayout& layout() const { return layout_; }
   const ChipPreset& preset() const { return preset_; }
   const DeviceRates& rates() const { return rates_; }
-  // Simulated time now (the end of the last call).
-  common::Picoseconds Now() const { return now_; }
+  // Simulated time now (the end of the last call; settles the timeline).
+  common::Picoseconds Now() const;
 
   // Work simulated since construction (speed figures for benchmarks).
   struct SimStats {
@@ -162,6 +182,17 @@ class SimBackend final : public runtime::Backend {
   SimStats Stats() const;
 
  private:
+  struct Infeed;
+  // A call whose values were computed and whose timing waits (Settle).
+  struct PendingCall {
+    int64_t number = 0;  // 1, 2, ... in call order
+    std::shared_ptr<const SimSchedule> exe;
+    runtime::SpmdAssignment assignment;
+    // Per iteration: device -> the number of its batch in the host model.
+    std::vector<std::map<int, int64_t>> batches;
+    // Per device: the batches queued in the host model up to this call.
+    std::vector<int64_t> added;
+  };
   SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
              SimBackendOptions options);
   static absl::StatusOr<std::unique_ptr<SimBackend>> CreateWithPreset(
@@ -172,12 +203,21 @@ class SimBackend final : public runtime::Backend {
       const runtime::SpmdAssignment& assignment,
       absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
       bool loop);
+  // Times the waiting calls that are ready (all of them with `all`), oldest
+  // first. The first error is kept and returned from then on.
+  absl::Status Settle(bool all) const;
   // The timing walk of one call (K iterations).
-  struct Infeed;
-  absl::Status Simulate(
-      const SimExecutable& exe, const runtime::SpmdAssignment& assignment,
-      absl::Span<const std::vector<std::vector<runtime::Buffer*>>> iterations,
-      absl::Span<const std::map<int, Infeed>> batches);
+  absl::Status Simulate(const PendingCall& call) const;
+  // Registers the DMA windows of device d's batches that the host model can
+  // time now (their prefetch slot is free), from its next unregistered one.
+  absl::Status RegisterInfeedDma(int d) const;
+  struct DmaWindow;
+  // The HBM rate a kernel that moves `bytes` from `ready` on gets on average,
+  // with DMA over `windows`: at each moment what the DMA leaves, and at
+  // least half of `hbm_rate` (tpusim's arbitration choice: a fair share when
+  // both want more than half); the full rate after the windows.
+  static double HbmShare(double bytes, common::Picoseconds ready,
+                         absl::Span<const DmaWindow> windows, double hbm_rate);
 
   runtime::SliceLayout layout_;
   ChipPreset preset_;  // the generation's, with any custom numbers
@@ -185,7 +225,6 @@ class SimBackend final : public runtime::Backend {
   SimBackendOptions options_;
   std::unique_ptr<runtime::HostBackend> host_;
   std::unique_ptr<SimPod> pod_;
-  common::Picoseconds now_;
   // The hosts' input pipelines and PCIe links.
   std::unique_ptr<SliceHosts> hosts_;
   // Transferred arguments not yet used by a call: their device, bytes and
@@ -198,6 +237,7 @@ class SimBackend final : public runtime::Backend {
   absl::flat_hash_map<const runtime::Buffer*, Infeed> infeed_;
   // Variable bytes per (device, slot).
   std::vector<std::map<int, int64_t>> variable_bytes_;
+  // The timeline, settled lazily by const observers (Settle): mutable.
   // Timing counters, spans and steps since the last ResetProfile (the
   // Profile proto is built from them by CollectProfile).
   struct DeviceTiming {
@@ -224,10 +264,27 @@ class SimBackend final : public runtime::Backend {
     int64_t input_wait_ps = 0;
     int64_t host_overhead_ps = 0;
   };
-  std::vector<DeviceTiming> timing_;
-  std::vector<Span> spans_;
-  std::vector<Step> steps_;
-  SimStats stats_;
+  // DMA into or out of one device's HBM over [start, end) at `rate` bytes
+  // per second.
+  struct DmaWindow {
+    common::Picoseconds start;
+    common::Picoseconds end;
+    double rate;
+  };
+  mutable std::vector<DeviceTiming> timing_;
+  mutable std::vector<Span> spans_;
+  mutable std::vector<Step> steps_;
+  mutable SimStats stats_;
+  mutable common::Picoseconds now_;
+  // Calls made but not yet timed, oldest first; calls made so far.
+  mutable std::deque<PendingCall> pending_;
+  int64_t calls_ = 0;
+  // The first error of the timing walk (sticky).
+  mutable absl::Status settle_error_;
+  // Per device: DMA windows (collective and infeed) not yet over, and the
+  // next batch whose infeed window is not registered.
+  mutable std::vector<std::vector<DmaWindow>> dma_;
+  mutable std::vector<int64_t> next_dma_batch_;
   // Link counters at the last ResetProfile (the network's run on).
   std::vector<std::pair<int64_t, int64_t>> link_base_;
 };

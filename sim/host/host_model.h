@@ -214,6 +214,10 @@ class SliceHosts {
 
   int num_hosts() const { return static_cast<int>(hosts_.size()); }
   int num_devices() const { return static_cast<int>(place_.size()); }
+  // Batches queued for a device so far. Requires a valid id.
+  int64_t added(int device_id) const {
+    return hosts_[place_[device_id].host].added(place_[device_id].local);
+  }
   // The host (task) of a device, and its index on that host. Requires a valid
   // id.
   int host_of(int device_id) const { return place_[device_id].host; }

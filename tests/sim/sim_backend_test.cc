@@ -5,9 +5,11 @@
 #include "sim/sim_backend.h"
 
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -255,6 +257,114 @@ TEST(SimBackendTest, CollectiveDmaSharesHbmWithOverlappedKernels) {
   EXPECT_GE(alone - issue, static_cast<int64_t>(full_rate_ps));
   EXPECT_GT(shared, alone);
   EXPECT_LE(shared - issue, 2 * (alone - issue) + 1);
+}
+
+// The infeed's DMA writes each batch into HBM while kernels run: a kernel it
+// overlaps gets the HBM rate less the PCIe rate. The batch of a later call
+// counts too: the host prefetched it while this call ran.
+TEST(SimBackendTest, InfeedDmaSharesHbmWithOverlappedKernels) {
+  auto sim = SimBackend::Create("v4-8");  // one host, 4 chips, PCIe per chip
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = 4;
+  // A memory-bound kernel that reads no argument (so it does not wait for
+  // the batch), then one that reads the batch of `elements` floats.
+  std::vector<std::unique_ptr<runtime::Executable>> exes;
+  std::vector<std::unique_ptr<Buffer>> owned;
+  auto call = [&](int64_t elements) {
+    ProgramBuilder b(absl::StrCat("infeed_share", elements), n);
+    Value x = *b.Parameter(DType::kF32, Shape({elements}));
+    Value ones = *b.Broadcast(*b.Constant(Tensor::Scalar<float>(1.f)),
+                              {4 << 20});
+    Value y = *b.Add(ones, ones);  // writes 16 MiB: HBM-bound
+    Value z = *b.Add(x, x);
+    Program p = *std::move(b).Build({y, z});
+    auto exe = s.Compile(p, {n, 1});
+    ASSERT_THAT(exe, IsOk());
+    exes.push_back(std::move(*exe));
+    std::vector<std::vector<Buffer*>> args(n);
+    for (int r = 0; r < n; ++r) {
+      owned.push_back(*s.TransferToDevice(
+          r, Tensor::Abstract(DType::kF32, Shape({elements}))));
+      args[r].push_back(owned.back().get());
+    }
+    EXPECT_THAT(s.ExecuteSpmd(*exes.back(), {OneCorePerReplica(n)}, args),
+                IsOk());
+  };
+  // Batch 1 is 1 GiB per chip: 67 ms on PCIe, from time 0 (zero host cost,
+  // prefetch depth 2), so it overlaps the kernels of calls 0 and 1. Batches
+  // 0 and 2 are 64 bytes.
+  call(16);
+  call(1 << 28);
+  call(16);
+  auto profile = s.CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  std::vector<int64_t> exp_ps;
+  int64_t dma_start = -1, dma_end = -1;
+  for (const auto& span : profile->spans()) {
+    if (span.device_id() == 0 && span.category() == "memory" &&
+        absl::StrContains(span.name(), "fusion")) {
+      exp_ps.push_back(span.end_ps() - span.start_ps());
+    }
+    if (span.category() == "pcie" &&
+        span.name() == "infeed to device 0" &&
+        span.end_ps() - span.start_ps() > 1000000) {
+      dma_start = span.start_ps();
+      dma_end = span.end_ps();
+    }
+  }
+  ASSERT_EQ(exp_ps.size(), 3u);
+  ASSERT_GE(dma_start, 0);
+  const double hbm = s.rates().hbm_bytes_per_second;
+  const double pcie = (int64_t{1} << 30) / ((dma_end - dma_start) * 1e-12);
+  EXPECT_NEAR(pcie, 16e9, 1e3);  // sheet A.8: 16 GB/s per v4 chip
+  const int64_t issue = s.rates().issue_overhead.count();
+  // Call 2 ran after the big batch arrived: the full HBM rate. Calls 0 and
+  // 1 ran inside its DMA: HBM less PCIe.
+  const double alone = static_cast<double>(exp_ps[2] - issue);
+  EXPECT_NEAR(alone, (16 << 20) / hbm * 1e12, 10);  // + the 4-byte constant
+  for (int c : {0, 1}) {
+    EXPECT_NEAR((exp_ps[c] - issue) / alone, hbm / (hbm - pcie), 1e-6)
+        << "call " << c;
+  }
+}
+
+// A timing error surfaces at the next Execute or CollectProfile (timing is
+// settled lazily), naming the call it came from, and stays.
+TEST(SimBackendTest, ATimingErrorNamesItsCallAndStays) {
+  auto sim = SimBackend::Create("v4-8");
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = 4;
+  ProgramBuilder b("too_dear", n);
+  Value x = *b.Parameter(DType::kF32, Shape({4}));
+  Program p = *std::move(b).Build({*b.Add(x, x)});
+  auto exe = s.Compile(p, {n, 1});
+  ASSERT_THAT(exe, IsOk());
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> args(n);
+  runtime::TransferOptions dear;
+  dear.host_cost = common::Picoseconds(std::numeric_limits<int64_t>::max());
+  for (int r = 0; r < n; ++r) {
+    owned.push_back(
+        *s.TransferToDevice(r, Tensor::Abstract(DType::kF32, Shape({4})), dear));
+    args[r].push_back(owned.back().get());
+  }
+  // The values are computed; the timing waits for later batches.
+  EXPECT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
+  const auto is_the_error = StatusIs(
+      absl::StatusCode::kOutOfRange,
+      AllOf(HasSubstr("timing call 1 (program too_dear) on the simulated "
+                      "pod: batch 0 of device 0 would end past the simulated "
+                      "clock's range")));
+  EXPECT_THAT(s.CollectProfile().status(), is_the_error);
+  for (int r = 0; r < n; ++r) {
+    owned.push_back(
+        *s.TransferToDevice(r, Tensor::Abstract(DType::kF32, Shape({4}))));
+    args[r][0] = owned.back().get();
+  }
+  EXPECT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args).status(),
+              is_the_error);
 }
 
 TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
