@@ -207,18 +207,30 @@ absl::StatusOr<TracedValue> Norm(Tape& t, TracedValue x, int gamma_index,
   for (int i = 0; i < rank - 1; ++i) outer.push_back(i);
   ASSIGN(TracedValue g, t.Param(gamma_index));
   ASSIGN(TracedValue b, t.Param(beta_index));
+  // The statistics in one pass over x, as XLA's batch-norm expander and
+  // Flax's fast variance take them: var = max(0, E[x^2] - E[x]^2). The two
+  // means are sibling reductions of x: one fused kernel reads x once.
   ASSIGN(TracedValue mean, c.ReduceMean(x, axes, /*keepdims=*/true));
-  ASSIGN(TracedValue xc, c.Sub(x, mean));
-  ASSIGN(TracedValue xc2, c.Mul(xc, xc));
-  ASSIGN(TracedValue var, c.ReduceMean(xc2, axes, true));
+  ASSIGN(TracedValue x2, c.Mul(x, x));
+  ASSIGN(TracedValue mean_x2, c.ReduceMean(x2, axes, true));
+  ASSIGN(TracedValue mean2, c.Mul(mean, mean));
+  ASSIGN(TracedValue diff, c.Sub(mean_x2, mean2));
+  ASSIGN(TracedValue zero, t.s().Scalar(0));
+  ASSIGN(TracedValue var, c.Maximum(diff, zero));
   ASSIGN(TracedValue e, t.s().Scalar(eps));
   ASSIGN(TracedValue ve, c.Add(var, e));
   ASSIGN(TracedValue rstd, c.Rsqrt(ve));
+  ASSIGN(TracedValue xc, c.Sub(x, mean));
   ASSIGN(TracedValue xhat, c.Mul(xc, rstd));
   ASSIGN(TracedValue yg, c.Mul(xhat, g));
   ASSIGN(TracedValue y, c.Add(yg, b));
-  t.Record([&t, x, g, xhat, rstd, y, axes, outer, gamma_index,
-            beta_index]() -> absl::Status {
+  // Elements each statistic is taken over.
+  int64_t m = 1;
+  for (int64_t a : axes) {
+    m *= xt.shape.dims()[static_cast<size_t>(a < 0 ? a + rank : a)];
+  }
+  t.Record([&t, x, g, xhat, rstd, y, axes, outer, gamma_index, beta_index,
+            m]() -> absl::Status {
     ReplicaContext& c = t.ctx();
     ASSIGN(TracedValue dy, Dy(t, y));
     ASSIGN(TracedValue dyx, c.Mul(dy, xhat));
@@ -227,6 +239,21 @@ absl::StatusOr<TracedValue> Norm(Tape& t, TracedValue x, int gamma_index,
     RETURN_IF(t.ParamGrad(gamma_index, dg));
     RETURN_IF(t.ParamGrad(beta_index, db));
     if (!t.NeedsGrad(x)) return absl::OkStatus();
+    if (axes == outer) {
+      // Batch norm: the statistics are taken over the same axes as the
+      // parameter gradients, so mean(dxhat) = g*db/m and mean(dxhat*xhat) =
+      // g*dg/m (as XLA's batch-norm-grad expander: one reduction pass, then
+      // one elementwise pass). dx = g*rstd*(dy - db/m - xhat*dg/m).
+      ASSIGN(TracedValue inv_m, t.s().Scalar(1.0 / static_cast<double>(m)));
+      ASSIGN(TracedValue db_m, c.Mul(db, inv_m));
+      ASSIGN(TracedValue dg_m, c.Mul(dg, inv_m));
+      ASSIGN(TracedValue a1, c.Sub(dy, db_m));
+      ASSIGN(TracedValue xg, c.Mul(xhat, dg_m));
+      ASSIGN(TracedValue a2, c.Sub(a1, xg));
+      ASSIGN(TracedValue gr, c.Mul(g, rstd));
+      ASSIGN(TracedValue dx, c.Mul(a2, gr));
+      return t.Accumulate(x, dx);
+    }
     // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
     ASSIGN(TracedValue dxhat, c.Mul(dy, g));
     ASSIGN(TracedValue m1, c.ReduceMean(dxhat, axes, true));
