@@ -1,13 +1,19 @@
 #include "sim/net/network.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <algorithm>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <systemc>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -71,6 +77,168 @@ struct Waiting {
   Event packet;
 };
 
+// Smallest batch run on several threads (chosen: below it the hand-over
+// costs about as much as the chips' work), and the chips a thread takes at
+// a time (chosen: small enough to balance, large enough for the prefetch
+// pipeline to fill).
+constexpr size_t kMinParallelBatch = 128;
+constexpr size_t kChunk = 32;
+
+// How long a thread that waits for the others spins before it sleeps
+// (chosen: longer than the SystemC thread's work between two batches, short
+// enough not to burn a shared core).
+constexpr auto kSpin = std::chrono::microseconds(30);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() holds or kSpin has passed; returns pred().
+template <typename Pred>
+bool SpinFor(Pred pred) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (pred()) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return pred();
+  }
+}
+
+// A test-and-test-and-set lock (a chip's inbox; held for a few pushes).
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins < 256) {
+          CpuRelax();
+        } else {
+          std::this_thread::yield();
+        }
+      }
+    }
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+// A collective done callback raised during a batch, run after it.
+struct PendingDone {
+  size_t position;  // of the chip in the batch
+  CollectiveDoneCallback done;
+  CollectiveResult result;
+};
+
+// What the chips one thread runs in a batch leave for after it.
+struct RunContext {
+  // Several threads run this batch: packets for other chips go to their
+  // inboxes and calendar wake-ups to `wakeups`.
+  bool parallel = false;
+  size_t position = 0;  // of the chip running, in the batch
+  std::vector<std::pair<int64_t, int32_t>> wakeups;  // (time, chip)
+  std::vector<PendingDone> dones;
+};
+
+// The worker threads of a scheduler. Run(job) runs job(t) on the calling
+// thread (t = 0) and, at the same time, on every worker t = 1..n-1 that
+// wakes up before the job is closed; it returns once no worker is in it. A
+// job must let each thread take its share of work as it comes (workers that
+// wake late may find none). Waiting threads spin for kSpin, then sleep.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads) {
+    for (int t = 1; t < threads; ++t) {
+      workers_.emplace_back([this, t] { Work(t); });
+    }
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& w : workers_) w.join();
+  }
+
+  template <typename Job>
+  void Run(Job& job) {
+    job_ = &job;
+    call_ = [](void* j, int t) { (*static_cast<Job*>(j))(t); };
+    state_.store(0, std::memory_order_release);
+    epoch_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      work_cv_.notify_all();
+    }
+    job(0);
+    state_.fetch_or(kClosed, std::memory_order_seq_cst);
+    auto done = [this] {
+      return state_.load(std::memory_order_seq_cst) == kClosed;
+    };
+    if (SpinFor(done)) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    main_sleeping_.store(true, std::memory_order_seq_cst);
+    done_cv_.wait(lock, done);
+    main_sleeping_.store(false, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr uint32_t kClosed = 1u << 31;
+
+  void Work(int t) {
+    uint64_t seen = 0;
+    for (;;) {
+      auto ready = [&] {
+        return epoch_.load(std::memory_order_seq_cst) != seen;
+      };
+      if (!SpinFor(ready)) {
+        std::unique_lock<std::mutex> lock(mu_);
+        sleeping_.fetch_add(1, std::memory_order_seq_cst);
+        work_cv_.wait(lock, [&] { return stop_ || ready(); });
+        sleeping_.fetch_sub(1, std::memory_order_relaxed);
+        if (stop_) return;
+      }
+      seen = epoch_.load(std::memory_order_acquire);
+      // Join the job unless it is closed (then wait for the next one).
+      uint32_t s = state_.load(std::memory_order_acquire);
+      bool joined = false;
+      while ((s & kClosed) == 0) {
+        if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
+          joined = true;
+          break;
+        }
+      }
+      if (!joined) continue;
+      call_(job_, t);
+      if (state_.fetch_sub(1, std::memory_order_seq_cst) - 1 == kClosed &&
+          main_sleeping_.load(std::memory_order_seq_cst)) {
+        { std::lock_guard<std::mutex> lock(mu_); }
+        done_cv_.notify_one();
+      }
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::atomic<uint64_t> epoch_{0};
+  // kClosed once the calling thread finished its part, plus the workers in
+  // the job.
+  std::atomic<uint32_t> state_{kClosed};
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> main_sleeping_{false};
+  void* job_ = nullptr;
+  void (*call_)(void*, int) = nullptr;
+};
+
 }  // namespace
 
 // The one SystemC process of a network: it wakes at the earliest pending chip
@@ -78,24 +246,32 @@ struct Waiting {
 // event queue; the calendar only says which chips have work at which time.
 // Chips at the same time cannot affect each other (a message takes at least
 // one hop latency > 0), so the chip order is a fixed choice, not a
-// dependency; a partitioned run would give each rank such a scheduler for
-// the chips it owns.
+// dependency, and a large batch can run on several threads (network.h); a
+// partitioned run would give each rank such a scheduler for the chips it
+// owns.
 class NetScheduler : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(NetScheduler);
-  explicit NetScheduler(const sc_core::sc_module_name& name,
-                        std::vector<ChipNode>* chips)
-      : sc_core::sc_module(name), chips_(chips) {
+  NetScheduler(const sc_core::sc_module_name& name,
+               std::vector<ChipNode>* chips, int threads)
+      : sc_core::sc_module(name),
+        chips_(chips),
+        threads_(threads),
+        contexts_(threads) {
     SC_METHOD(Run);
     sensitive << wake_;
     dont_initialize();
   }
 
-  static int64_t Now() {
+  static int64_t KernelNow() {
     return static_cast<int64_t>(sc_core::sc_time_stamp().value());
   }
+  // The current simulated time: while the chips run (on any thread) the
+  // batch's time, else the kernel's (read on the SystemC thread only).
+  int64_t Now() const { return running_ ? now_ : KernelNow(); }
 
   // Chip `chip` has an event at `time` (>= now) earlier than any it had.
+  // SystemC thread only.
   void Schedule(int64_t time, int chip) {
     if (time != last_time_) {
       last_time_ = time;
@@ -105,28 +281,41 @@ class NetScheduler : public sc_core::sc_module {
     if (!running_ && time < wake_time_) {
       wake_time_ = time;
       wake_.notify(sc_core::sc_time::from_value(
-          static_cast<sc_dt::uint64>(time - Now())));
+          static_cast<sc_dt::uint64>(time - KernelNow())));
     }
   }
 
+  int threads() const { return threads_; }
   int64_t activations() const { return activations_; }
+  int64_t parallel_batches() const { return parallel_batches_; }
 
  private:
   void Run();
+  // Runs the chips at positions [begin, end) of the batch.
+  void RunRange(size_t begin, size_t end, RunContext& ctx);
+  // After a batch: its calendar wake-ups and done callbacks.
+  void FinishBatch(int contexts);
 
   // Chips between two prefetch stages of a batch.
   static constexpr size_t kPrefetchSpacing = 2;
   std::vector<ChipNode>* chips_;
-  // The chips to wake at each time (unsorted, possibly repeated or stale);
-  // the bucket of the last time scheduled is cached.
+  const int threads_;
+  // The chips to wake at each time (unsorted, possibly repeated); the bucket
+  // of the last time scheduled is cached.
   std::map<int64_t, std::vector<int32_t>> calendar_;
   int64_t last_time_ = -1;
   std::vector<int32_t>* last_bucket_ = nullptr;
   std::vector<int32_t> batch_;
   bool running_ = false;
+  int64_t now_ = 0;  // while running
   int64_t wake_time_ = kNever;
   int64_t activations_ = 0;
+  int64_t parallel_batches_ = 0;
   sc_core::sc_event wake_;
+  std::vector<RunContext> contexts_;  // by thread
+  std::vector<PendingDone> dones_;
+  std::atomic<size_t> next_chunk_{0};
+  std::unique_ptr<WorkerPool> pool_;  // made at the first parallel batch
 };
 
 class ChipNode {
@@ -186,8 +375,10 @@ class ChipNode {
   // Prefetches the state a run of this chip touches, one level of pointers
   // per stage (stage k reads what stage k-1 fetched). A hint only: it
   // changes no state.
+  // `parallel`: other threads run chips now, so the neighbours' queues are
+  // not looked at (packets for them go to their inboxes).
   static constexpr int kPrefetchStages = 2 + CollectiveEndpoint::kPrefetchStages;
-  void Prefetch(int stage) const {
+  void Prefetch(int stage, bool parallel) const {
     if (stage == 0) {
       // The whole node (header and links; about 1 KiB).
       const char* p = reinterpret_cast<const char*>(this);
@@ -210,7 +401,7 @@ class ChipNode {
       }
       return;
     }
-    if (stage == 2) {
+    if (stage == 2 && !parallel) {
       // Where a packet sent to each neighbour lands in its queue.
       for (const Link& l : links_) {
         if (l.dst != nullptr) {
@@ -239,9 +430,18 @@ class ChipNode {
   }
 
   // Handles every event of this chip at or before `now` in the fixed key
-  // order (events it adds for `now` included).
-  void Run(int64_t now) {
+  // order (events it adds for `now` included), after taking in the packets
+  // its inbox holds. Does nothing (not a run) when no event is due: the
+  // calendar entry was a repeat. What reaches beyond this chip goes through
+  // `ctx` (see RunContext).
+  void Run(int64_t now, RunContext& ctx) {
+    TakeInbox();
+    if (heap_.empty() || heap_.front().time > now) {
+      wake_time_ = heap_.empty() ? kNever : heap_.front().time;
+      return;
+    }
     ++runs_;
+    ctx_ = &ctx;
     wake_time_ = now;  // pushes during the run need no calendar entry
     while (!heap_.empty() && heap_.front().time <= now) {
       std::pop_heap(heap_.begin(), heap_.end(), Later());
@@ -251,7 +451,14 @@ class ChipNode {
       Handle(e, now);
     }
     wake_time_ = heap_.empty() ? kNever : heap_.front().time;
-    if (wake_time_ != kNever) scheduler_->Schedule(wake_time_, chip_);
+    if (wake_time_ != kNever) {
+      if (ctx.parallel) {
+        ctx.wakeups.emplace_back(wake_time_, chip_);
+      } else {
+        scheduler_->Schedule(wake_time_, chip_);
+      }
+    }
+    ctx_ = nullptr;
   }
 
  private:
@@ -275,7 +482,7 @@ class ChipNode {
    public:
     Transport(ChipNode* node, int core) : node_(node), core_(core) {}
     Picoseconds Now() const override {
-      return Picoseconds(NetScheduler::Now());
+      return Picoseconds(node_->scheduler_->Now());
     }
     void Send(int dst_device, int64_t bytes, const MessageTag& tag,
               Picoseconds head_ready, Picoseconds tail_ready) override {
@@ -284,12 +491,22 @@ class ChipNode {
     }
     void ScheduleTimer(Picoseconds at, uint64_t token) override {
       Event e;
-      e.time = std::max(at.count(), NetScheduler::Now());
+      e.time = std::max(at.count(), node_->scheduler_->Now());
       e.order = kTimerOrder + core_;
       e.id = token;
       e.sub = core_;
       e.type = EventType::kTimer;
       node_->Push(e);
+    }
+    // Inside a run: after the batch, on the SystemC thread (RunContext).
+    void Finish(CollectiveDoneCallback done,
+                const CollectiveResult& result) override {
+      RunContext* ctx = node_->ctx_;
+      if (ctx == nullptr) {
+        done(result);
+        return;
+      }
+      ctx->dones.push_back(PendingDone{ctx->position, std::move(done), result});
     }
 
    private:
@@ -304,6 +521,8 @@ class ChipNode {
     Push(p);
   }
 
+  // Not from another thread's run (that uses Mail). During this chip's
+  // own run no calendar entry is needed (wake_time_ is now).
   void Push(const Event& e) {
     heap_.push_back(e);
     std::push_heap(heap_.begin(), heap_.end(), Later());
@@ -311,6 +530,31 @@ class ChipNode {
       wake_time_ = e.time;
       scheduler_->Schedule(e.time, chip_);
     }
+  }
+
+  // From a run on any thread of a parallel batch: packet `p` for this chip's
+  // input `port`, kept in the inbox until this chip next runs (its time is
+  // at least one hop latency after now). The caller adds the calendar entry.
+  void Mail(Event p, int port) {
+    p.order = static_cast<uint32_t>(port);
+    p.type = EventType::kArrive;
+    std::lock_guard<SpinLock> lock(inbox_.lock);
+    inbox_.events.push_back(p);
+    inbox_.nonempty.store(true, std::memory_order_relaxed);
+  }
+
+  // Moves the inbox into the queue (the key order makes the order they
+  // arrived in irrelevant). wake_time_ does not count inbox packets; each
+  // has its own calendar entry.
+  void TakeInbox() {
+    if (!inbox_.nonempty.load(std::memory_order_relaxed)) return;
+    std::lock_guard<SpinLock> lock(inbox_.lock);
+    for (const Event& e : inbox_.events) {
+      heap_.push_back(e);
+      std::push_heap(heap_.begin(), heap_.end(), Later());
+    }
+    inbox_.events.clear();
+    inbox_.nonempty.store(false, std::memory_order_relaxed);
   }
 
   void Handle(const Event& e, int64_t now) {
@@ -330,7 +574,7 @@ class ChipNode {
 
   void Send(int core, int dst_device, int64_t bytes, const MessageTag& tag,
             int64_t head, int64_t tail) {
-    const int64_t now = NetScheduler::Now();
+    const int64_t now = scheduler_->Now();
     head = std::max(head, now);
     tail = std::max(tail, head);
     const int src = topology_->device_at(chip_, core);
@@ -437,6 +681,11 @@ class ChipNode {
     l.busy_ps += finish - now;
     p.time = now + l.latency;
     p.tail = finish + l.latency;
+    if (ctx_ != nullptr && ctx_->parallel && l.dst != this) {
+      l.dst->Mail(p, l.dst_port);
+      ctx_->wakeups.emplace_back(p.time, l.dst->chip_);
+      return;
+    }
     l.dst->PushPacket(p, l.dst_port);
   }
 
@@ -478,18 +727,72 @@ class ChipNode {
     uint32_t count;
   };
   std::unordered_map<uint64_t, Partial> partial_;
+  RunContext* ctx_ = nullptr;  // while this chip runs
+  // Packets from chips run on other threads (a line of its own: written by
+  // those threads).
+  struct Inbox {
+    Inbox() = default;
+    Inbox(Inbox&& o) noexcept : events(std::move(o.events)) {}
+    SpinLock lock;
+    std::atomic<bool> nonempty{false};  // a hint; read again under the lock
+    std::vector<Event> events;
+  };
+  alignas(64) Inbox inbox_;
 };
+
+void NetScheduler::RunRange(size_t begin, size_t end, RunContext& ctx) {
+  std::vector<ChipNode>& chips = *chips_;
+  // Prefetch the chips ahead (the ones before `begin` are someone else's).
+  constexpr size_t kAhead = ChipNode::kPrefetchStages * kPrefetchSpacing;
+  const size_t start = begin >= kAhead ? begin - kAhead : 0;
+  for (size_t i = start; i < end; ++i) {
+    for (int stage = 0; stage < ChipNode::kPrefetchStages; ++stage) {
+      const size_t ahead =
+          i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
+                  kPrefetchSpacing;
+      if (ahead >= begin && ahead < end) {
+        chips[batch_[ahead]].Prefetch(stage, ctx.parallel);
+      }
+    }
+    if (i < begin) continue;
+    ctx.position = i;
+    chips[batch_[i]].Run(now_, ctx);
+  }
+}
+
+void NetScheduler::FinishBatch(int contexts) {
+  for (int t = 0; t < contexts; ++t) {
+    RunContext& ctx = contexts_[t];
+    for (const auto& [time, chip] : ctx.wakeups) Schedule(time, chip);
+    ctx.wakeups.clear();
+    for (PendingDone& d : ctx.dones) dones_.push_back(std::move(d));
+    ctx.dones.clear();
+  }
+  if (dones_.empty()) return;
+  // Chip order (each thread's list is in order, and one chip's callbacks
+  // come from one thread in the order raised).
+  if (contexts > 1) {
+    std::stable_sort(dones_.begin(), dones_.end(),
+                     [](const PendingDone& a, const PendingDone& b) {
+                       return a.position < b.position;
+                     });
+  }
+  std::vector<PendingDone> dones;
+  dones.swap(dones_);
+  for (PendingDone& d : dones) d.done(d.result);
+}
 
 void NetScheduler::Run() {
   ++activations_;
-  const int64_t now = Now();
+  now_ = KernelNow();
+  const int64_t now = now_;
   running_ = true;
-  std::vector<ChipNode>& chips = *chips_;
   // The chips due now, in chip order (each time's bucket sorted), taken as a
   // batch so that the state of the chips ahead can be prefetched while one
   // runs: in a sweep every chip touches a few lines of its own state, and at
   // thousands of chips that state is no longer in cache. Chips can be added
-  // for `now` while the batch runs (a timer at now); the loop takes them next.
+  // for `now` while the batch runs or by its done callbacks (a timer at
+  // now); the loop takes them next.
   while (!calendar_.empty() && calendar_.begin()->first <= now) {
     const int64_t time = calendar_.begin()->first;
     batch_.swap(calendar_.begin()->second);
@@ -498,17 +801,26 @@ void NetScheduler::Run() {
     std::sort(batch_.begin(), batch_.end());
     batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
     const size_t n = batch_.size();
-    for (size_t i = 0; i < n; ++i) {
-      for (int stage = 0; stage < ChipNode::kPrefetchStages; ++stage) {
-        const size_t ahead =
-            i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
-                    kPrefetchSpacing;
-        if (ahead < n) chips[batch_[ahead]].Prefetch(stage);
-      }
-      ChipNode& chip = chips[batch_[i]];
-      // An entry is stale when the chip has since been woken earlier.
-      if (chip.wake_time() != time) continue;
-      chip.Run(now);
+    if (threads_ > 1 && n >= kMinParallelBatch) {
+      ++parallel_batches_;
+      if (pool_ == nullptr) pool_ = std::make_unique<WorkerPool>(threads_);
+      for (RunContext& ctx : contexts_) ctx.parallel = true;
+      const size_t chunks = (n + kChunk - 1) / kChunk;
+      next_chunk_.store(0, std::memory_order_relaxed);
+      auto job = [this, n, chunks](int t) {
+        RunContext& ctx = contexts_[t];
+        for (;;) {
+          const size_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+          if (c >= chunks) return;
+          RunRange(c * kChunk, std::min(n, (c + 1) * kChunk), ctx);
+        }
+      };
+      pool_->Run(job);
+      FinishBatch(threads_);
+    } else {
+      contexts_[0].parallel = false;
+      RunRange(0, n, contexts_[0]);
+      FinishBatch(1);
     }
     batch_.clear();
   }
@@ -531,6 +843,15 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
     const Topology& topology, const NetConfig& config, NetworkOptions options) {
   TPUSIM_RETURN_IF_ERROR(
       ValidateNetConfig(config, topology.devices_per_chip()));
+  if (options.threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "NetworkOptions.threads=", options.threads,
+        " is not allowed; expected >= 1, or 0 for one per hardware thread"));
+  }
+  int threads = options.threads;
+  if (threads == 0) {
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
   if (sc_core::sc_get_status() != sc_core::SC_ELABORATION) {
     return absl::FailedPreconditionError(
         "the ICI network must be built while the SystemC kernel elaborates "
@@ -545,7 +866,7 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
   }
   const int chips = topology.num_chips();
   net->scheduler_ = std::make_unique<NetScheduler>(options.name.c_str(),
-                                                   &net->chips_);
+                                                   &net->chips_, threads);
   net->chips_.reserve(chips);  // never reallocated: links point into it
   for (int chip = 0; chip < chips; ++chip) {
     net->chips_.emplace_back(chip, net->scheduler_.get(), &net->topology_,
@@ -571,6 +892,12 @@ std::vector<LinkStats> Network::Links() const {
 }
 
 int64_t Network::activations() const { return scheduler_->activations(); }
+
+int Network::threads() const { return scheduler_->threads(); }
+
+int64_t Network::parallel_batches() const {
+  return scheduler_->parallel_batches();
+}
 
 int64_t Network::chip_runs() const {
   int64_t n = 0;
