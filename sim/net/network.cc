@@ -78,11 +78,8 @@ struct Waiting {
 };
 
 // Smallest batch run on several threads (chosen: below it the hand-over
-// costs about as much as the chips' work), and the chips a thread takes at
-// a time (chosen: small enough to balance, large enough for the prefetch
-// pipeline to fill).
+// costs about as much as the chips' work).
 constexpr size_t kMinParallelBatch = 128;
-constexpr size_t kChunk = 32;
 
 // How long a thread that waits for the others spins before it sleeps
 // (chosen: longer than the SystemC thread's work between two batches, short
@@ -137,19 +134,21 @@ struct PendingDone {
 
 // What the chips one thread runs in a batch leave for after it.
 struct RunContext {
-  // Several threads run this batch: packets for other chips go to their
-  // inboxes and calendar wake-ups to `wakeups`.
+  // Several threads run this batch: calendar wake-ups go to `wakeups`, and
+  // packets for chips outside [own_lo, own_hi) (the chip ids of this
+  // thread's slice and the ids between them: no other thread runs those
+  // chips now) go to their inboxes.
   bool parallel = false;
+  int32_t own_lo = 0;
+  int32_t own_hi = 0;
   size_t position = 0;  // of the chip running, in the batch
   std::vector<std::pair<int64_t, int32_t>> wakeups;  // (time, chip)
   std::vector<PendingDone> dones;
 };
 
-// The worker threads of a scheduler. Run(job) runs job(t) on the calling
-// thread (t = 0) and, at the same time, on every worker t = 1..n-1 that
-// wakes up before the job is closed; it returns once no worker is in it. A
-// job must let each thread take its share of work as it comes (workers that
-// wake late may find none). Waiting threads spin for kSpin, then sleep.
+// The worker threads of a scheduler. Run(job) runs job(0) on the calling
+// thread and job(t) on every worker t = 1..n-1 at the same time, and returns
+// when all are done. Waiting threads spin for kSpin, then sleep.
 class WorkerPool {
  public:
   explicit WorkerPool(int threads) {
@@ -170,16 +169,16 @@ class WorkerPool {
   void Run(Job& job) {
     job_ = &job;
     call_ = [](void* j, int t) { (*static_cast<Job*>(j))(t); };
-    state_.store(0, std::memory_order_release);
+    pending_.store(static_cast<int>(workers_.size()),
+                   std::memory_order_relaxed);
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(mu_); }
       work_cv_.notify_all();
     }
     job(0);
-    state_.fetch_or(kClosed, std::memory_order_seq_cst);
     auto done = [this] {
-      return state_.load(std::memory_order_seq_cst) == kClosed;
+      return pending_.load(std::memory_order_seq_cst) == 0;
     };
     if (SpinFor(done)) return;
     std::unique_lock<std::mutex> lock(mu_);
@@ -189,11 +188,11 @@ class WorkerPool {
   }
 
  private:
-  static constexpr uint32_t kClosed = 1u << 31;
-
   void Work(int t) {
     uint64_t seen = 0;
     for (;;) {
+      // The next job (epoch_ moves on only after every worker has done the
+      // last one).
       auto ready = [&] {
         return epoch_.load(std::memory_order_seq_cst) != seen;
       };
@@ -205,18 +204,8 @@ class WorkerPool {
         if (stop_) return;
       }
       seen = epoch_.load(std::memory_order_acquire);
-      // Join the job unless it is closed (then wait for the next one).
-      uint32_t s = state_.load(std::memory_order_acquire);
-      bool joined = false;
-      while ((s & kClosed) == 0) {
-        if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
-          joined = true;
-          break;
-        }
-      }
-      if (!joined) continue;
       call_(job_, t);
-      if (state_.fetch_sub(1, std::memory_order_seq_cst) - 1 == kClosed &&
+      if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
           main_sleeping_.load(std::memory_order_seq_cst)) {
         { std::lock_guard<std::mutex> lock(mu_); }
         done_cv_.notify_one();
@@ -230,9 +219,7 @@ class WorkerPool {
   std::condition_variable done_cv_;
   bool stop_ = false;  // guarded by mu_
   std::atomic<uint64_t> epoch_{0};
-  // kClosed once the calling thread finished its part, plus the workers in
-  // the job.
-  std::atomic<uint32_t> state_{kClosed};
+  std::atomic<int> pending_{0};  // workers not done with the job
   std::atomic<int> sleeping_{0};
   std::atomic<bool> main_sleeping_{false};
   void* job_ = nullptr;
@@ -314,7 +301,6 @@ class NetScheduler : public sc_core::sc_module {
   sc_core::sc_event wake_;
   std::vector<RunContext> contexts_;  // by thread
   std::vector<PendingDone> dones_;
-  std::atomic<size_t> next_chunk_{0};
   std::unique_ptr<WorkerPool> pool_;  // made at the first parallel batch
 };
 
@@ -375,10 +361,10 @@ class ChipNode {
   // Prefetches the state a run of this chip touches, one level of pointers
   // per stage (stage k reads what stage k-1 fetched). A hint only: it
   // changes no state.
-  // `parallel`: other threads run chips now, so the neighbours' queues are
-  // not looked at (packets for them go to their inboxes).
+  // In a parallel batch only the queues of neighbours that `ctx`'s thread
+  // owns are looked at (packets for the others go to their inboxes).
   static constexpr int kPrefetchStages = 2 + CollectiveEndpoint::kPrefetchStages;
-  void Prefetch(int stage, bool parallel) const {
+  void Prefetch(int stage, const RunContext& ctx) const {
     if (stage == 0) {
       // The whole node (header and links; about 1 KiB).
       const char* p = reinterpret_cast<const char*>(this);
@@ -401,10 +387,12 @@ class ChipNode {
       }
       return;
     }
-    if (stage == 2 && !parallel) {
+    if (stage == 2) {
       // Where a packet sent to each neighbour lands in its queue.
       for (const Link& l : links_) {
-        if (l.dst != nullptr) {
+        if (l.dst != nullptr &&
+            (!ctx.parallel ||
+             (l.dst->chip_ >= ctx.own_lo && l.dst->chip_ < ctx.own_hi))) {
           __builtin_prefetch(l.dst->heap_.data() + l.dst->heap_.size());
         }
       }
@@ -514,33 +502,49 @@ class ChipNode {
     int core_;
   };
 
-  // Queues the arrival of packet `p` (its fields) on input `port` at p.time.
-  void PushPacket(Event p, int port) {
+  // Queues the arrival of packet `p` (its fields) on input `port` at p.time;
+  // `ctx` as Push.
+  void PushPacket(Event p, int port, RunContext* ctx = nullptr) {
     p.order = static_cast<uint32_t>(port);
     p.type = EventType::kArrive;
-    Push(p);
+    Push(p, ctx);
   }
 
-  // Not from another thread's run (that uses Mail). During this chip's
-  // own run no calendar entry is needed (wake_time_ is now).
-  void Push(const Event& e) {
+  // From this chip, the SystemC thread, or the run of a chip whose thread
+  // owns this one (`ctx`: then the calendar entry goes to ctx's wake-ups);
+  // other threads use Mail. During this chip's own run no calendar entry is
+  // needed (wake_time_ is now).
+  void Push(const Event& e, RunContext* ctx = nullptr) {
     heap_.push_back(e);
     std::push_heap(heap_.begin(), heap_.end(), Later());
     if (e.time < wake_time_) {
       wake_time_ = e.time;
-      scheduler_->Schedule(e.time, chip_);
+      if (ctx != nullptr && ctx->parallel) {
+        ctx->wakeups.emplace_back(e.time, chip_);
+      } else {
+        scheduler_->Schedule(e.time, chip_);
+      }
     }
   }
 
-  // From a run on any thread of a parallel batch: packet `p` for this chip's
-  // input `port`, kept in the inbox until this chip next runs (its time is
-  // at least one hop latency after now). The caller adds the calendar entry.
-  void Mail(Event p, int port) {
+  // From a run on another thread: packet `p` for this chip's input `port`,
+  // kept in the inbox until this chip next runs (its time is at least one
+  // hop latency after now). Adds the calendar entry to `ctx` unless the
+  // last packet mailed was for the same time.
+  void Mail(Event p, int port, RunContext& ctx) {
     p.order = static_cast<uint32_t>(port);
     p.type = EventType::kArrive;
-    std::lock_guard<SpinLock> lock(inbox_.lock);
-    inbox_.events.push_back(p);
-    inbox_.nonempty.store(true, std::memory_order_relaxed);
+    bool wake = false;
+    {
+      std::lock_guard<SpinLock> lock(inbox_.lock);
+      inbox_.events.push_back(p);
+      inbox_.nonempty.store(true, std::memory_order_relaxed);
+      if (inbox_.wakeup != p.time) {
+        inbox_.wakeup = p.time;
+        wake = true;
+      }
+    }
+    if (wake) ctx.wakeups.emplace_back(p.time, chip_);
   }
 
   // Moves the inbox into the queue (the key order makes the order they
@@ -681,12 +685,12 @@ class ChipNode {
     l.busy_ps += finish - now;
     p.time = now + l.latency;
     p.tail = finish + l.latency;
-    if (ctx_ != nullptr && ctx_->parallel && l.dst != this) {
-      l.dst->Mail(p, l.dst_port);
-      ctx_->wakeups.emplace_back(p.time, l.dst->chip_);
+    if (ctx_ != nullptr && ctx_->parallel &&
+        (l.dst->chip_ < ctx_->own_lo || l.dst->chip_ >= ctx_->own_hi)) {
+      l.dst->Mail(p, l.dst_port, *ctx_);
       return;
     }
-    l.dst->PushPacket(p, l.dst_port);
+    l.dst->PushPacket(p, l.dst_port, ctx_);
   }
 
   void Deliver(const Event& p) {
@@ -734,8 +738,9 @@ class ChipNode {
     Inbox() = default;
     Inbox(Inbox&& o) noexcept : events(std::move(o.events)) {}
     SpinLock lock;
-    std::atomic<bool> nonempty{false};  // a hint; read again under the lock
+    std::atomic<bool> nonempty{false};  // events is not empty (a hint)
     std::vector<Event> events;
+    int64_t wakeup = -1;  // time of the last calendar entry a Mail added
   };
   alignas(64) Inbox inbox_;
 };
@@ -751,7 +756,7 @@ void NetScheduler::RunRange(size_t begin, size_t end, RunContext& ctx) {
           i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
                   kPrefetchSpacing;
       if (ahead >= begin && ahead < end) {
-        chips[batch_[ahead]].Prefetch(stage, ctx.parallel);
+        chips[batch_[ahead]].Prefetch(stage, ctx);
       }
     }
     if (i < begin) continue;
@@ -804,16 +809,19 @@ void NetScheduler::Run() {
     if (threads_ > 1 && n >= kMinParallelBatch) {
       ++parallel_batches_;
       if (pool_ == nullptr) pool_ = std::make_unique<WorkerPool>(threads_);
-      for (RunContext& ctx : contexts_) ctx.parallel = true;
-      const size_t chunks = (n + kChunk - 1) / kChunk;
-      next_chunk_.store(0, std::memory_order_relaxed);
-      auto job = [this, n, chunks](int t) {
+      // Contiguous slices of the batch, one per thread (equal chip counts).
+      const size_t threads = static_cast<size_t>(threads_);
+      for (size_t t = 0; t < threads; ++t) {
         RunContext& ctx = contexts_[t];
-        for (;;) {
-          const size_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
-          if (c >= chunks) return;
-          RunRange(c * kChunk, std::min(n, (c + 1) * kChunk), ctx);
-        }
+        ctx.parallel = true;
+        ctx.own_lo = t == 0 ? 0 : batch_[t * n / threads];
+        ctx.own_hi = t + 1 == threads
+                         ? std::numeric_limits<int32_t>::max()
+                         : batch_[(t + 1) * n / threads];
+      }
+      auto job = [this, n, threads](int t) {
+        const size_t i = static_cast<size_t>(t);
+        RunRange(i * n / threads, (i + 1) * n / threads, contexts_[t]);
       };
       pool_->Run(job);
       FinishBatch(threads_);
