@@ -132,8 +132,9 @@ struct PendingDone {
   CollectiveResult result;
 };
 
-// What the chips one thread runs in a batch leave for after it.
-struct RunContext {
+// What the chips one thread runs in a batch leave for after it (a line of
+// its own per thread).
+struct alignas(64) RunContext {
   // Several threads run this batch: calendar wake-ups go to `wakeups`, and
   // packets for chips outside [own_lo, own_hi) (the chip ids of this
   // thread's slice and the ids between them: no other thread runs those
