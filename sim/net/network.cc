@@ -80,6 +80,9 @@ struct Waiting {
 // Smallest batch run on several threads (chosen: below it the hand-over
 // costs about as much as the chips' work).
 constexpr size_t kMinParallelBatch = 128;
+// Most threads a network may use (chosen: far above any machine it runs on,
+// low enough that a typo cannot exhaust the process's threads).
+constexpr int kMaxThreads = 1024;
 
 // How long a thread that waits for the others spins before it sleeps
 // (chosen: longer than the SystemC thread's work between two batches, short
@@ -852,10 +855,10 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
     const Topology& topology, const NetConfig& config, NetworkOptions options) {
   TPUSIM_RETURN_IF_ERROR(
       ValidateNetConfig(config, topology.devices_per_chip()));
-  if (options.threads < 0) {
+  if (options.threads < 0 || options.threads > kMaxThreads) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "NetworkOptions.threads=", options.threads,
-        " is not allowed; expected >= 1, or 0 for one per hardware thread"));
+        "NetworkOptions.threads=", options.threads, " is not allowed; expected 1..",
+        kMaxThreads, ", or 0 for one per hardware thread"));
   }
   int threads = options.threads;
   if (threads == 0) {

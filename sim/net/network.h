@@ -88,7 +88,7 @@ struct NetworkOptions {
   CollectiveDataPath* data_path = nullptr;
   // Threads that run the chips due at one time (the SystemC thread and
   // threads - 1 workers owned by the network); 0 = one per hardware thread.
-  // Results are identical for every value. Negative is InvalidArgument.
+  // Results are identical for every value. Allowed: 0..1024.
   int threads = 1;
 };
 
@@ -107,8 +107,8 @@ class Network {
  public:
   // Builds the modules; call it while elaborating (inside
   // KernelSession::Create). Errors: the config's (ValidateNetConfig);
-  // InvalidArgument for options.threads < 0; FailedPrecondition when the
-  // kernel is not elaborating.
+  // InvalidArgument for options.threads outside 0..1024; FailedPrecondition
+  // when the kernel is not elaborating.
   static absl::StatusOr<std::unique_ptr<Network>> Create(
       const Topology& topology, const NetConfig& config,
       NetworkOptions options = {});

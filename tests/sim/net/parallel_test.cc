@@ -274,15 +274,19 @@ TEST(NetParallelTest, DoneCallbackStartsTheNextCollective) {
   }
 }
 
-TEST(NetParallelTest, ThreadsMustNotBeNegative) {
+TEST(NetParallelTest, ThreadsOutOfRangeIsAnError) {
   const Topology t = *MakeTopology("v5e", {2, 2, 1}, WrapMode::kOff);
   NetworkOptions bad;
   bad.threads = -2;
   std::unique_ptr<Network> net;
   absl::Status create = absl::OkStatus();
+  absl::Status too_many = absl::OkStatus();
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<KernelSession> session,
                        KernelSession::Create([&]() -> absl::Status {
                          create = Network::Create(t, TestConfig(), bad).status();
+                         bad.threads = 1025;
+                         too_many =
+                             Network::Create(t, TestConfig(), bad).status();
                          NetworkOptions any;
                          any.name = "any";
                          any.threads = 0;
@@ -293,7 +297,11 @@ TEST(NetParallelTest, ThreadsMustNotBeNegative) {
   EXPECT_THAT(create,
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "NetworkOptions.threads=-2 is not allowed; expected "
-                       ">= 1, or 0 for one per hardware thread"));
+                       "1..1024, or 0 for one per hardware thread"));
+  EXPECT_THAT(too_many,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "NetworkOptions.threads=1025 is not allowed; expected "
+                       "1..1024, or 0 for one per hardware thread"));
   // 0: one per hardware thread; a pod this small never runs in parallel.
   EXPECT_GE(net->threads(), 1);
   ASSERT_OK_AND_ASSIGN(auto all, GroupPartition::Create(t, {AllDevices(t)}));
