@@ -244,10 +244,11 @@ class NetScheduler : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(NetScheduler);
   NetScheduler(const sc_core::sc_module_name& name,
-               std::vector<ChipNode>* chips, int threads)
+               std::vector<ChipNode>* chips, int num_chips, int threads)
       : sc_core::sc_module(name),
         chips_(chips),
         threads_(threads),
+        marks_((static_cast<size_t>(num_chips) + 63) / 64),
         contexts_(threads) {
     SC_METHOD(Run);
     sensitive << wake_;
@@ -282,6 +283,8 @@ class NetScheduler : public sc_core::sc_module {
 
  private:
   void Run();
+  // Sets batch_ to the chips of `bucket` in order, once each.
+  void TakeBucket(std::vector<int32_t>& bucket);
   // Runs the chips at positions [begin, end) of the batch.
   void RunRange(size_t begin, size_t end, RunContext& ctx);
   // After a batch: its calendar wake-ups and done callbacks.
@@ -297,6 +300,7 @@ class NetScheduler : public sc_core::sc_module {
   int64_t last_time_ = -1;
   std::vector<int32_t>* last_bucket_ = nullptr;
   std::vector<int32_t> batch_;
+  std::vector<uint64_t> marks_;  // TakeBucket's bit per chip (all clear)
   bool running_ = false;
   int64_t now_ = 0;  // while running
   int64_t wake_time_ = kNever;
@@ -769,6 +773,30 @@ void NetScheduler::RunRange(size_t begin, size_t end, RunContext& ctx) {
   }
 }
 
+void NetScheduler::TakeBucket(std::vector<int32_t>& bucket) {
+  batch_.clear();
+  if (bucket.size() * 16 < marks_.size()) {
+    batch_.swap(bucket);
+    std::sort(batch_.begin(), batch_.end());
+    batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+    return;
+  }
+  // A bit per chip, read back in order (linear, where sorting thousands of
+  // repeated entries per batch was a serial cost).
+  for (const int32_t chip : bucket) {
+    marks_[static_cast<size_t>(chip) >> 6] |= uint64_t{1} << (chip & 63);
+  }
+  for (size_t w = 0; w < marks_.size(); ++w) {
+    uint64_t bits = marks_[w];
+    if (bits == 0) continue;
+    marks_[w] = 0;
+    while (bits != 0) {
+      batch_.push_back(static_cast<int32_t>(w * 64 + __builtin_ctzll(bits)));
+      bits &= bits - 1;
+    }
+  }
+}
+
 void NetScheduler::FinishBatch(int contexts) {
   for (int t = 0; t < contexts; ++t) {
     RunContext& ctx = contexts_[t];
@@ -804,11 +832,9 @@ void NetScheduler::Run() {
   // now); the loop takes them next.
   while (!calendar_.empty() && calendar_.begin()->first <= now) {
     const int64_t time = calendar_.begin()->first;
-    batch_.swap(calendar_.begin()->second);
+    TakeBucket(calendar_.begin()->second);
     calendar_.erase(calendar_.begin());
     if (last_time_ == time) last_time_ = -1;
-    std::sort(batch_.begin(), batch_.end());
-    batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
     const size_t n = batch_.size();
     if (threads_ > 1 && n >= kMinParallelBatch) {
       ++parallel_batches_;
@@ -877,8 +903,8 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
     data_path = net->default_data_path_.get();
   }
   const int chips = topology.num_chips();
-  net->scheduler_ = std::make_unique<NetScheduler>(options.name.c_str(),
-                                                   &net->chips_, threads);
+  net->scheduler_ = std::make_unique<NetScheduler>(
+      options.name.c_str(), &net->chips_, chips, threads);
   net->chips_.reserve(chips);  // never reallocated: links point into it
   for (int chip = 0; chip < chips; ++chip) {
     net->chips_.emplace_back(chip, net->scheduler_.get(), &net->topology_,

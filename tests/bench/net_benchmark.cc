@@ -110,6 +110,9 @@ absl::Status RunCase(const Case& c, benchmark::State& state) {
   state.counters["events"] = static_cast<double>(network->events());
   state.counters["activations"] = static_cast<double>(network->activations());
   state.counters["threads"] = network->threads();
+  state.counters["chip_runs"] = static_cast<double>(network->chip_runs());
+  state.counters["parallel_batches"] =
+      static_cast<double>(network->parallel_batches());
   std::printf(
       "%-16s %-9s sim %10.2f us  wall %6.3f s (elab %5.3f)  peak RSS %7.1f MB  "
       "messages %9lld  %6.2f M msg/s  threads %d\n",
