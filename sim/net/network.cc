@@ -59,6 +59,12 @@ struct Event {
 };
 static_assert(sizeof(Event) == 64, "an event is one cache line");
 
+// A total order on a chip's events: no two share (time, order, id, sub). An
+// arrival is one packet (message id: source device and count; sub: packet
+// index) on one port, and a packet is at one chip at a time; a link has at
+// most one link-free event pending (free_pending); a timer is one
+// collective's end (token = its sequence number) on one core. So the pop
+// order never depends on the order events were pushed.
 inline bool Before(const Event& a, const Event& b) {
   if (a.time != b.time) return a.time < b.time;
   if (a.order != b.order) return a.order < b.order;
