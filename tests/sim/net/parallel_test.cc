@@ -69,16 +69,15 @@ std::string ResultLine(int job, int device, const CollectiveResult& r,
 }
 
 // Everything the network counts, one line per link, endpoint and total.
-std::vector<std::string> Counters(const Network& net) {
+std::vector<std::string> Counters(Network& net) {
   std::vector<std::string> out;
   for (const LinkStats& l : net.Links()) {
     out.push_back(absl::StrCat("link ", l.chip, " ", l.dir, " packets ",
                                l.packets, " bytes ", l.bytes, " busy ",
                                l.busy.count(), " peak ", l.peak_queue));
   }
-  Network& mutable_net = const_cast<Network&>(net);
   for (int d = 0; d < net.topology().num_devices(); ++d) {
-    const EndpointStats& s = mutable_net.endpoint(d).stats();
+    const EndpointStats& s = net.endpoint(d).stats();
     out.push_back(absl::StrCat("endpoint ", d, " ", s.collectives, " ",
                                s.messages_sent, " ", s.bytes_sent, " ",
                                s.messages_received, " ", s.bytes_received));
