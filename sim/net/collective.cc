@@ -854,7 +854,7 @@ void CollectiveEndpoint::OnTimer(uint64_t token) {
     if (active_[i]->seq != token) continue;
     std::unique_ptr<Active> a = std::move(active_[i]);
     active_.erase(active_.begin() + i);
-    if (a->done) a->done(a->result);
+    if (a->done) transport_->Finish(std::move(a->done), a->result);
     return;
   }
 }

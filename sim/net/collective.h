@@ -188,7 +188,9 @@ struct ChunkTiming {
 // work = reduced, read, written). Returns when the processed data is
 // available (each field >= the input's); this is when a forwarded chunk can
 // start and finish leaving. The chip's implementation charges its vector
-// unit and HBM; it is called from the network's process on that chip.
+// unit and HBM; it is called while the network runs that chip: with
+// NetworkOptions::threads > 1 calls for devices of different chips can run at
+// once on different threads, so per-device state only (no SystemC calls).
 class CollectiveDataPath {
  public:
   virtual ~CollectiveDataPath() = default;
@@ -232,7 +234,19 @@ struct MessageTag {
   uint32_t step = 0;
 };
 
-// What an endpoint may do: send over the links and set a timer on its chip.
+struct CollectiveResult {
+  CollectiveOp op = CollectiveOp::kAllReduce;
+  Algorithm algorithm = Algorithm::kAuto;
+  int64_t bytes = 0;
+  common::Picoseconds start;
+  common::Picoseconds end;
+};
+
+// What runs when a device's part of a collective ends.
+using CollectiveDoneCallback = std::function<void(const CollectiveResult&)>;
+
+// What an endpoint may do: send over the links, set a timer on its chip and
+// hand over a finished collective's callback.
 class EndpointTransport {
  public:
   virtual ~EndpointTransport() = default;
@@ -244,14 +258,13 @@ class EndpointTransport {
                     common::Picoseconds tail_ready) = 0;
   // Calls the endpoint's OnTimer(token) at time `at` (>= now) on its chip.
   virtual void ScheduleTimer(common::Picoseconds at, uint64_t token) = 0;
-};
-
-struct CollectiveResult {
-  CollectiveOp op = CollectiveOp::kAllReduce;
-  Algorithm algorithm = Algorithm::kAuto;
-  int64_t bytes = 0;
-  common::Picoseconds start;
-  common::Picoseconds end;
+  // Runs `done(result)` (a non-empty callback) at the current simulated
+  // time: at once by default. The network defers it until every chip due at
+  // this time has run, then runs it on the SystemC thread (see network.h).
+  virtual void Finish(CollectiveDoneCallback done,
+                      const CollectiveResult& result) {
+    done(result);
+  }
 };
 
 // Per-device counters.
@@ -265,7 +278,7 @@ struct EndpointStats {
 
 class CollectiveEndpoint {
  public:
-  using DoneCallback = std::function<void(const CollectiveResult&)>;
+  using DoneCallback = CollectiveDoneCallback;
 
   CollectiveEndpoint(int device, const Topology* topology,
                      EndpointTransport* transport,
@@ -276,8 +289,9 @@ class CollectiveEndpoint {
 
   // Starts this device's part of `request` now. Every member of the device's
   // group must start the same request (in the same order of collectives);
-  // `done` runs at the simulated time this device's part ends, from inside
-  // the network's process on its chip. Errors: as ResolveAlgorithm (nothing
+  // `done` runs at the simulated time this device's part ends, on the
+  // SystemC thread, once every chip due at that time has run (in chip order;
+  // it may start collectives). Errors: as ResolveAlgorithm (nothing
   // starts).
   absl::Status Start(const CollectiveRequest& request, DoneCallback done);
 

@@ -1,13 +1,19 @@
 #include "sim/net/network.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <algorithm>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <systemc>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -53,6 +59,12 @@ struct Event {
 };
 static_assert(sizeof(Event) == 64, "an event is one cache line");
 
+// A total order on a chip's events: no two share (time, order, id, sub). An
+// arrival is one packet (message id: source device and count; sub: packet
+// index) on one port, and a packet is at one chip at a time; a link has at
+// most one link-free event pending (free_pending); a timer is one
+// collective's end (token = its sequence number) on one core. So the pop
+// order never depends on the order events were pushed.
 inline bool Before(const Event& a, const Event& b) {
   if (a.time != b.time) return a.time < b.time;
   if (a.order != b.order) return a.order < b.order;
@@ -71,6 +83,159 @@ struct Waiting {
   Event packet;
 };
 
+// Smallest batch run on several threads (chosen: below it the hand-over
+// costs about as much as the chips' work).
+constexpr size_t kMinParallelBatch = 128;
+// Most threads a network may use (chosen: far above any machine it runs on,
+// low enough that a typo cannot exhaust the process's threads).
+constexpr int kMaxThreads = 1024;
+
+// How long a thread that waits for the others spins before it sleeps
+// (chosen: longer than the SystemC thread's work between two batches, short
+// enough not to burn a shared core).
+constexpr auto kSpin = std::chrono::microseconds(30);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() holds or kSpin has passed; returns pred().
+template <typename Pred>
+bool SpinFor(Pred pred) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (pred()) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return pred();
+  }
+}
+
+// A test-and-test-and-set lock (a chip's inbox; held for a few pushes).
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins < 256) {
+          CpuRelax();
+        } else {
+          std::this_thread::yield();
+        }
+      }
+    }
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+// A collective done callback raised during a batch, run after it.
+struct PendingDone {
+  size_t position;  // of the chip in the batch
+  CollectiveDoneCallback done;
+  CollectiveResult result;
+};
+
+// What the chips one thread runs in a batch leave for after it (a line of
+// its own per thread).
+struct alignas(64) RunContext {
+  // Several threads run this batch: calendar wake-ups go to `wakeups`, and
+  // packets for chips outside [own_lo, own_hi) (the chip ids of this
+  // thread's slice and the ids between them: no other thread runs those
+  // chips now) go to their inboxes.
+  bool parallel = false;
+  int32_t own_lo = 0;
+  int32_t own_hi = 0;
+  size_t position = 0;  // of the chip running, in the batch
+  std::vector<std::pair<int64_t, int32_t>> wakeups;  // (time, chip)
+  std::vector<PendingDone> dones;
+};
+
+// The worker threads of a scheduler. Run(job) runs job(0) on the calling
+// thread and job(t) on every worker t = 1..n-1 at the same time, and returns
+// when all are done. Waiting threads spin for kSpin, then sleep.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads) {
+    for (int t = 1; t < threads; ++t) {
+      workers_.emplace_back([this, t] { Work(t); });
+    }
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& w : workers_) w.join();
+  }
+
+  template <typename Job>
+  void Run(Job& job) {
+    job_ = &job;
+    call_ = [](void* j, int t) { (*static_cast<Job*>(j))(t); };
+    pending_.store(static_cast<int>(workers_.size()),
+                   std::memory_order_relaxed);
+    epoch_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      work_cv_.notify_all();
+    }
+    job(0);
+    auto done = [this] {
+      return pending_.load(std::memory_order_seq_cst) == 0;
+    };
+    if (SpinFor(done)) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    main_sleeping_.store(true, std::memory_order_seq_cst);
+    done_cv_.wait(lock, done);
+    main_sleeping_.store(false, std::memory_order_relaxed);
+  }
+
+ private:
+  void Work(int t) {
+    uint64_t seen = 0;
+    for (;;) {
+      // The next job (epoch_ moves on only after every worker has done the
+      // last one).
+      auto ready = [&] {
+        return epoch_.load(std::memory_order_seq_cst) != seen;
+      };
+      if (!SpinFor(ready)) {
+        std::unique_lock<std::mutex> lock(mu_);
+        sleeping_.fetch_add(1, std::memory_order_seq_cst);
+        work_cv_.wait(lock, [&] { return stop_ || ready(); });
+        sleeping_.fetch_sub(1, std::memory_order_relaxed);
+        if (stop_) return;
+      }
+      seen = epoch_.load(std::memory_order_acquire);
+      call_(job_, t);
+      if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+          main_sleeping_.load(std::memory_order_seq_cst)) {
+        { std::lock_guard<std::mutex> lock(mu_); }
+        done_cv_.notify_one();
+      }
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::atomic<uint64_t> epoch_{0};
+  std::atomic<int> pending_{0};  // workers not done with the job
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> main_sleeping_{false};
+  void* job_ = nullptr;
+  void (*call_)(void*, int) = nullptr;
+};
+
 }  // namespace
 
 // The one SystemC process of a network: it wakes at the earliest pending chip
@@ -78,24 +243,33 @@ struct Waiting {
 // event queue; the calendar only says which chips have work at which time.
 // Chips at the same time cannot affect each other (a message takes at least
 // one hop latency > 0), so the chip order is a fixed choice, not a
-// dependency; a partitioned run would give each rank such a scheduler for
-// the chips it owns.
+// dependency, and a large batch can run on several threads (network.h); a
+// partitioned run would give each rank such a scheduler for the chips it
+// owns.
 class NetScheduler : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(NetScheduler);
-  explicit NetScheduler(const sc_core::sc_module_name& name,
-                        std::vector<ChipNode>* chips)
-      : sc_core::sc_module(name), chips_(chips) {
+  NetScheduler(const sc_core::sc_module_name& name,
+               std::vector<ChipNode>* chips, int num_chips, int threads)
+      : sc_core::sc_module(name),
+        chips_(chips),
+        threads_(threads),
+        marks_((static_cast<size_t>(num_chips) + 63) / 64),
+        contexts_(threads) {
     SC_METHOD(Run);
     sensitive << wake_;
     dont_initialize();
   }
 
-  static int64_t Now() {
+  static int64_t KernelNow() {
     return static_cast<int64_t>(sc_core::sc_time_stamp().value());
   }
+  // The current simulated time: while the chips run (on any thread) the
+  // batch's time, else the kernel's (read on the SystemC thread only).
+  int64_t Now() const { return running_ ? now_ : KernelNow(); }
 
   // Chip `chip` has an event at `time` (>= now) earlier than any it had.
+  // SystemC thread only.
   void Schedule(int64_t time, int chip) {
     if (time != last_time_) {
       last_time_ = time;
@@ -105,28 +279,43 @@ class NetScheduler : public sc_core::sc_module {
     if (!running_ && time < wake_time_) {
       wake_time_ = time;
       wake_.notify(sc_core::sc_time::from_value(
-          static_cast<sc_dt::uint64>(time - Now())));
+          static_cast<sc_dt::uint64>(time - KernelNow())));
     }
   }
 
+  int threads() const { return threads_; }
   int64_t activations() const { return activations_; }
+  int64_t parallel_batches() const { return parallel_batches_; }
 
  private:
   void Run();
+  // Sets batch_ to the chips of `bucket` in order, once each.
+  void TakeBucket(std::vector<int32_t>& bucket);
+  // Runs the chips at positions [begin, end) of the batch.
+  void RunRange(size_t begin, size_t end, RunContext& ctx);
+  // After a batch: its calendar wake-ups and done callbacks.
+  void FinishBatch(int contexts);
 
   // Chips between two prefetch stages of a batch.
   static constexpr size_t kPrefetchSpacing = 2;
   std::vector<ChipNode>* chips_;
-  // The chips to wake at each time (unsorted, possibly repeated or stale);
-  // the bucket of the last time scheduled is cached.
+  const int threads_;
+  // The chips to wake at each time (unsorted, possibly repeated); the bucket
+  // of the last time scheduled is cached.
   std::map<int64_t, std::vector<int32_t>> calendar_;
   int64_t last_time_ = -1;
   std::vector<int32_t>* last_bucket_ = nullptr;
   std::vector<int32_t> batch_;
+  std::vector<uint64_t> marks_;  // TakeBucket's bit per chip (all clear)
   bool running_ = false;
+  int64_t now_ = 0;  // while running
   int64_t wake_time_ = kNever;
   int64_t activations_ = 0;
+  int64_t parallel_batches_ = 0;
   sc_core::sc_event wake_;
+  std::vector<RunContext> contexts_;  // by thread
+  std::vector<PendingDone> dones_;
+  std::unique_ptr<WorkerPool> pool_;  // made at the first parallel batch
 };
 
 class ChipNode {
@@ -186,8 +375,10 @@ class ChipNode {
   // Prefetches the state a run of this chip touches, one level of pointers
   // per stage (stage k reads what stage k-1 fetched). A hint only: it
   // changes no state.
+  // In a parallel batch only the queues of neighbours that `ctx`'s thread
+  // owns are looked at (packets for the others go to their inboxes).
   static constexpr int kPrefetchStages = 2 + CollectiveEndpoint::kPrefetchStages;
-  void Prefetch(int stage) const {
+  void Prefetch(int stage, const RunContext& ctx) const {
     if (stage == 0) {
       // The whole node (header and links; about 1 KiB).
       const char* p = reinterpret_cast<const char*>(this);
@@ -213,7 +404,9 @@ class ChipNode {
     if (stage == 2) {
       // Where a packet sent to each neighbour lands in its queue.
       for (const Link& l : links_) {
-        if (l.dst != nullptr) {
+        if (l.dst != nullptr &&
+            (!ctx.parallel ||
+             (l.dst->chip_ >= ctx.own_lo && l.dst->chip_ < ctx.own_hi))) {
           __builtin_prefetch(l.dst->heap_.data() + l.dst->heap_.size());
         }
       }
@@ -239,9 +432,18 @@ class ChipNode {
   }
 
   // Handles every event of this chip at or before `now` in the fixed key
-  // order (events it adds for `now` included).
-  void Run(int64_t now) {
+  // order (events it adds for `now` included), after taking in the packets
+  // its inbox holds. Does nothing (not a run) when no event is due: the
+  // calendar entry was a repeat. What reaches beyond this chip goes through
+  // `ctx` (see RunContext).
+  void Run(int64_t now, RunContext& ctx) {
+    TakeInbox();
+    if (heap_.empty() || heap_.front().time > now) {
+      wake_time_ = heap_.empty() ? kNever : heap_.front().time;
+      return;
+    }
     ++runs_;
+    ctx_ = &ctx;
     wake_time_ = now;  // pushes during the run need no calendar entry
     while (!heap_.empty() && heap_.front().time <= now) {
       std::pop_heap(heap_.begin(), heap_.end(), Later());
@@ -251,7 +453,14 @@ class ChipNode {
       Handle(e, now);
     }
     wake_time_ = heap_.empty() ? kNever : heap_.front().time;
-    if (wake_time_ != kNever) scheduler_->Schedule(wake_time_, chip_);
+    if (wake_time_ != kNever) {
+      if (ctx.parallel) {
+        ctx.wakeups.emplace_back(wake_time_, chip_);
+      } else {
+        scheduler_->Schedule(wake_time_, chip_);
+      }
+    }
+    ctx_ = nullptr;
   }
 
  private:
@@ -275,7 +484,7 @@ class ChipNode {
    public:
     Transport(ChipNode* node, int core) : node_(node), core_(core) {}
     Picoseconds Now() const override {
-      return Picoseconds(NetScheduler::Now());
+      return Picoseconds(node_->scheduler_->Now());
     }
     void Send(int dst_device, int64_t bytes, const MessageTag& tag,
               Picoseconds head_ready, Picoseconds tail_ready) override {
@@ -284,12 +493,22 @@ class ChipNode {
     }
     void ScheduleTimer(Picoseconds at, uint64_t token) override {
       Event e;
-      e.time = std::max(at.count(), NetScheduler::Now());
+      e.time = std::max(at.count(), node_->scheduler_->Now());
       e.order = kTimerOrder + core_;
       e.id = token;
       e.sub = core_;
       e.type = EventType::kTimer;
       node_->Push(e);
+    }
+    // Inside a run: after the batch, on the SystemC thread (RunContext).
+    void Finish(CollectiveDoneCallback done,
+                const CollectiveResult& result) override {
+      RunContext* ctx = node_->ctx_;
+      if (ctx == nullptr) {
+        done(result);
+        return;
+      }
+      ctx->dones.push_back(PendingDone{ctx->position, std::move(done), result});
     }
 
    private:
@@ -297,20 +516,63 @@ class ChipNode {
     int core_;
   };
 
-  // Queues the arrival of packet `p` (its fields) on input `port` at p.time.
-  void PushPacket(Event p, int port) {
+  // Queues the arrival of packet `p` (its fields) on input `port` at p.time;
+  // `ctx` as Push.
+  void PushPacket(Event p, int port, RunContext* ctx = nullptr) {
     p.order = static_cast<uint32_t>(port);
     p.type = EventType::kArrive;
-    Push(p);
+    Push(p, ctx);
   }
 
-  void Push(const Event& e) {
+  // From this chip, the SystemC thread, or the run of a chip whose thread
+  // owns this one (`ctx`: then the calendar entry goes to ctx's wake-ups);
+  // other threads use Mail. During this chip's own run no calendar entry is
+  // needed (wake_time_ is now).
+  void Push(const Event& e, RunContext* ctx = nullptr) {
     heap_.push_back(e);
     std::push_heap(heap_.begin(), heap_.end(), Later());
     if (e.time < wake_time_) {
       wake_time_ = e.time;
-      scheduler_->Schedule(e.time, chip_);
+      if (ctx != nullptr && ctx->parallel) {
+        ctx->wakeups.emplace_back(e.time, chip_);
+      } else {
+        scheduler_->Schedule(e.time, chip_);
+      }
     }
+  }
+
+  // From a run on another thread: packet `p` for this chip's input `port`,
+  // kept in the inbox until this chip next runs (its time is at least one
+  // hop latency after now). Adds the calendar entry to `ctx` unless the
+  // last packet mailed was for the same time.
+  void Mail(Event p, int port, RunContext& ctx) {
+    p.order = static_cast<uint32_t>(port);
+    p.type = EventType::kArrive;
+    bool wake = false;
+    {
+      std::lock_guard<SpinLock> lock(inbox_.lock);
+      inbox_.events.push_back(p);
+      inbox_.nonempty.store(true, std::memory_order_relaxed);
+      if (inbox_.wakeup != p.time) {
+        inbox_.wakeup = p.time;
+        wake = true;
+      }
+    }
+    if (wake) ctx.wakeups.emplace_back(p.time, chip_);
+  }
+
+  // Moves the inbox into the queue (the key order makes the order they
+  // arrived in irrelevant). wake_time_ does not count inbox packets; each
+  // has its own calendar entry.
+  void TakeInbox() {
+    if (!inbox_.nonempty.load(std::memory_order_relaxed)) return;
+    std::lock_guard<SpinLock> lock(inbox_.lock);
+    for (const Event& e : inbox_.events) {
+      heap_.push_back(e);
+      std::push_heap(heap_.begin(), heap_.end(), Later());
+    }
+    inbox_.events.clear();
+    inbox_.nonempty.store(false, std::memory_order_relaxed);
   }
 
   void Handle(const Event& e, int64_t now) {
@@ -330,7 +592,7 @@ class ChipNode {
 
   void Send(int core, int dst_device, int64_t bytes, const MessageTag& tag,
             int64_t head, int64_t tail) {
-    const int64_t now = NetScheduler::Now();
+    const int64_t now = scheduler_->Now();
     head = std::max(head, now);
     tail = std::max(tail, head);
     const int src = topology_->device_at(chip_, core);
@@ -437,7 +699,12 @@ class ChipNode {
     l.busy_ps += finish - now;
     p.time = now + l.latency;
     p.tail = finish + l.latency;
-    l.dst->PushPacket(p, l.dst_port);
+    if (ctx_ != nullptr && ctx_->parallel &&
+        (l.dst->chip_ < ctx_->own_lo || l.dst->chip_ >= ctx_->own_hi)) {
+      l.dst->Mail(p, l.dst_port, *ctx_);
+      return;
+    }
+    l.dst->PushPacket(p, l.dst_port, ctx_);
   }
 
   void Deliver(const Event& p) {
@@ -478,37 +745,126 @@ class ChipNode {
     uint32_t count;
   };
   std::unordered_map<uint64_t, Partial> partial_;
+  RunContext* ctx_ = nullptr;  // while this chip runs
+  // Packets from chips run on other threads (a line of its own: written by
+  // those threads).
+  struct Inbox {
+    Inbox() = default;
+    Inbox(Inbox&& o) noexcept : events(std::move(o.events)) {}
+    SpinLock lock;
+    std::atomic<bool> nonempty{false};  // events is not empty (a hint)
+    std::vector<Event> events;
+    int64_t wakeup = -1;  // time of the last calendar entry a Mail added
+  };
+  alignas(64) Inbox inbox_;
 };
+
+void NetScheduler::RunRange(size_t begin, size_t end, RunContext& ctx) {
+  std::vector<ChipNode>& chips = *chips_;
+  // Prefetch the chips ahead (the ones before `begin` are someone else's).
+  constexpr size_t kAhead = ChipNode::kPrefetchStages * kPrefetchSpacing;
+  const size_t start = begin >= kAhead ? begin - kAhead : 0;
+  for (size_t i = start; i < end; ++i) {
+    for (int stage = 0; stage < ChipNode::kPrefetchStages; ++stage) {
+      const size_t ahead =
+          i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
+                  kPrefetchSpacing;
+      if (ahead >= begin && ahead < end) {
+        chips[batch_[ahead]].Prefetch(stage, ctx);
+      }
+    }
+    if (i < begin) continue;
+    ctx.position = i;
+    chips[batch_[i]].Run(now_, ctx);
+  }
+}
+
+void NetScheduler::TakeBucket(std::vector<int32_t>& bucket) {
+  batch_.clear();
+  if (bucket.size() * 16 < marks_.size()) {
+    batch_.swap(bucket);
+    std::sort(batch_.begin(), batch_.end());
+    batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
+    return;
+  }
+  // A bit per chip, read back in order (linear, where sorting thousands of
+  // repeated entries per batch was a serial cost).
+  for (const int32_t chip : bucket) {
+    marks_[static_cast<size_t>(chip) >> 6] |= uint64_t{1} << (chip & 63);
+  }
+  for (size_t w = 0; w < marks_.size(); ++w) {
+    uint64_t bits = marks_[w];
+    if (bits == 0) continue;
+    marks_[w] = 0;
+    while (bits != 0) {
+      batch_.push_back(static_cast<int32_t>(w * 64 + __builtin_ctzll(bits)));
+      bits &= bits - 1;
+    }
+  }
+}
+
+void NetScheduler::FinishBatch(int contexts) {
+  for (int t = 0; t < contexts; ++t) {
+    RunContext& ctx = contexts_[t];
+    for (const auto& [time, chip] : ctx.wakeups) Schedule(time, chip);
+    ctx.wakeups.clear();
+    for (PendingDone& d : ctx.dones) dones_.push_back(std::move(d));
+    ctx.dones.clear();
+  }
+  if (dones_.empty()) return;
+  // Chip order (each thread's list is in order, and one chip's callbacks
+  // come from one thread in the order raised).
+  if (contexts > 1) {
+    std::stable_sort(dones_.begin(), dones_.end(),
+                     [](const PendingDone& a, const PendingDone& b) {
+                       return a.position < b.position;
+                     });
+  }
+  std::vector<PendingDone> dones;
+  dones.swap(dones_);
+  for (PendingDone& d : dones) d.done(d.result);
+}
 
 void NetScheduler::Run() {
   ++activations_;
-  const int64_t now = Now();
+  now_ = KernelNow();
+  const int64_t now = now_;
   running_ = true;
-  std::vector<ChipNode>& chips = *chips_;
   // The chips due now, in chip order (each time's bucket sorted), taken as a
   // batch so that the state of the chips ahead can be prefetched while one
   // runs: in a sweep every chip touches a few lines of its own state, and at
   // thousands of chips that state is no longer in cache. Chips can be added
-  // for `now` while the batch runs (a timer at now); the loop takes them next.
+  // for `now` while the batch runs or by its done callbacks (a timer at
+  // now); the loop takes them next.
   while (!calendar_.empty() && calendar_.begin()->first <= now) {
     const int64_t time = calendar_.begin()->first;
-    batch_.swap(calendar_.begin()->second);
+    TakeBucket(calendar_.begin()->second);
     calendar_.erase(calendar_.begin());
     if (last_time_ == time) last_time_ = -1;
-    std::sort(batch_.begin(), batch_.end());
-    batch_.erase(std::unique(batch_.begin(), batch_.end()), batch_.end());
     const size_t n = batch_.size();
-    for (size_t i = 0; i < n; ++i) {
-      for (int stage = 0; stage < ChipNode::kPrefetchStages; ++stage) {
-        const size_t ahead =
-            i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
-                    kPrefetchSpacing;
-        if (ahead < n) chips[batch_[ahead]].Prefetch(stage);
+    if (threads_ > 1 && n >= kMinParallelBatch) {
+      ++parallel_batches_;
+      if (pool_ == nullptr) pool_ = std::make_unique<WorkerPool>(threads_);
+      // Contiguous slices of the batch, one per thread (equal chip counts).
+      const size_t threads = static_cast<size_t>(threads_);
+      for (size_t t = 0; t < threads; ++t) {
+        RunContext& ctx = contexts_[t];
+        ctx.parallel = true;
+        ctx.own_lo = t == 0 ? 0 : batch_[t * n / threads];
+        ctx.own_hi = t + 1 == threads
+                         ? std::numeric_limits<int32_t>::max()
+                         : batch_[(t + 1) * n / threads];
       }
-      ChipNode& chip = chips[batch_[i]];
-      // An entry is stale when the chip has since been woken earlier.
-      if (chip.wake_time() != time) continue;
-      chip.Run(now);
+      auto job = [this, n, threads](int t) {
+        const size_t i = static_cast<size_t>(t);
+        RunRange(i * n / threads, (i + 1) * n / threads, contexts_[t]);
+      };
+      pool_->Run(job);
+      FinishBatch(threads_);
+    } else {
+      contexts_[0].parallel = false;
+      RunRange(0, n, contexts_[0]);
+      FinishBatch(1);
     }
     batch_.clear();
   }
@@ -531,6 +887,15 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
     const Topology& topology, const NetConfig& config, NetworkOptions options) {
   TPUSIM_RETURN_IF_ERROR(
       ValidateNetConfig(config, topology.devices_per_chip()));
+  if (options.threads < 0 || options.threads > kMaxThreads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "NetworkOptions.threads=", options.threads, " is not allowed; expected 1..",
+        kMaxThreads, ", or 0 for one per hardware thread"));
+  }
+  int threads = options.threads;
+  if (threads == 0) {
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
   if (sc_core::sc_get_status() != sc_core::SC_ELABORATION) {
     return absl::FailedPreconditionError(
         "the ICI network must be built while the SystemC kernel elaborates "
@@ -544,8 +909,8 @@ absl::StatusOr<std::unique_ptr<Network>> Network::Create(
     data_path = net->default_data_path_.get();
   }
   const int chips = topology.num_chips();
-  net->scheduler_ = std::make_unique<NetScheduler>(options.name.c_str(),
-                                                   &net->chips_);
+  net->scheduler_ = std::make_unique<NetScheduler>(
+      options.name.c_str(), &net->chips_, chips, threads);
   net->chips_.reserve(chips);  // never reallocated: links point into it
   for (int chip = 0; chip < chips; ++chip) {
     net->chips_.emplace_back(chip, net->scheduler_.get(), &net->topology_,
@@ -571,6 +936,12 @@ std::vector<LinkStats> Network::Links() const {
 }
 
 int64_t Network::activations() const { return scheduler_->activations(); }
+
+int Network::threads() const { return scheduler_->threads(); }
+
+int64_t Network::parallel_batches() const {
+  return scheduler_->parallel_batches();
+}
 
 int64_t Network::chip_runs() const {
   int64_t n = 0;

@@ -28,6 +28,19 @@
 //   runs every chip due, in chip order (a fixed choice; by the rule above the
 //   order cannot change a result). A partitioned run gives each rank such a
 //   scheduler over the chips it owns;
+// * with NetworkOptions::threads > 1 the chips of one time (when at least
+//   128 are due) run on several threads at once, each thread a contiguous
+//   slice of the chip-ordered batch; it owns the chip ids of its slice and
+//   those between them. A chip's run writes only its own state and the
+//   queues of chips its thread owns; what reaches further waits: a packet
+//   for a chip another thread owns goes to that chip's inbox (taken into its
+//   queue when it next runs; it is due at least one hop latency after now,
+//   so no run at this time needs it), calendar wake-ups go to per-thread
+//   lists merged after the batch, and collective done callbacks run after
+//   the batch on the SystemC thread, in chip order (so also with one
+//   thread). Queues order by the total key (time, port, id, sub; no two
+//   events of a chip share one), so the order packets reach a queue cannot
+//   matter: every thread count gives identical results (tested);
 // * statistics are kept per link and per endpoint and read in chip order.
 //
 // Links (tpusim's model):
@@ -74,6 +87,10 @@ struct NetworkOptions {
   // The data path of every device; nullptr uses a VectorRateDataPath owned by
   // the network.
   CollectiveDataPath* data_path = nullptr;
+  // Threads that run the chips due at one time (the SystemC thread and
+  // threads - 1 workers owned by the network); 0 = one per hardware thread.
+  // Results are identical for every value. Allowed: 0..1024.
+  int threads = 1;
 };
 
 // Counters of one link. `dir` is the direction (0..5, see topology.h), or
@@ -91,7 +108,8 @@ class Network {
  public:
   // Builds the modules; call it while elaborating (inside
   // KernelSession::Create). Errors: the config's (ValidateNetConfig);
-  // FailedPrecondition when the kernel is not elaborating.
+  // InvalidArgument for options.threads outside 0..1024; FailedPrecondition
+  // when the kernel is not elaborating.
   static absl::StatusOr<std::unique_ptr<Network>> Create(
       const Topology& topology, const NetConfig& config,
       NetworkOptions options = {});
@@ -109,9 +127,13 @@ class Network {
   // SystemC activations of the network's process (one per distinct time
   // with work, plus delta wake-ups).
   int64_t activations() const;
-  // Sum over chips of the times a chip ran its queue (at most one per chip
-  // and time).
+  // Sum over chips of the times a chip ran its queue (one per chip and time,
+  // plus one more when a done callback gives it work at that time).
   int64_t chip_runs() const;
+  // Threads the chips run on (options.threads, 0 resolved).
+  int threads() const;
+  // Batches of chips run on more than one thread.
+  int64_t parallel_batches() const;
   // The default data path (nullptr when the options gave one).
   const VectorRateDataPath* default_data_path() const {
     return default_data_path_.get();

@@ -5,6 +5,7 @@
 // SystemC elaborates once per process, so each case runs in a child process:
 //   net_benchmark                      # every case, one child each
 //   net_benchmark --net_case=64x64     # one case in this process
+//   net_benchmark --net_threads=2      # NetworkOptions::threads (default 1)
 // Each prints the simulated time, the wall time (elaboration + run), the peak
 // RSS of its process, the messages the algorithm sent and messages per wall
 // second. Targets (issue 8): 64x64 < 2.3 s and < 290 MB; ring-1024 < 1 s;
@@ -15,6 +16,8 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,9 @@ struct Case {
   std::array<int, 3> mesh;
   Algorithm algorithm;
 };
+
+// --net_threads=N (kept in argv: the children get it too).
+int g_threads = 1;
 
 const Case kCases[] = {
     {"4x4", "v5e", {4, 4, 1}, Algorithm::kAuto},
@@ -69,8 +75,11 @@ absl::Status RunCase(const Case& c, benchmark::State& state) {
   std::unique_ptr<Network> network;
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<KernelSession> session,
                           KernelSession::Create([&]() -> absl::Status {
+                            NetworkOptions options;
+                            options.threads = g_threads;
                             TPUSIM_ASSIGN_OR_RETURN(
-                                network, Network::Create(topology, config));
+                                network,
+                                Network::Create(topology, config, options));
                             return absl::OkStatus();
                           }));
   TPUSIM_ASSIGN_OR_RETURN(
@@ -100,12 +109,16 @@ absl::Status RunCase(const Case& c, benchmark::State& state) {
   state.counters["msgs_per_wall_s"] = messages / (elab + run);
   state.counters["events"] = static_cast<double>(network->events());
   state.counters["activations"] = static_cast<double>(network->activations());
+  state.counters["threads"] = network->threads();
+  state.counters["chip_runs"] = static_cast<double>(network->chip_runs());
+  state.counters["parallel_batches"] =
+      static_cast<double>(network->parallel_batches());
   std::printf(
       "%-16s %-9s sim %10.2f us  wall %6.3f s (elab %5.3f)  peak RSS %7.1f MB  "
-      "messages %9lld  %6.2f M msg/s\n",
+      "messages %9lld  %6.2f M msg/s  threads %d\n",
       c.name, AlgorithmName(res[0].algorithm), sim_s * 1e6, elab + run, elab,
       PeakRssMb(), static_cast<long long>(messages),
-      messages / (elab + run) / 1e6);
+      messages / (elab + run) / 1e6, network->threads());
   std::fflush(stdout);
   return absl::OkStatus();
 }
@@ -122,6 +135,19 @@ void BM_AllReduce64MiB(benchmark::State& state, const Case* c) {
 
 extern "C" int sc_main(int argc, char* argv[]) {
   using tpusim::sim::net::kCases;
+  constexpr char kThreads[] = "--net_threads=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], kThreads, sizeof(kThreads) - 1) == 0) {
+      char* end = nullptr;
+      const long v = std::strtol(argv[i] + sizeof(kThreads) - 1, &end, 10);
+      if (end == argv[i] + sizeof(kThreads) - 1 || *end != '\0' || v < 0 ||
+          v > 1024) {
+        std::fprintf(stderr, "%s: expected an integer 0..1024\n", argv[i]);
+        return 2;
+      }
+      tpusim::sim::net::g_threads = static_cast<int>(v);
+    }
+  }
   std::vector<const char*> names;
   for (const auto& c : kCases) names.push_back(c.name);
   return tpusim::bench::RunSimCases(
