@@ -293,7 +293,10 @@ class Validator {
                      "missing; set workload { name: \"mlp\" } (tpusim run "
                      "--help lists the workloads)");
     }
-    if (!run.has_pod() && !sc.cluster().has_slice()) {
+    const bool pod_names_slice = run.pod().has_slice() ||
+                                 run.pod().has_generation() ||
+                                 run.pod().shape_size() > 0;
+    if (!pod_names_slice && !sc.cluster().has_slice()) {
       return c.Error("pod", "",
                      "missing; set run.pod { slice: \"v4-32\" } or "
                      "cluster.slice");

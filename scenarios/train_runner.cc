@@ -670,7 +670,11 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
                    : run.has_backend()      ? run.backend()
                                             : "sim";
   proto::PodSpec pod = run.pod();
-  if (!run.has_pod()) pod.set_slice(sc.cluster().slice());
+  // A pod that names no slice and no generation (none, or only options) is
+  // the cluster's slice.
+  if (!pod.has_slice() && !pod.has_generation() && pod.shape_size() == 0) {
+    pod.set_slice(sc.cluster().slice());
+  }
   std::unique_ptr<runtime::Backend> backend;
   const sim::SimBackend* sim_backend = nullptr;
   runtime::SliceLayout layout;

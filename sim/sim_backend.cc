@@ -34,16 +34,17 @@ class SimPod {
  public:
   static absl::StatusOr<std::unique_ptr<SimPod>> Create(
       const runtime::SliceLayout& layout, const ChipPreset& preset,
-      net::WrapMode wrap) {
+      net::WrapMode wrap, int threads) {
     TPUSIM_ASSIGN_OR_RETURN(net::Topology topology,
                             net::Topology::Create(layout, wrap));
     TPUSIM_ASSIGN_OR_RETURN(net::NetConfig config, NetConfigFromPreset(preset));
     std::unique_ptr<SimPod> pod(new SimPod(std::move(topology), config));
     SimPod* p = pod.get();
     TPUSIM_ASSIGN_OR_RETURN(
-        p->session_, KernelSession::Create([p]() -> absl::Status {
+        p->session_, KernelSession::Create([p, threads]() -> absl::Status {
           net::NetworkOptions options;
           options.name = "pod_ici";
+          options.threads = threads;
           TPUSIM_ASSIGN_OR_RETURN(
               p->network_,
               net::Network::Create(p->topology_, p->config_, options));
@@ -371,6 +372,13 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
     }
     options.prefetch_depth = o.prefetch_depth();
   }
+  if (o.has_sim_threads()) {
+    if (o.sim_threads() < 0 || o.sim_threads() > 1024) {
+      return bad("options.sim_threads", o.sim_threads(),
+                 "must be 0 (one per hardware thread) to 1024");
+    }
+    options.sim_threads = o.sim_threads();
+  }
   return CreateWithPreset(std::move(layout), preset, options);
 }
 
@@ -389,7 +397,8 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
   TPUSIM_ASSIGN_OR_RETURN(SliceHosts hosts, SliceHosts::Create(b->layout_, host));
   b->hosts_ = std::make_unique<SliceHosts>(std::move(hosts));
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
-                          SimPod::Create(b->layout_, b->preset_, options.wrap));
+                          SimPod::Create(b->layout_, b->preset_, options.wrap,
+                                         options.sim_threads));
   return b;
 }
 

@@ -110,6 +110,10 @@ struct SimBackendOptions {
   // flight ahead of it (>= 1 each; InvalidArgument otherwise).
   int input_threads = 1;
   int prefetch_depth = 2;
+  // Host threads that run the ICI network model (sim/net
+  // NetworkOptions::threads): 0 = one per hardware thread. Wall-clock speed
+  // only; the results are identical for every value.
+  int sim_threads = 0;
 };
 
 class SimBackend final : public runtime::Backend {

@@ -79,6 +79,13 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     std::vector<std::string> argv = {"run", args.positional()[0],
                                      "--format=json"};
     if (args.Has("backend")) argv.push_back("--backend=" + args.Get("backend"));
+    // The points running at once share the cores: each network model gets
+    // its part (a --set of the user's, coming later, still wins).
+    argv.push_back(absl::StrCat(
+        "--set=run.pod.options.sim_threads=",
+        std::max<int64_t>(1, cores / std::min<int64_t>(
+                                         jobs, static_cast<int64_t>(
+                                                   points.size())))));
     for (const std::string& s : p.sets) argv.push_back("--set=" + s);
     commands.push_back(std::move(argv));
   }

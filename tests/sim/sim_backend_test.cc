@@ -688,6 +688,12 @@ TEST(SimBackendTest, BadPodSpecsNameTheFieldAndValue) {
        "PodSpec: options.input_threads=0: must be >= 1"},
       {R"pb(slice: "v4-8" options { prefetch_depth: -2 })pb",
        "PodSpec: options.prefetch_depth=-2: must be >= 1"},
+      {R"pb(slice: "v4-8" options { sim_threads: -1 })pb",
+       "PodSpec: options.sim_threads=-1: must be 0 (one per hardware thread) "
+       "to 1024"},
+      {R"pb(slice: "v4-8" options { sim_threads: 1025 })pb",
+       "PodSpec: options.sim_threads=1025: must be 0 (one per hardware "
+       "thread) to 1024"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(SimBackend::Create(Spec(c.spec)),
