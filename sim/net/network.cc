@@ -111,6 +111,9 @@ bool SpinFor(Pred pred) {
       CpuRelax();
     }
     if (std::chrono::steady_clock::now() >= until) return pred();
+    // Let a thread with work have this core when there are more threads
+    // than cores.
+    std::this_thread::yield();
   }
 }
 
