@@ -111,6 +111,9 @@ bool SpinFor(Pred pred) {
       CpuRelax();
     }
     if (std::chrono::steady_clock::now() >= until) return pred();
+    // Let a thread with work have this core when there are more threads
+    // than cores.
+    std::this_thread::yield();
   }
 }
 
@@ -141,13 +144,13 @@ struct PendingDone {
   CollectiveResult result;
 };
 
-// What the chips one thread runs in a batch leave for after it (a line of
-// its own per thread).
+// What the chips of one slice of a batch leave for after it (a line of its
+// own per slice: slices run on different threads).
 struct alignas(64) RunContext {
   // Several threads run this batch: calendar wake-ups go to `wakeups`, and
-  // packets for chips outside [own_lo, own_hi) (the chip ids of this
-  // thread's slice and the ids between them: no other thread runs those
-  // chips now) go to their inboxes.
+  // packets for chips outside [own_lo, own_hi) (the chip ids of this slice
+  // and the ids between them: no other thread runs those chips now) go to
+  // their inboxes.
   bool parallel = false;
   int32_t own_lo = 0;
   int32_t own_hi = 0;
@@ -157,8 +160,11 @@ struct alignas(64) RunContext {
 };
 
 // The worker threads of a scheduler. Run(job) runs job(0) on the calling
-// thread and job(t) on every worker t = 1..n-1 at the same time, and returns
-// when all are done. Waiting threads spin for kSpin, then sleep.
+// thread and, at the same time, job(t) on each worker t = 1..n-1 that wakes
+// up before job(0) returns; it then waits for those workers only. So a job
+// must let any thread take any part of its work (a worker late or
+// descheduled is not waited for: the calling thread takes its part).
+// Waiting threads spin for kSpin, then sleep.
 class WorkerPool {
  public:
   explicit WorkerPool(int threads) {
@@ -177,18 +183,20 @@ class WorkerPool {
 
   template <typename Job>
   void Run(Job& job) {
+    // No worker is in a job (state_ is kClosed): publish this one.
     job_ = &job;
     call_ = [](void* j, int t) { (*static_cast<Job*>(j))(t); };
-    pending_.store(static_cast<int>(workers_.size()),
-                   std::memory_order_relaxed);
+    state_.store(0, std::memory_order_release);
     epoch_.fetch_add(1, std::memory_order_seq_cst);
     if (sleeping_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(mu_); }
       work_cv_.notify_all();
     }
     job(0);
+    // Close it and wait for the workers that joined.
+    state_.fetch_or(kClosed, std::memory_order_seq_cst);
     auto done = [this] {
-      return pending_.load(std::memory_order_seq_cst) == 0;
+      return state_.load(std::memory_order_seq_cst) == kClosed;
     };
     if (SpinFor(done)) return;
     std::unique_lock<std::mutex> lock(mu_);
@@ -198,11 +206,11 @@ class WorkerPool {
   }
 
  private:
+  static constexpr uint32_t kClosed = 1u << 31;
+
   void Work(int t) {
     uint64_t seen = 0;
     for (;;) {
-      // The next job (epoch_ moves on only after every worker has done the
-      // last one).
       auto ready = [&] {
         return epoch_.load(std::memory_order_seq_cst) != seen;
       };
@@ -214,8 +222,17 @@ class WorkerPool {
         if (stop_) return;
       }
       seen = epoch_.load(std::memory_order_acquire);
+      // Join the open job (the newest one, whichever epoch woke us), or
+      // wait for the next if it is closed.
+      uint32_t state = state_.load(std::memory_order_acquire);
+      bool joined = false;
+      while ((state & kClosed) == 0 && !joined) {
+        joined = state_.compare_exchange_weak(state, state + 1,
+                                              std::memory_order_acq_rel);
+      }
+      if (!joined) continue;
       call_(job_, t);
-      if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      if (state_.fetch_sub(1, std::memory_order_seq_cst) - 1 == kClosed &&
           main_sleeping_.load(std::memory_order_seq_cst)) {
         { std::lock_guard<std::mutex> lock(mu_); }
         done_cv_.notify_one();
@@ -229,7 +246,8 @@ class WorkerPool {
   std::condition_variable done_cv_;
   bool stop_ = false;  // guarded by mu_
   std::atomic<uint64_t> epoch_{0};
-  std::atomic<int> pending_{0};  // workers not done with the job
+  // kClosed once job(0) has returned, plus the workers in the job.
+  std::atomic<uint32_t> state_{kClosed};
   std::atomic<int> sleeping_{0};
   std::atomic<bool> main_sleeping_{false};
   void* job_ = nullptr;
@@ -255,7 +273,8 @@ class NetScheduler : public sc_core::sc_module {
         chips_(chips),
         threads_(threads),
         marks_((static_cast<size_t>(num_chips) + 63) / 64),
-        contexts_(threads) {
+        contexts_(threads),
+        claimed_(new std::atomic<bool>[static_cast<size_t>(threads)]) {
     SC_METHOD(Run);
     sensitive << wake_;
     dont_initialize();
@@ -313,8 +332,9 @@ class NetScheduler : public sc_core::sc_module {
   int64_t activations_ = 0;
   int64_t parallel_batches_ = 0;
   sc_core::sc_event wake_;
-  std::vector<RunContext> contexts_;  // by thread
+  std::vector<RunContext> contexts_;  // by slice of a parallel batch
   std::vector<PendingDone> dones_;
+  std::unique_ptr<std::atomic<bool>[]> claimed_;  // by slice
   std::unique_ptr<WorkerPool> pool_;  // made at the first parallel batch
 };
 
@@ -855,9 +875,22 @@ void NetScheduler::Run() {
                          ? std::numeric_limits<int32_t>::max()
                          : batch_[(t + 1) * n / threads];
       }
+      // Slice s runs on whichever thread claims it first (with context s,
+      // so the same rules hold whoever runs it): the SystemC thread takes
+      // slice 0, then any slice no worker has started.
+      for (size_t t = 0; t < threads; ++t) {
+        claimed_[t].store(t == 0, std::memory_order_relaxed);
+      }
       auto job = [this, n, threads](int t) {
-        const size_t i = static_cast<size_t>(t);
-        RunRange(i * n / threads, (i + 1) * n / threads, contexts_[t]);
+        auto run = [&](size_t s) {
+          RunRange(s * n / threads, (s + 1) * n / threads, contexts_[s]);
+        };
+        if (t == 0) run(0);
+        for (size_t k = 0; k + 1 < threads; ++k) {
+          const size_t s =
+              1 + (static_cast<size_t>(t == 0 ? 0 : t - 1) + k) % (threads - 1);
+          if (!claimed_[s].exchange(true, std::memory_order_acq_rel)) run(s);
+        }
       };
       pool_->Run(job);
       FinishBatch(threads_);

@@ -29,18 +29,20 @@
 //   order cannot change a result). A partitioned run gives each rank such a
 //   scheduler over the chips it owns;
 // * with NetworkOptions::threads > 1 the chips of one time (when at least
-//   128 are due) run on several threads at once, each thread a contiguous
-//   slice of the chip-ordered batch; it owns the chip ids of its slice and
-//   those between them. A chip's run writes only its own state and the
-//   queues of chips its thread owns; what reaches further waits: a packet
-//   for a chip another thread owns goes to that chip's inbox (taken into its
-//   queue when it next runs; it is due at least one hop latency after now,
-//   so no run at this time needs it), calendar wake-ups go to per-thread
-//   lists merged after the batch, and collective done callbacks run after
-//   the batch on the SystemC thread, in chip order (so also with one
-//   thread). Queues order by the total key (time, port, id, sub; no two
-//   events of a chip share one), so the order packets reach a queue cannot
-//   matter: every thread count gives identical results (tested);
+//   128 are due) run on several threads at once: the chip-ordered batch is
+//   cut into one contiguous slice per thread, each run by one thread (a
+//   worker's slice by the SystemC thread when that worker is late). A slice
+//   owns its chip ids and those up to the next slice. A chip's run writes
+//   only its own state and the queues of chips its slice owns; what reaches
+//   further waits: a packet for a chip another slice owns goes to that
+//   chip's inbox (taken into its queue when it next runs; it is due at least
+//   one hop latency after now, so no run at this time needs it), calendar
+//   wake-ups go to per-slice lists merged after the batch, and collective
+//   done callbacks run after the batch on the SystemC thread, in chip order
+//   (so also with one thread). Queues order by the total key (time, port,
+//   id, sub; no two events of a chip share one), so the order packets reach
+//   a queue cannot matter: every thread count gives identical results
+//   (tested);
 // * statistics are kept per link and per endpoint and read in chip order.
 //
 // Links (tpusim's model):

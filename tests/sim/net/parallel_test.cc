@@ -219,6 +219,18 @@ TEST(NetParallelTest, PacketMode) {
                            AllDevices(t)}});
 }
 
+// A 3-D torus (v4, 4x4x8 = 128 chips: exactly the smallest parallel batch),
+// every axis at once.
+TEST(NetParallelTest, ThreeDimensionalTorus) {
+  const Topology t = *MakeTopology("v4", {4, 4, 8}, WrapMode::kGeneration);
+  ASSERT_EQ(t.num_chips(), 128);
+  ASSERT_OK_AND_ASSIGN(Bench bench, MakeBench(t, TestConfig()));
+  ASSERT_OK_AND_ASSIGN(auto all, GroupPartition::Create(t, {AllDevices(t)}));
+  ExpectIdentical(bench, {{Request(CollectiveOp::kAllReduce, 3 << 20,
+                                   Algorithm::kMultiAxis, all),
+                           AllDevices(t)}});
+}
+
 // v3: two cores per chip (the on-chip path), 16x16 chips.
 TEST(NetParallelTest, TwoCoresPerChip) {
   const Topology t = *MakeTopology("v3", {16, 16, 1}, WrapMode::kOn);
