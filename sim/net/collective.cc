@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <memory>
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -544,53 +547,102 @@ absl::StatusOr<Plan> BuildPlan(const Topology& t, const CollectiveRequest& r,
   return plan;
 }
 
+// A message a ring stream received, by step. bytes < 0: not arrived yet (a
+// message may carry 0 bytes). 24 bytes, read in step order.
 struct Arrival {
-  bool present = false;
-  int64_t bytes = 0;
+  int64_t bytes = -1;
   Picoseconds head;
   Picoseconds tail;
 };
+static_assert(sizeof(Arrival) == 24, "an arrival slot is 24 bytes");
 
 }  // namespace
 
-struct CollectiveEndpoint::StreamState {
+// One stream of an active collective: the spec fields a message needs
+// (copied from the plan at Start) and the stream's state, in one cache line.
+// With thousands of chips nothing of an endpoint stays in cache between two
+// of its events, so every line and every pointer hop a message takes is a
+// miss; the spec list, the state list and a vector of arrivals per stream
+// used to be separate allocations.
+struct alignas(64) CollectiveEndpoint::StreamState {
+  StreamKind kind = StreamKind::kAllGather;
   bool started = false;
+  int32_t pipeline = 0;
+  int32_t n = 1;
+  int32_t ring_pos = 0;
+  int32_t next = -1;
+  int32_t next_step = 0;  // rings: the next step to process
+  int32_t received = 0;   // direct
+  int64_t bytes = 0;
   Picoseconds start;
-  // Rings: arrivals by step; direct: arrivals before the start.
-  std::vector<Arrival> arrivals;
-  int next_step = 0;  // rings: the next step to process
-  int received = 0;   // direct
-  Picoseconds last;   // direct: latest processed tail
+  Picoseconds last;             // direct: latest processed tail
+  // Rings with n > 1: n - 1 slots by step, owned, while the stream runs or
+  // has messages waiting.
+  Arrival* arrivals = nullptr;
+
+  // Allocates the slots (all absent) the first time they are needed: when
+  // the stream starts or its first message comes. Freed when the stream
+  // ends, so the few buffers of the running streams are reused warm (one
+  // block for every stream of the collective, sized at Start, was measured
+  // slower: it was 5 KiB per collective of which a phase used a tenth).
+  void ReadySlots() {
+    static_assert(sizeof(StreamState) == 64, "a stream is one cache line");
+    if (arrivals == nullptr) arrivals = new Arrival[n - 1];
+  }
 };
 
-struct CollectiveEndpoint::Active {
+namespace {
+
+// The streams of one active collective: one allocation, made at Start from
+// the plan (the first line of the Active leads to a stream in one hop).
+struct StreamBlockFree {
+  void operator()(void* p) const {
+    ::operator delete(p, std::align_val_t(64));
+  }
+};
+
+bool IsRing(StreamKind kind) { return kind != StreamKind::kDirect; }
+
+}  // namespace
+
+struct alignas(64) CollectiveEndpoint::Active {
+  // The first line: what a message and the scheduler's prefetch read.
   uint32_t seq = 0;
   bool started = false;
   // The streams running now (a prefetch hint only; `live_overflow` when more
   // than fit, and then every stream is prefetched).
-  static constexpr int kMaxLive = 8;
   bool live_overflow = false;
-  int num_live = 0;
-  std::array<int, kMaxLive> live = {};
+  int16_t num_live = 0;
+  static constexpr int kMaxLive = 8;
+  std::array<int32_t, kMaxLive> live = {};
+  StreamState* streams = nullptr;  // num_streams (in `block`), after Start
+  int32_t num_streams = 0;
+  // The rest is read when a phase or the collective starts or ends.
+  ~Active() {
+    for (int s = 0; s < num_streams; ++s) delete[] streams[s].arrivals;
+  }
+  std::unique_ptr<void, StreamBlockFree> block;
   Plan plan;
   CollectiveResult result;
   DoneCallback done;
-  std::vector<StreamState> streams;
   std::vector<int> phase;    // per pipeline
   std::vector<int> pending;  // streams left in the current phase
   std::vector<Picoseconds> phase_end;
   int pipelines_left = 0;
   // Messages that arrived before this endpoint started the collective.
   std::vector<std::pair<MessageTag, Arrival>> early;
+  // Direct streams: messages that arrived before the stream started
+  // (stream, message), in arrival order.
+  std::vector<std::pair<int, Arrival>> direct_early;
 };
 
 CollectiveEndpoint::CollectiveEndpoint(int device, const Topology* topology,
                                        EndpointTransport* transport,
                                        CollectiveDataPath* data_path)
     : device_(device),
-      topology_(topology),
+      data_path_(data_path),
       transport_(transport),
-      data_path_(data_path) {}
+      topology_(topology) {}
 
 CollectiveEndpoint::~CollectiveEndpoint() = default;
 
@@ -624,7 +676,24 @@ absl::Status CollectiveEndpoint::Start(const CollectiveRequest& request,
   a->result.bytes = request.bytes;
   a->result.start = now;
   a->result.end = now;
-  a->streams.resize(a->plan.streams.size());
+  const std::vector<StreamSpec>& specs = a->plan.streams;
+  const size_t num_streams = specs.size();
+  if (num_streams > 0) {
+    a->block.reset(::operator new(num_streams * sizeof(StreamState),
+                                  std::align_val_t(64)));
+    a->streams = static_cast<StreamState*>(a->block.get());
+    for (size_t s = 0; s < num_streams; ++s) {
+      const StreamSpec& spec = specs[s];
+      StreamState* st = new (&a->streams[s]) StreamState();
+      st->kind = spec.kind;
+      st->pipeline = spec.pipeline;
+      st->n = spec.n;
+      st->ring_pos = spec.ring_pos;
+      st->next = spec.next;
+      st->bytes = spec.bytes;
+    }
+  }
+  a->num_streams = static_cast<int32_t>(num_streams);
   const int pipelines = static_cast<int>(a->plan.pipelines.size());
   a->phase.assign(pipelines, 0);
   a->pending.assign(pipelines, 0);
@@ -634,11 +703,10 @@ absl::Status CollectiveEndpoint::Start(const CollectiveRequest& request,
   a->early.clear();
   for (const auto& [tag, arrival] : early) {
     StreamState& st = a->streams[tag.stream];
-    const StreamSpec& spec = a->plan.streams[tag.stream];
-    if (spec.kind == StreamKind::kDirect) {
-      st.arrivals.push_back(arrival);
+    if (!IsRing(st.kind)) {
+      a->direct_early.push_back({static_cast<int>(tag.stream), arrival});
     } else {
-      st.arrivals.resize(spec.n - 1);
+      st.ReadySlots();
       st.arrivals[tag.step] = arrival;
     }
   }
@@ -676,12 +744,12 @@ void CollectiveEndpoint::SendChunk(int dst, int64_t bytes,
 
 void CollectiveEndpoint::StartStream(Active& a, int s, Picoseconds at) {
   StreamState& st = a.streams[s];
-  const StreamSpec& spec = a.plan.streams[s];
   st.started = true;
   st.start = at;
   st.last = at;
   const ChunkTiming ready{at, at};
-  if (spec.kind == StreamKind::kDirect) {
+  if (st.kind == StreamKind::kDirect) {
+    const StreamSpec& spec = a.plan.streams[s];
     for (const auto& [to, bytes] : spec.sends) {
       SendChunk(to, bytes,
                 MessageTag{a.seq, static_cast<uint32_t>(s), spec.send_step},
@@ -691,20 +759,29 @@ void CollectiveEndpoint::StartStream(Active& a, int s, Picoseconds at) {
       StreamDone(a, s, at);
       return;
     }
-    std::vector<Arrival> early = std::move(st.arrivals);
-    st.arrivals.clear();
+    // This stream's messages that came before it started, in order.
+    std::vector<Arrival> early;
+    auto& waiting = a.direct_early;
+    for (size_t i = 0; i < waiting.size();) {
+      if (waiting[i].first == s) {
+        early.push_back(waiting[i].second);
+        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
     for (const Arrival& e : early) {
       Deliver(a, MessageTag{a.seq, static_cast<uint32_t>(s), 0}, e.bytes,
               e.head, e.tail);
     }
     return;
   }
-  if (spec.n == 1) {
+  if (st.n == 1) {
     StreamDone(a, s, at);
     return;
   }
-  st.arrivals.resize(spec.n - 1);
-  SendChunk(spec.next, ChunkBytes(spec.bytes, spec.n, spec.ring_pos),
+  st.ReadySlots();
+  SendChunk(st.next, ChunkBytes(st.bytes, st.n, st.ring_pos),
             MessageTag{a.seq, static_cast<uint32_t>(s), 0}, ready);
   Drain(a, s);
 }
@@ -718,40 +795,35 @@ void CollectiveEndpoint::Prefetch(int stage) const {
       __builtin_prefetch(active_.data());
       return;
     case 2:
-      if (!active_.empty()) {
-        const char* p = reinterpret_cast<const char*>(active_.front().get());
-        __builtin_prefetch(p);
-        __builtin_prefetch(p + 64);
-        __builtin_prefetch(p + 128);
-      }
+      // The Active's first line (seq, live streams, the stream block).
+      if (!active_.empty()) __builtin_prefetch(active_.front().get());
       return;
     case 3:
       if (!active_.empty()) {
-        // The specs and states of the running streams.
+        // The running streams (one line each).
         const Active& a = *active_.front();
+        if (a.streams == nullptr) return;
         if (a.live_overflow) {
-          PrefetchRange(a.plan.streams.data(), a.plan.streams.size());
-          PrefetchRange(a.streams.data(), a.streams.size());
+          PrefetchRange(a.streams, static_cast<size_t>(a.num_streams));
           return;
         }
         for (int i = 0; i < a.num_live; ++i) {
-          PrefetchRange(&a.plan.streams[a.live[i]], 1);
-          PrefetchRange(&a.streams[a.live[i]], 1);
+          __builtin_prefetch(&a.streams[a.live[i]]);
         }
       }
       return;
     case 4:
       if (!active_.empty()) {
         const Active& a = *active_.front();
-        if (a.live_overflow) return;
+        if (a.streams == nullptr || a.live_overflow) return;
         for (int i = 0; i < a.num_live; ++i) {
           const StreamState& st = a.streams[a.live[i]];
-          if (!st.arrivals.empty()) {
+          if (st.arrivals != nullptr) {
             // The slot of the next step and the one after it (Drain looks
             // at both).
-            __builtin_prefetch(st.arrivals.data() + st.next_step);
-            if (st.next_step + 1 < static_cast<int>(st.arrivals.size())) {
-              __builtin_prefetch(st.arrivals.data() + st.next_step + 1);
+            __builtin_prefetch(st.arrivals + st.next_step);
+            if (st.next_step + 2 < st.n) {
+              __builtin_prefetch(st.arrivals + st.next_step + 1);
             }
           }
         }
@@ -771,7 +843,7 @@ void CollectiveEndpoint::OnMessage(const MessageTag& tag, int64_t bytes,
     a->seq = tag.seq;
   }
   if (!a->started) {
-    a->early.push_back({tag, Arrival{true, bytes, head, tail}});
+    a->early.push_back({tag, Arrival{bytes, head, tail}});
     return;
   }
   Deliver(*a, tag, bytes, head, tail);
@@ -781,10 +853,10 @@ void CollectiveEndpoint::Deliver(Active& a, const MessageTag& tag,
                                  int64_t bytes, Picoseconds head,
                                  Picoseconds tail) {
   StreamState& st = a.streams[tag.stream];
-  const StreamSpec& spec = a.plan.streams[tag.stream];
-  if (spec.kind == StreamKind::kDirect) {
+  if (st.kind == StreamKind::kDirect) {
     if (!st.started) {
-      st.arrivals.push_back(Arrival{true, bytes, head, tail});
+      a.direct_early.push_back(
+          {static_cast<int>(tag.stream), Arrival{bytes, head, tail}});
       return;
     }
     ChunkWork work;
@@ -792,24 +864,25 @@ void CollectiveEndpoint::Deliver(Active& a, const MessageTag& tag,
     const ChunkTiming ready = data_path_->Process(
         device_, ChunkTiming{Max(head, st.start), Max(tail, st.start)}, work);
     st.last = Max(st.last, ready.tail);
-    if (++st.received == spec.receives) StreamDone(a, tag.stream, st.last);
+    if (++st.received == a.plan.streams[tag.stream].receives) {
+      StreamDone(a, static_cast<int>(tag.stream), st.last);
+    }
     return;
   }
-  if (st.arrivals.empty()) st.arrivals.resize(spec.n - 1);
-  st.arrivals[tag.step] = Arrival{true, bytes, head, tail};
-  if (st.started) Drain(a, tag.stream);
+  st.ReadySlots();
+  st.arrivals[tag.step] = Arrival{bytes, head, tail};
+  if (st.started) Drain(a, static_cast<int>(tag.stream));
 }
 
 void CollectiveEndpoint::Drain(Active& a, int s) {
   StreamState& st = a.streams[s];
-  const StreamSpec& spec = a.plan.streams[s];
-  const int steps = spec.n - 1;
-  while (st.next_step < steps && st.arrivals[st.next_step].present) {
+  const int steps = st.n - 1;
+  while (st.next_step < steps && st.arrivals[st.next_step].bytes >= 0) {
     const int step = st.next_step++;
     const Arrival in = st.arrivals[step];
     ChunkWork work;
     work.bytes_written = in.bytes;
-    if (spec.kind == StreamKind::kReduceScatter) {
+    if (st.kind == StreamKind::kReduceScatter) {
       work.bytes_reduced = in.bytes;
       work.bytes_read = in.bytes;
     }
@@ -818,7 +891,7 @@ void CollectiveEndpoint::Drain(Active& a, int s) {
         work);
     if (step + 1 < steps) {
       // Forward the chunk just received (reduced) in the next step.
-      SendChunk(spec.next, in.bytes,
+      SendChunk(st.next, in.bytes,
                 MessageTag{a.seq, static_cast<uint32_t>(s),
                            static_cast<uint32_t>(step + 1)},
                 ready);
@@ -830,15 +903,15 @@ void CollectiveEndpoint::Drain(Active& a, int s) {
 }
 
 void CollectiveEndpoint::StreamDone(Active& a, int s, Picoseconds at) {
-  StreamState& st = a.streams[s];
-  std::vector<Arrival>().swap(st.arrivals);
+  delete[] a.streams[s].arrivals;
+  a.streams[s].arrivals = nullptr;
   for (int i = 0; i < a.num_live; ++i) {
     if (a.live[i] == s) {
       a.live[i] = a.live[--a.num_live];
       break;
     }
   }
-  const int p = a.plan.streams[s].pipeline;
+  const int p = a.streams[s].pipeline;
   a.phase_end[p] = Max(a.phase_end[p], at);
   if (--a.pending[p] > 0) return;
   if (++a.phase[p] < static_cast<int>(a.plan.pipelines[p].size())) {

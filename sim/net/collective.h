@@ -267,16 +267,20 @@ class EndpointTransport {
   }
 };
 
-// Per-device counters.
+// Per-device counters (the ones every message updates first: see
+// CollectiveEndpoint's layout).
 struct EndpointStats {
-  int64_t collectives = 0;
-  int64_t messages_sent = 0;
-  int64_t bytes_sent = 0;
   int64_t messages_received = 0;
   int64_t bytes_received = 0;
+  int64_t messages_sent = 0;
+  int64_t bytes_sent = 0;
+  int64_t collectives = 0;
 };
 
-class CollectiveEndpoint {
+// Aligned to a cache line, hot fields first: what a message reads and writes
+// (active_, the data path, the transport, the counters) is the object's first
+// two lines, and nothing else is.
+class alignas(64) CollectiveEndpoint {
  public:
   using DoneCallback = CollectiveDoneCallback;
 
@@ -322,13 +326,14 @@ class CollectiveEndpoint {
   void SendChunk(int dst, int64_t bytes, const MessageTag& tag,
                  ChunkTiming ready);
 
-  int device_;
-  const Topology* topology_;
-  EndpointTransport* transport_;
-  CollectiveDataPath* data_path_;
-  uint32_t next_seq_ = 0;
+  // Hot fields first (see the class comment).
   std::vector<std::unique_ptr<Active>> active_;
+  int device_;
+  uint32_t next_seq_ = 0;
+  CollectiveDataPath* data_path_;
+  EndpointTransport* transport_;
   EndpointStats stats_;
+  const Topology* topology_;
 };
 
 }  // namespace tpusim::sim::net
