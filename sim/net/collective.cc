@@ -647,11 +647,8 @@ CollectiveEndpoint::CollectiveEndpoint(int device, const Topology* topology,
 CollectiveEndpoint::~CollectiveEndpoint() = default;
 
 CollectiveEndpoint::Active* CollectiveEndpoint::Find(uint32_t seq) {
-  if (!active_.empty() && active_.front()->seq == seq) {
-    return active_.front().get();
-  }
-  for (const std::unique_ptr<Active>& a : active_) {
-    if (a->seq == seq) return a.get();
+  for (const ActiveRef& r : active_) {
+    if (r.seq == seq) return r.active.get();
   }
   return nullptr;
 }
@@ -663,8 +660,8 @@ absl::Status CollectiveEndpoint::Start(const CollectiveRequest& request,
   const uint32_t seq = next_seq_++;
   Active* a = Find(seq);
   if (a == nullptr) {
-    active_.push_back(std::make_unique<Active>());
-    a = active_.back().get();
+    active_.push_back(ActiveRef{seq, std::make_unique<Active>()});
+    a = active_.back().active.get();
     a->seq = seq;
   }
   ++stats_.collectives;
@@ -786,49 +783,40 @@ void CollectiveEndpoint::StartStream(Active& a, int s, Picoseconds at) {
   Drain(a, s);
 }
 
-void CollectiveEndpoint::Prefetch(int stage) const {
-  switch (stage) {
-    case 0:
-      __builtin_prefetch(this);
-      return;
-    case 1:
-      __builtin_prefetch(active_.data());
-      return;
-    case 2:
-      // The Active's first line (seq, live streams, the stream block).
-      if (!active_.empty()) __builtin_prefetch(active_.front().get());
-      return;
-    case 3:
-      if (!active_.empty()) {
-        // The running streams (one line each).
-        const Active& a = *active_.front();
-        if (a.streams == nullptr) return;
-        if (a.live_overflow) {
-          PrefetchRange(a.streams, static_cast<size_t>(a.num_streams));
-          return;
-        }
-        for (int i = 0; i < a.num_live; ++i) {
-          __builtin_prefetch(&a.streams[a.live[i]]);
-        }
-      }
-      return;
-    case 4:
-      if (!active_.empty()) {
-        const Active& a = *active_.front();
-        if (a.streams == nullptr || a.live_overflow) return;
-        for (int i = 0; i < a.num_live; ++i) {
-          const StreamState& st = a.streams[a.live[i]];
-          if (st.arrivals != nullptr) {
-            // The slot of the next step and the one after it (Drain looks
-            // at both).
-            __builtin_prefetch(st.arrivals + st.next_step);
-            if (st.next_step + 2 < st.n) {
-              __builtin_prefetch(st.arrivals + st.next_step + 1);
-            }
-          }
-        }
-      }
-      return;
+void CollectiveEndpoint::Prefetch(int stage, const MessageTag& tag) const {
+  if (stage == 0) {
+    __builtin_prefetch(this);
+    return;
+  }
+  if (stage == 1) {
+    __builtin_prefetch(active_.data());
+    return;
+  }
+  const Active* a = nullptr;
+  for (const ActiveRef& r : active_) {
+    if (r.seq == tag.seq) {
+      a = r.active.get();
+      break;
+    }
+  }
+  if (a == nullptr) return;
+  if (stage == 2) {
+    __builtin_prefetch(a);
+    return;
+  }
+  if (a->streams == nullptr || tag.stream >= static_cast<uint32_t>(a->num_streams)) {
+    return;
+  }
+  const StreamState& st = a->streams[tag.stream];
+  if (stage == 3) {
+    __builtin_prefetch(&st);
+    return;
+  }
+  // Stage 4: the slot the message fills and the next one (Drain looks at
+  // both), or none before the stream's first message.
+  if (st.arrivals != nullptr && tag.step + 1 < static_cast<uint32_t>(st.n)) {
+    __builtin_prefetch(st.arrivals + tag.step);
+    __builtin_prefetch(st.arrivals + tag.step + 1);
   }
 }
 
@@ -838,8 +826,8 @@ void CollectiveEndpoint::OnMessage(const MessageTag& tag, int64_t bytes,
   stats_.bytes_received += bytes;
   Active* a = Find(tag.seq);
   if (a == nullptr) {
-    active_.push_back(std::make_unique<Active>());
-    a = active_.back().get();
+    active_.push_back(ActiveRef{tag.seq, std::make_unique<Active>()});
+    a = active_.back().active.get();
     a->seq = tag.seq;
   }
   if (!a->started) {
@@ -924,8 +912,8 @@ void CollectiveEndpoint::StreamDone(Active& a, int s, Picoseconds at) {
 
 void CollectiveEndpoint::OnTimer(uint64_t token) {
   for (size_t i = 0; i < active_.size(); ++i) {
-    if (active_[i]->seq != token) continue;
-    std::unique_ptr<Active> a = std::move(active_[i]);
+    if (active_[i].seq != token) continue;
+    std::unique_ptr<Active> a = std::move(active_[i].active);
     active_.erase(active_.begin() + i);
     if (a->done) transport_->Finish(std::move(a->done), a->result);
     return;

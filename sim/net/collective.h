@@ -302,11 +302,13 @@ class alignas(64) CollectiveEndpoint {
   int device() const { return device_; }
   const EndpointStats& stats() const { return stats_; }
 
-  // Prefetch hints for the network's scheduler: stage 0 this object, each
-  // later stage one more level of the current collective's state. No effect
-  // on results.
+  // Prefetch hints for the network's scheduler, for a message with `tag`
+  // it is about to deliver: stage 0 this object's first line, 1 the list of
+  // active collectives, 2 the collective's first line, 3 the message's
+  // stream, 4 the stream's arrival slots. Stage k reads only what stage k-1
+  // fetched (stages 0 and 1 ignore `tag`). No effect on results.
   static constexpr int kPrefetchStages = 5;
-  void Prefetch(int stage) const;
+  void Prefetch(int stage, const MessageTag& tag) const;
 
   // Called by the network.
   void OnMessage(const MessageTag& tag, int64_t bytes, common::Picoseconds head,
@@ -326,8 +328,14 @@ class alignas(64) CollectiveEndpoint {
   void SendChunk(int dst, int64_t bytes, const MessageTag& tag,
                  ChunkTiming ready);
 
-  // Hot fields first (see the class comment).
-  std::vector<std::unique_ptr<Active>> active_;
+  // Hot fields first (see the class comment). The active collectives with
+  // their sequence numbers beside them, so that finding a message's
+  // collective reads only this array (and the prefetch can find it early).
+  struct ActiveRef {
+    uint32_t seq;
+    std::unique_ptr<Active> active;
+  };
+  std::vector<ActiveRef> active_;
   int device_;
   uint32_t next_seq_ = 0;
   CollectiveDataPath* data_path_;

@@ -392,13 +392,20 @@ class ChipNode {
   int64_t runs() const { return runs_; }
   int64_t wake_time() const { return wake_time_; }
 
-  // Prefetches the state a run of this chip touches, one level of pointers
-  // per stage (stage k reads what stage k-1 fetched). A hint only: it
-  // changes no state.
+  // Prefetches the state a run of this chip at `now` touches, one level of
+  // pointers per stage (stage k reads what stage k-1 fetched). A hint only:
+  // it changes no state.
+  // The endpoint stages follow the messages this run will deliver (the due
+  // arrivals among the first queue entries, which name the collective,
+  // stream and step), not a guess: a device has several collectives in
+  // flight.
   // In a parallel batch only the queues of neighbours that `ctx`'s thread
   // owns are looked at (packets for the others go to their inboxes).
-  static constexpr int kPrefetchStages = 2 + CollectiveEndpoint::kPrefetchStages;
-  void Prefetch(int stage, const RunContext& ctx) const {
+  static constexpr int kPrefetchStages = 1 + CollectiveEndpoint::kPrefetchStages;
+  // Queue entries looked at for due messages (chosen: a chip rarely has
+  // more due at once).
+  static constexpr size_t kPrefetchEvents = 3;
+  void Prefetch(int stage, int64_t now, const RunContext& ctx) const {
     if (stage == 0) {
       // The whole node (header and links; about 1 KiB).
       const char* p = reinterpret_cast<const char*>(this);
@@ -413,7 +420,7 @@ class ChipNode {
         __builtin_prefetch(heap_.data() + i);
       }
       for (const CollectiveEndpoint* ep : ep_) {
-        if (ep != nullptr) ep->Prefetch(0);
+        if (ep != nullptr) ep->Prefetch(0, MessageTag{});
       }
       // The neighbours this chip sends to: their queue headers.
       for (const Link& l : links_) {
@@ -430,9 +437,18 @@ class ChipNode {
           __builtin_prefetch(l.dst->heap_.data() + l.dst->heap_.size());
         }
       }
+      for (const CollectiveEndpoint* ep : ep_) {
+        if (ep != nullptr) ep->Prefetch(1, MessageTag{});
+      }
+      return;
     }
-    for (const CollectiveEndpoint* ep : ep_) {
-      if (ep != nullptr) ep->Prefetch(stage - 1);
+    const size_t n = std::min(heap_.size(), kPrefetchEvents);
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = heap_[i];
+      if (e.time > now || e.type != EventType::kArrive) continue;
+      if (topology_->chip_of_device(e.dst_dev) != chip_) continue;
+      const CollectiveEndpoint* ep = ep_[topology_->core_of_device(e.dst_dev)];
+      if (ep != nullptr) ep->Prefetch(stage - 1, e.tag);
     }
   }
 
@@ -790,7 +806,7 @@ void NetScheduler::RunRange(size_t begin, size_t end, RunContext& ctx) {
           i + static_cast<size_t>(ChipNode::kPrefetchStages - stage) *
                   kPrefetchSpacing;
       if (ahead >= begin && ahead < end) {
-        chips[batch_[ahead]].Prefetch(stage, ctx);
+        chips[batch_[ahead]].Prefetch(stage, now_, ctx);
       }
     }
     if (i < begin) continue;
