@@ -51,14 +51,6 @@ int DeviceWithAxis(const Topology& t, int device, int axis, int value) {
   return t.device_at(t.chip_at(c), t.core_of_device(device));
 }
 
-// Prefetches the lines of `count` objects at `p` (at most 16 lines).
-template <typename T>
-void PrefetchRange(const T* p, size_t count) {
-  const char* begin = reinterpret_cast<const char*>(p);
-  const size_t bytes = std::min<size_t>(count * sizeof(T), 16 * 64);
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(begin + off);
-}
-
 }  // namespace
 
 const char* CollectiveOpName(CollectiveOp op) {
@@ -609,12 +601,6 @@ struct alignas(64) CollectiveEndpoint::Active {
   // The first line: what a message and the scheduler's prefetch read.
   uint32_t seq = 0;
   bool started = false;
-  // The streams running now (a prefetch hint only; `live_overflow` when more
-  // than fit, and then every stream is prefetched).
-  bool live_overflow = false;
-  int16_t num_live = 0;
-  static constexpr int kMaxLive = 8;
-  std::array<int32_t, kMaxLive> live = {};
   StreamState* streams = nullptr;  // num_streams (in `block`), after Start
   int32_t num_streams = 0;
   // The rest is read when a phase or the collective starts or ends.
@@ -719,13 +705,6 @@ void CollectiveEndpoint::StartPhase(Active& a, int p, Picoseconds at) {
   const std::vector<int> streams = a.plan.pipelines[p][a.phase[p]];
   a.pending[p] = static_cast<int>(streams.size());
   a.phase_end[p] = at;
-  for (int s : streams) {
-    if (a.num_live < Active::kMaxLive) {
-      a.live[a.num_live++] = s;
-    } else {
-      a.live_overflow = true;
-    }
-  }
   for (int s : streams) StartStream(a, s, at);
 }
 
@@ -893,12 +872,6 @@ void CollectiveEndpoint::Drain(Active& a, int s) {
 void CollectiveEndpoint::StreamDone(Active& a, int s, Picoseconds at) {
   delete[] a.streams[s].arrivals;
   a.streams[s].arrivals = nullptr;
-  for (int i = 0; i < a.num_live; ++i) {
-    if (a.live[i] == s) {
-      a.live[i] = a.live[--a.num_live];
-      break;
-    }
-  }
   const int p = a.streams[s].pipeline;
   a.phase_end[p] = Max(a.phase_end[p], at);
   if (--a.pending[p] > 0) return;
