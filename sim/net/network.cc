@@ -354,12 +354,12 @@ class ChipNode {
     heap_.reserve(8);
     const int cores = topology_->devices_per_chip();
     for (int core = 0; core < cores; ++core) {
-      transports_.push_back(std::make_unique<Transport>(this, core));
+      transports_[core] = Transport(this, core);
     }
     for (int core = 0; core < cores; ++core) {
       endpoints_.push_back(std::make_unique<CollectiveEndpoint>(
           topology_->device_at(chip_, core), topology_,
-          transports_[core].get(), data_path));
+          &transports_[core], data_path));
       ep_[core] = endpoints_.back().get();
     }
   }
@@ -517,6 +517,7 @@ class ChipNode {
 
   class Transport : public EndpointTransport {
    public:
+    Transport() = default;
     Transport(ChipNode* node, int core) : node_(node), core_(core) {}
     Picoseconds Now() const override {
       return Picoseconds(node_->scheduler_->Now());
@@ -547,8 +548,8 @@ class ChipNode {
     }
 
    private:
-    ChipNode* node_;
-    int core_;
+    ChipNode* node_ = nullptr;
+    int core_ = 0;
   };
 
   // Queues the arrival of packet `p` (its fields) on input `port` at p.time;
@@ -773,7 +774,10 @@ class ChipNode {
   const Topology* topology_;
   const NetConfig* config_;
   std::array<Link, kNumLinks> links_;
-  std::vector<std::unique_ptr<Transport>> transports_;
+  // Inline: every send goes through one, and the node's lines are
+  // prefetched (they point at this node: set by Init, after which the node
+  // never moves).
+  std::array<Transport, 2> transports_;
   std::vector<std::unique_ptr<CollectiveEndpoint>> endpoints_;
   // Packet mode: messages with some packets delivered.
   struct Partial {
