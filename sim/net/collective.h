@@ -335,6 +335,7 @@ class alignas(64) CollectiveEndpoint {
     uint32_t seq;
     std::unique_ptr<Active> active;
   };
+  static constexpr size_t kActiveReserve = 8;  // chosen: two lines
   std::vector<ActiveRef> active_;
   int device_;
   uint32_t next_seq_ = 0;
