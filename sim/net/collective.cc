@@ -638,6 +638,9 @@ CollectiveEndpoint::CollectiveEndpoint(int device, const Topology* topology,
 
 CollectiveEndpoint::~CollectiveEndpoint() = default;
 
+static_assert(sizeof(CollectiveEndpoint) == 128,
+              "the endpoint is the two lines its prefetch fetches");
+
 CollectiveEndpoint::Active* CollectiveEndpoint::Find(uint32_t seq) {
   for (const ActiveRef& r : active_) {
     if (r.seq == seq) return r.active.get();
