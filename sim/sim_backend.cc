@@ -604,10 +604,15 @@ absl::Status SimBackend::Settle(bool all) const {
 }
 
 absl::Status SimBackend::RegisterInfeedDma(int d) const {
-  for (int64_t& i = next_dma_batch_[d]; i < hosts_->added(d); ++i) {
+  // Batch i waits for the take of batch i - depth: later ones cannot be
+  // timed yet, so they are not asked for (no error made per take).
+  const int64_t timeable = std::min(
+      hosts_->added(d), hosts_->taken(d) + options_.prefetch_depth);
+  for (int64_t& i = next_dma_batch_[d]; i < timeable; ++i) {
     absl::StatusOr<BatchTiming> t = hosts_->Timing(d, i);
-    // Not timeable yet: it waits for a take (FailedPrecondition); or taken
-    // already, before it could be registered (NotFound).
+    // Not timeable yet: it waits behind another device's batch in the
+    // pipeline (FailedPrecondition); or taken already, before it could be
+    // registered (NotFound).
     if (absl::IsFailedPrecondition(t.status())) break;
     if (absl::IsNotFound(t.status())) continue;
     if (!t.ok()) return t.status();
@@ -948,28 +953,29 @@ double SimBackend::HbmShare(double bytes, Picoseconds ready,
                             absl::Span<const DmaWindow> windows,
                             double hbm_rate) {
   if (bytes <= 0 || windows.empty()) return hbm_rate;
-  // The times after `ready` where the DMA rate changes.
-  std::vector<Picoseconds> cuts;
-  for (const DmaWindow& w : windows) {
-    if (w.end <= ready) continue;
-    cuts.push_back(Max(w.start, ready));
-    cuts.push_back(w.end);
-  }
-  std::sort(cuts.begin(), cuts.end());
+  // Segment by segment from `ready`: each ends where the DMA rate next
+  // changes (a window starts or ends). A few windows at most: no sorting and
+  // no allocation in the kernel loop.
+  constexpr Picoseconds kNever(std::numeric_limits<int64_t>::max());
   double left = bytes, seconds = 0;
   Picoseconds t = ready;
-  for (const Picoseconds cut : cuts) {
-    if (cut <= t) continue;
+  for (;;) {
+    Picoseconds cut = kNever;
     double dma = 0;
     for (const DmaWindow& w : windows) {
-      if (w.start <= t && t < w.end) dma += w.rate;
+      if (t < w.start) {
+        cut = std::min(cut, w.start);
+      } else if (t < w.end) {
+        dma += w.rate;
+        cut = std::min(cut, w.end);
+      }
     }
+    if (cut == kNever) break;
     const double rate = std::max(hbm_rate - dma, hbm_rate / 2);
     const double span = (cut - t).count() * 1e-12;
     if (left <= rate * span) {
       seconds += left / rate;
-      left = 0;
-      break;
+      return bytes / seconds;
     }
     left -= rate * span;
     seconds += span;

@@ -214,9 +214,12 @@ class SliceHosts {
 
   int num_hosts() const { return static_cast<int>(hosts_.size()); }
   int num_devices() const { return static_cast<int>(place_.size()); }
-  // Batches queued for a device so far. Requires a valid id.
+  // Batches queued for / taken by a device so far. Require a valid id.
   int64_t added(int device_id) const {
     return hosts_[place_[device_id].host].added(place_[device_id].local);
+  }
+  int64_t taken(int device_id) const {
+    return hosts_[place_[device_id].host].taken(place_[device_id].local);
   }
   // The host (task) of a device, and its index on that host. Requires a valid
   // id.

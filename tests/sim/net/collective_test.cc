@@ -23,6 +23,7 @@ namespace tpusim::sim::net {
 namespace {
 
 using testing::AxisGroups;
+using testing::Request;
 using ::testing::HasSubstr;
 using testing::MakeSim;
 using testing::MakeTopology;
@@ -45,16 +46,6 @@ void Report(const std::string& what, double sim, double reference) {
   std::cout << "[validation] " << what << ": simulated " << sim * 1e6
             << " us, reference " << reference * 1e6 << " us, error "
             << (sim / reference - 1) * 100 << " %\n";
-}
-
-CollectiveRequest Request(CollectiveOp op, int64_t bytes, Algorithm a,
-                          std::shared_ptr<const GroupPartition> groups) {
-  CollectiveRequest r;
-  r.op = op;
-  r.bytes = bytes;
-  r.algorithm = a;
-  r.groups = std::move(groups);
-  return r;
 }
 
 // Ring all-reduce of S bytes over N chips: 2(N-1)/N·S/B + 2(N-1)·hop.

@@ -31,6 +31,17 @@
 
 namespace tpusim::sim::net::testing {
 
+// A request over replica groups.
+inline CollectiveRequest Request(CollectiveOp op, int64_t bytes, Algorithm a,
+                                 std::shared_ptr<const GroupPartition> groups) {
+  CollectiveRequest r;
+  r.op = op;
+  r.bytes = bytes;
+  r.algorithm = a;
+  r.groups = std::move(groups);
+  return r;
+}
+
 // B = 45 GB/s (sheet A.4/A.5 achieved), 1 us per hop (A.9 item 6), a vector
 // rate far above B (so reductions hide behind the links).
 inline NetConfig TestConfig() {

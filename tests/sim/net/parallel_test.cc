@@ -21,6 +21,7 @@ namespace tpusim::sim::net {
 namespace {
 
 using testing::AxisGroups;
+using testing::Request;
 using testing::MakeTopology;
 using testing::TestConfig;
 using ::tpusim::testing::StatusIs;
@@ -47,16 +48,6 @@ absl::StatusOr<Bench> MakeBench(const Topology& t, const NetConfig& config) {
         return absl::OkStatus();
       }));
   return b;
-}
-
-CollectiveRequest Request(CollectiveOp op, int64_t bytes, Algorithm a,
-                          std::shared_ptr<const GroupPartition> groups) {
-  CollectiveRequest r;
-  r.op = op;
-  r.bytes = bytes;
-  r.algorithm = a;
-  r.groups = std::move(groups);
-  return r;
 }
 
 // Times from t0 (the networks run one after another in one session).
