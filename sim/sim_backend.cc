@@ -1052,6 +1052,8 @@ SimBackend::SimStats SimBackend::Stats() const {
   for (int d = 0; d < layout_.num_devices(); ++d) {
     s.network_messages += pod_->network().endpoint(d).stats().messages_sent;
   }
+  s.network_threads = pod_->network().threads();
+  s.network_parallel_batches = pod_->network().parallel_batches();
   return s;
 }
 

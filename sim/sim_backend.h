@@ -182,6 +182,8 @@ class SimBackend final : public runtime::Backend {
     int64_t collectives = 0;      // collective member starts
     int64_t network_events = 0;   // sim/net chip event-queue events
     int64_t network_messages = 0;
+    int network_threads = 1;               // threads the network runs on
+    int64_t network_parallel_batches = 0;  // times run on more than one
   };
   SimStats Stats() const;
 

@@ -374,6 +374,42 @@ TEST(SimBackendTest, ATimingErrorNamesItsCallAndStays) {
               is_the_error);
 }
 
+// PodSpec options.sim_threads reaches the network: a 256-chip all-reduce runs
+// its time steps on 2 threads (byte-identical results across thread counts
+// are RunBinary.SimThreadsChangeNoResult's).
+int64_t ParallelBatchesOfAnAllReduce(int threads) {
+  proto::PodSpec spec;
+  spec.set_slice("v4-512");
+  spec.mutable_options()->set_sim_threads(threads);
+  auto sim = SimBackend::Create(spec);
+  EXPECT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = s.layout().num_devices();
+  ProgramBuilder b("all_reduce", n);
+  Value x = *b.Parameter(DType::kF32, Shape({1 << 16}));
+  Value sum = *b.AllReduce(x, runtime::CollectiveReduce::kSum);
+  Program p = *std::move(b).Build({sum});
+  auto exe = s.Compile(p, {n, 1});
+  EXPECT_THAT(exe, IsOk());
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> args(n);
+  for (int r = 0; r < n; ++r) {
+    owned.push_back(
+        *s.TransferToDevice(r, Tensor::Abstract(DType::kF32, Shape({1 << 16}))));
+    args[r].push_back(owned.back().get());
+  }
+  EXPECT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
+  const SimBackend::SimStats st = s.Stats();
+  EXPECT_EQ(st.network_threads, threads);
+  return st.network_parallel_batches;
+}
+TEST(SimBackendTest, SimThreadsRunTheNetworkOnThatManyThreads) {
+  EXPECT_GT(ParallelBatchesOfAnAllReduce(2), 0);
+}
+TEST(SimBackendTest, OneSimThreadRunsNoBatchInParallel) {
+  EXPECT_EQ(ParallelBatchesOfAnAllReduce(1), 0);
+}
+
 TEST(SimBackendTest, ProgramOverHbmCapacityIsResourceExhausted) {
   auto sim = SimBackend::Create("v5litepod-4");  // 16 GiB per chip
   ASSERT_THAT(sim, IsOk());
