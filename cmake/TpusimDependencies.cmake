@@ -1,5 +1,6 @@
-# Finds every third-party dependency. All of them come from Debian 12 packages
-# (tools/setup.sh installs them); nothing is fetched or vendored.
+# Finds every third-party dependency. The C++ ones come from Debian 12 packages, the rest are
+# pinned PyPI packages in tpusim's Python environment (TpusimPython.cmake); tools/setup.sh
+# installs both; nothing is vendored.
 
 find_package(PkgConfig REQUIRED)
 find_package(absl CONFIG REQUIRED)
@@ -22,3 +23,5 @@ add_library(SystemC::systemc INTERFACE IMPORTED)
 target_link_libraries(SystemC::systemc INTERFACE PkgConfig::SystemC PkgConfig::TLM)
 # sc_spawn needs this before <systemc>; defining it here means no file compiles "by accident".
 target_compile_definitions(SystemC::systemc INTERFACE SC_INCLUDE_DYNAMIC_PROCESSES)
+
+include(TpusimPython)
