@@ -409,11 +409,17 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     }
   }
 
-  // Pod-scale abstract runs: a value that is abstract, of its op's type and so
-  // the same on every replica is "uniform" and stored once (replica 0's slot);
-  // an op whose operands are all uniform makes a uniform value without running
-  // per replica (what RunKernel / RunCollective would return for abstract
-  // operands: Tensor::Abstract of the op's type). Static shapes only.
+  // A value that is the same on every replica is "uniform" and stored once
+  // (replica 0's slot), so a replicated step holds one copy of it, not R:
+  //  * abstract values of their op's type (pod-scale abstract runs): an op
+  //    with an abstract uniform operand makes an abstract uniform value
+  //    without running per replica (what RunKernel / RunCollective would
+  //    return for abstract operands: Tensor::Abstract of the op's type);
+  //  * replica-invariant real values: constants, and kernels whose operands
+  //    are all uniform and real, computed once on replica 0 (a kernel's
+  //    result depends on its operands only; replica_id, parameters,
+  //    variables and collectives are never invariant by this rule).
+  // Static shapes only.
   std::vector<char> uniform(n, 0);
   auto read = [&](int r, int id) -> const Tensor& {
     return uniform[id] ? val(0, id) : val(r, id);
@@ -527,9 +533,10 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     }
     // A kernel or collective with an abstract operand returns an abstract
     // result whatever its other operands hold; so does a variable op on
-    // abstract variables. An assign stores its operand: that must be uniform.
+    // abstract variables. An assign stores its operand: that must be uniform
+    // and abstract.
     bool any = false;
-    for (int o : op.operands) any = any || uniform[o];
+    for (int o : op.operands) any = any || (uniform[o] && !val(0, o).has_data());
     if (op.code == OpCode::kVariableAssign && !any) return false;
     if (!any && op.code != OpCode::kVariableRead &&
         op.code != OpCode::kVariableAssignAdd) {
@@ -573,8 +580,35 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
     return true;
   };
 
+  // True when op i is a kernel of replica-invariant real operands (see
+  // `uniform`): constants, and elementwise, linear-algebra, reduction and
+  // data-movement ops whose operands are all uniform.
+  auto invariant = [&](int i) -> bool {
+    const Op& op = ops[i];
+    if (dynamic || op.code == OpCode::kParameter ||
+        op.code == OpCode::kReplicaId || op.code == OpCode::kVariableRead ||
+        op.code == OpCode::kVariableAssign ||
+        op.code == OpCode::kVariableAssignAdd || IsCollective(op.code)) {
+      return false;
+    }
+    for (int o : op.operands) {
+      if (!uniform[o] || !val(0, o).has_data()) return false;
+    }
+    return true;
+  };
+
   for (int i = 0; i < n; ++i) {
     const Op& op = ops[i];
+    if (invariant(i)) {
+      // Replica 0 fails first wherever the op fails (the lowest replica's
+      // error wins), so computing it once reports the same error.
+      values[i].resize(1);
+      absl::Status s = run_one(i, 0);
+      if (!s.ok()) return AtOp(s, program, i, 0);
+      uniform[i] = 1;
+      release(i);
+      continue;
+    }
     if (make_uniform(i)) {
       release(i);
       continue;

@@ -580,6 +580,62 @@ TEST(HostBackendTest, VariableAssignReplacesValue) {
   EXPECT_EQ(backend.ReadVariable(0, 4)->scalar<int32_t>(), 41);
 }
 
+// A value made of constants only is the same on every replica: it is computed
+// once and every replica's output shares its storage (a replicated step holds
+// one copy of it, not one per replica), with the values a per-replica run
+// gives; values that depend on the replica stay per replica.
+TEST(HostBackendTest, ReplicaInvariantValuesAreComputedOnceAndShared) {
+  constexpr int kReplicas = 4;
+  ProgramBuilder b("inv", kReplicas);
+  Value x = *b.Parameter(DType::kF32, Shape({2}));
+  Value mask = *b.Broadcast(
+      *b.Mul(*b.Constant(Tensor::Vector<float>({1.0f, 2.0f})),
+             *b.Constant(Tensor::Scalar<float>(3.0f))),
+      {3, 2});
+  Value y = *b.Add(mask, x);  // per replica: depends on the argument
+  Value rid = *b.Broadcast(*b.Cast(b.ReplicaId(), DType::kF32), {2});
+  Program p = *std::move(b).Build({mask, y, rid});
+  std::vector<std::vector<Tensor>> args;
+  for (int r = 0; r < kReplicas; ++r) {
+    args.push_back({Tensor::Vector<float>({static_cast<float>(r), 0.0f})});
+  }
+  HostBackend backend(kReplicas);
+  auto out = RunSpmd(backend, p, OneCorePerReplica(kReplicas), args);
+  ASSERT_THAT(out, IsOk());
+  for (int r = 0; r < kReplicas; ++r) {
+    EXPECT_EQ(F((*out)[r][0]), (std::vector<float>{3, 6, 3, 6, 3, 6}));
+    EXPECT_EQ(F((*out)[r][1]),
+              (std::vector<float>{3.0f + r, 6, 3.0f + r, 6, 3.0f + r, 6}));
+    EXPECT_EQ(F((*out)[r][2]),
+              (std::vector<float>{static_cast<float>(r), static_cast<float>(r)}));
+    // One copy of the invariant value; the others are each replica's own.
+    EXPECT_EQ((*out)[r][0].raw_bytes().data(), (*out)[0][0].raw_bytes().data());
+    if (r > 0) {
+      EXPECT_NE((*out)[r][1].raw_bytes().data(),
+                (*out)[0][1].raw_bytes().data());
+    }
+  }
+  // The counters still count every replica's ops.
+  absl::StatusOr<Profile> prof = backend.CollectProfile();
+  ASSERT_THAT(prof, IsOk());
+  EXPECT_EQ(prof->devices(3).per_op().at("broadcast").count(), 2);
+  EXPECT_EQ(prof->devices(3).per_op().at("mul").count(), 1);
+}
+
+// An invariant kernel that fails reports replica 0, the lowest replica, as a
+// per-replica run would.
+TEST(HostBackendTest, AFailingInvariantKernelNamesReplicaZero) {
+  ProgramBuilder b("inv_err", 2);
+  Value q = *b.Div(*b.Constant(Tensor::Vector<int32_t>({4, 4})),
+                   *b.Constant(Tensor::Vector<int32_t>({2, 0})));
+  Program p = *std::move(b).Build({q});
+  HostBackend backend(2);
+  EXPECT_THAT(RunSpmd(backend, p, OneCorePerReplica(2), {{}, {}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("program inv_err, replica 0, op %2 (div): "
+                                 "div: integer division by zero")));
+}
+
 TEST(HostBackendTest, KernelErrorsNameProgramReplicaAndOp) {
   ProgramBuilder b("err", 2);
   Value x = *b.Parameter(DType::kI32, Shape({2}));
