@@ -675,6 +675,10 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   if (!pod.has_slice() && !pod.has_generation() && pod.shape_size() == 0) {
     pod.set_slice(sc.cluster().slice());
   }
+  for (int d : options.trace_devices) pod.mutable_options()->add_trace_devices(d);
+  if (options.trace_all_devices) {
+    pod.mutable_options()->set_trace_all_devices(true);
+  }
   std::unique_ptr<runtime::Backend> backend;
   const sim::SimBackend* sim_backend = nullptr;
   runtime::SliceLayout layout;

@@ -59,6 +59,10 @@ struct TrainOptions {
   std::string data_dir;
   // Called after every device call with the steps done and the total.
   std::function<void(int64_t done, int64_t total)> progress;
+  // Added to run.pod.options (sim backend): the devices whose spans are kept
+  // besides the default ones, or all of them (tpusim run --trace-devices).
+  std::vector<int> trace_devices;
+  bool trace_all_devices = false;
 };
 
 // What fed the workload.

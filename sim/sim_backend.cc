@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <limits>
 #include <queue>
 #include <tuple>
@@ -245,6 +246,20 @@ net::CollectiveOp NetOp(OpCode code) {
 
 Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
 
+// The categories of device spans (runtime::TimelineSpan::category), in the
+// order of DeviceTiming::category_ps.
+constexpr const char* kSpanCategories[] = {
+    "mxu", "vector", "memory", "collective", "infeed", "input", "host"};
+static_assert(std::size(kSpanCategories) == SimBackend::kNumSpanCategories);
+
+int SpanCategoryIndex(const char* category) {
+  for (size_t i = 0; i < std::size(kSpanCategories); ++i) {
+    if (std::strcmp(category, kSpanCategories[i]) == 0) return static_cast<int>(i);
+  }
+  TPUSIM_CHECK(false) << "unknown span category " << category;
+  return 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
@@ -360,6 +375,11 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
         static_cast<int64_t>(std::llround(o.host_loop_overhead_us() * 1e6)));
   }
   if (o.has_record_spans()) options.record_spans = o.record_spans();
+  options.trace_devices.assign(o.trace_devices().begin(),
+                               o.trace_devices().end());
+  if (o.has_trace_all_devices()) {
+    options.trace_all_devices = o.trace_all_devices();
+  }
   if (o.has_input_threads()) {
     if (o.input_threads() < 1) {
       return bad("options.input_threads", o.input_threads(), "must be >= 1");
@@ -385,6 +405,27 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
 absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
     runtime::SliceLayout layout, const ChipPreset& preset,
     SimBackendOptions options) {
+  const int n = layout.num_devices();
+  std::vector<char> listed(n, 0);
+  for (int d : options.trace_devices) {
+    if (d < 0 || d >= n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.trace_devices (--trace-devices): device ", d,
+          " is not a device of slice ", layout.name, "; allowed: 0..", n - 1,
+          " (the device ids `tpusim topo` lists)"));
+    }
+    if (listed[d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.trace_devices (--trace-devices): device ", d,
+          " is listed twice; list each of 0..", n - 1, " at most once"));
+    }
+    listed[d] = 1;
+  }
+  if (options.max_auto_traced_devices < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_auto_traced_devices=", options.max_auto_traced_devices,
+                     ": must be >= 1"));
+  }
   std::unique_ptr<SimBackend> b(
       new SimBackend(std::move(layout), preset, options));
   HostOptions host;
@@ -412,6 +453,18 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
   host_options.num_threads = options_.host_threads;
   host_ = std::make_unique<runtime::HostBackend>(layout_.devices, host_options);
   variable_bytes_.assign(layout_.num_devices(), {});
+  // The devices traced from the start (see SimBackendOptions): all of a pod
+  // of at most max_auto_traced_devices; else device 0 and the listed ones
+  // (CreateWithPreset has checked them).
+  const int n = layout_.num_devices();
+  const bool all =
+      options_.trace_all_devices || n <= options_.max_auto_traced_devices;
+  traced_.assign(n, all ? 1 : 0);
+  if (!all) {
+    traced_[0] = 1;
+    for (int d : options_.trace_devices) traced_[d] = 1;
+  }
+  num_traced_ = static_cast<int>(std::count(traced_.begin(), traced_.end(), 1));
   dma_.assign(layout_.num_devices(), {});
   next_dma_batch_.assign(layout_.num_devices(), 0);
   ResetProfile();
@@ -647,16 +700,18 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   std::vector<Picoseconds> input(clock.size(), Picoseconds(0));
   // The (replica, core) slot of each device of the assignment.
   std::vector<int> slot_of(num_devices, -1);
+  std::vector<int> device_of_slot(clock.size());
   for (int r = 0; r < replicas; ++r) {
-    for (int c = 0; c < cores; ++c) slot_of[dev(r, c)] = r * cores + c;
+    for (int c = 0; c < cores; ++c) {
+      slot_of[dev(r, c)] = r * cores + c;
+      device_of_slot[r * cores + c] = dev(r, c);
+    }
   }
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
-  if (options_.record_spans) {
-    for (int r = 0; r < replicas; ++r) {
-      for (int c = 0; c < cores; ++c) {
-        spans_.push_back(
-            {dev(r, c), "host loop", call.count(), begin.count(), "host"});
-      }
+  step_spans_.clear();
+  for (int r = 0; r < replicas; ++r) {
+    for (int c = 0; c < cores; ++c) {
+      AddStepSpan(dev(r, c), kNameHostLoop, call, begin, "host");
     }
   }
   std::vector<Picoseconds> finished(kernels.size() * replicas, Picoseconds(0));
@@ -679,16 +734,12 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     const size_t slot = slot_of[d];
     input[slot] += t.input_wait;
     infeed[slot] += t.infeed_wait;
-    if (options_.record_spans) {
-      const Picoseconds input_end = ready + t.input_wait;
-      if (t.input_wait.count() > 0) {
-        spans_.push_back({d, "input pipeline", ready.count(),
-                          input_end.count(), "input"});
-      }
-      if (t.infeed_wait.count() > 0) {
-        spans_.push_back({d, "infeed", input_end.count(), t.start.count(),
-                          "infeed"});
-      }
+    const Picoseconds input_end = ready + t.input_wait;
+    if (t.input_wait.count() > 0) {
+      AddStepSpan(d, kNameInputPipeline, ready, input_end, "input");
+    }
+    if (t.infeed_wait.count() > 0) {
+      AddStepSpan(d, kNameInfeed, input_end, t.start, "infeed");
     }
     return t.start;
   };
@@ -759,10 +810,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
               col.request.groups != nullptr
                   ? col.request.groups->group_of(dev(0, c))
                   : 0;
-          dma_window = net::CollectiveLowerBound(pod_->topology(),
-                                                 pod_->config(), col.request,
-                                                 group)
-                           .bandwidth;
+          dma_window = net::CollectiveBandwidthBound(
+              pod_->topology(), pod_->config(), col.request, group);
           const double s = static_cast<double>(col.request.bytes);
           const double frac =
               static_cast<double>(group_size - 1) / std::max(1, group_size);
@@ -809,10 +858,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           }
           if (ready < end) {
             exposed[slot] += end - ready;
-            if (options_.record_spans) {
-              spans_.push_back({dev(r, c), kernel.name, ready.count(),
-                                end.count(), "collective"});
-            }
+            AddStepSpan(dev(r, c), static_cast<int32_t>(k), ready, end,
+                        "collective");
           }
           const Picoseconds done = Max(ready, end);
           clock[slot] = done;
@@ -846,10 +893,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
                             std::max(1, pod_->topology().Hops(a, b));
           end = ready + latency +
                 TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
-          if (options_.record_spans) {
-            spans_.push_back(
-                {d, kernel.name, ready.count(), end.count(), "collective"});
-          }
+          AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
         } else {
           // HBM is shared with the DMA in flight on the device (collective
           // and infeed): see HbmShare.
@@ -869,10 +913,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           tp.mxu_busy_ps += t.mxu.count();
           tp.busy_ps += t.total.count();
           tp.hbm_bytes += kernel.work.hbm_bytes;
-          if (options_.record_spans) {
-            spans_.push_back(
-                {d, kernel.name, ready.count(), end.count(), t.category});
-          }
+          AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
         }
         clock[slot] = end;
         finished[k * replicas + r] = end;
@@ -899,6 +940,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         clock[slot] = Max(clock[slot], col.end[r]);
       }
     }
+    EndStep(exe, clock, device_of_slot);
   }
   // The call ends when every device has finished.
   Picoseconds end = begin;
@@ -926,6 +968,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     // History() pairs a host with a batch (whose device id is global).
     for (const auto& [host, b] : hosts_->History()) {
       const int device = b.device;
+      if (!traced_[device]) continue;
       if (b.produce_start < b.produce_end) {
         spans_.push_back(Span{-1,
                               absl::StrCat("input batch ", b.index,
@@ -942,6 +985,67 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     hosts_->ClearHistory();
   }
   return absl::OkStatus();
+}
+
+void SimBackend::AddStepSpan(int device, int32_t name, Picoseconds start,
+                             Picoseconds end, const char* category) const {
+  const int c = SpanCategoryIndex(category);
+  timing_[device].category_ps[c] += (end - start).count();
+  if (options_.record_spans) {
+    step_spans_.push_back({device, name, start.count(), end.count(),
+                           static_cast<uint8_t>(c)});
+  }
+}
+
+void SimBackend::EndStep(const SimSchedule& schedule,
+                         absl::Span<const Picoseconds> clock,
+                         absl::Span<const int> device_of_slot) const {
+  if (!options_.record_spans) return;
+  const int cap = options_.max_auto_traced_devices;
+  if (num_traced_ < cap && !device_of_slot.empty()) {
+    // The step's critical-path device, then its slowest and fastest by
+    // kernel time (kSpanCategories 0..2: mxu, vector, memory); the lowest
+    // device id among equals.
+    std::vector<int64_t> busy(layout_.num_devices(), 0);
+    for (const StepSpan& s : step_spans_) {
+      if (s.category < 3) busy[s.device] += s.end_ps - s.start_ps;
+    }
+    size_t critical = 0;
+    int slowest = device_of_slot[0], fastest = device_of_slot[0];
+    for (size_t slot = 1; slot < device_of_slot.size(); ++slot) {
+      const int d = device_of_slot[slot];
+      const int c = device_of_slot[critical];
+      if (clock[critical] < clock[slot] ||
+          (clock[slot] == clock[critical] && d < c)) {
+        critical = slot;
+      }
+      if (busy[d] > busy[slowest] || (busy[d] == busy[slowest] && d < slowest)) {
+        slowest = d;
+      }
+      if (busy[d] < busy[fastest] || (busy[d] == busy[fastest] && d < fastest)) {
+        fastest = d;
+      }
+    }
+    for (int d : {device_of_slot[critical], slowest, fastest}) {
+      if (num_traced_ < cap && !traced_[d]) {
+        traced_[d] = 1;
+        ++num_traced_;
+      }
+    }
+  }
+  const std::vector<Kernel>& kernels = schedule.compiled.kernels;
+  for (const StepSpan& s : step_spans_) {
+    if (!traced_[s.device]) continue;
+    const char* name = s.name == kNameHostLoop        ? "host loop"
+                       : s.name == kNameInputPipeline ? "input pipeline"
+                       : s.name == kNameInfeed        ? "infeed"
+                                                      : nullptr;
+    spans_.push_back(Span{s.device,
+                          name != nullptr ? std::string(name)
+                                          : kernels[s.name].name,
+                          s.start_ps, s.end_ps, kSpanCategories[s.category]});
+  }
+  step_spans_.clear();
 }
 
 Picoseconds SimBackend::Now() const {
@@ -998,6 +1102,14 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     dp.set_hbm_bytes(t.hbm_bytes);
     dp.set_peak_hbm_bytes(t.peak_hbm_bytes);
     dp.set_hbm_capacity_bytes(rates_.hbm_capacity.count());
+    for (int c = 0; c < kNumSpanCategories; ++c) {
+      if (t.category_ps[c] != 0) {
+        (*dp.mutable_category_ps())[kSpanCategories[c]] = t.category_ps[c];
+      }
+    }
+  }
+  for (int d = 0; d < static_cast<int>(traced_.size()); ++d) {
+    if (traced_[d]) p.add_traced_devices(d);
   }
   for (const Span& s : spans_) {
     runtime::TimelineSpan* span = p.add_spans();
@@ -1064,6 +1176,7 @@ void SimBackend::ResetProfile() {
   host_->ResetProfile();
   timing_.assign(layout_.num_devices(), DeviceTiming{});
   spans_.clear();
+  step_spans_.clear();
   steps_.clear();
   link_base_.clear();
   if (hosts_ != nullptr) hosts_->ClearHistory();

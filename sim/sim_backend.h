@@ -64,6 +64,7 @@
 #ifndef TPUSIM_SIM_SIM_BACKEND_H_
 #define TPUSIM_SIM_SIM_BACKEND_H_
 
+#include <array>
 #include <deque>
 #include <map>
 #include <memory>
@@ -100,9 +101,23 @@ struct SimBackendOptions {
   // the order of TF's TPU host-loop cost per session.run.
   common::Picoseconds host_loop_overhead =
       common::Picoseconds::FromMicroseconds(100);
-  // Record a span per kernel per device (a 4096-chip run can turn this off to
-  // keep memory small; counters and steps are always kept).
+  // Record spans (a span per kernel, wait and host-loop overhead) for the
+  // traced devices; off: none at all. Counters, steps and each device's time
+  // per span category are always kept, for every device.
   bool record_spans = true;
+  // Which devices keep their spans (the rest are aggregated into their
+  // counters and per-category time): every device with `trace_all_devices`;
+  // else the devices of `trace_devices` (ids 0..N-1, no repeats), device 0,
+  // and, after each step (an iteration of a device call), the step's
+  // critical-path device (the one whose clock ended the step last; the
+  // lowest id among equals), then its slowest and fastest devices by the
+  // kernel time of the step (the lowest id among equals), each added while
+  // fewer than `max_auto_traced_devices` devices are traced. A device added
+  // after the first step has its spans from that step on. A pod of at most
+  // max_auto_traced_devices devices keeps them all.
+  bool trace_all_devices = false;
+  std::vector<int> trace_devices;
+  int max_auto_traced_devices = 16;
   // Worker threads of the internal host backend (wall-clock speed only).
   int host_threads = 2;
   // The simulated hosts' input pipelines (sim/host/host_model.h): CPU threads
@@ -187,6 +202,10 @@ class SimBackend final : public runtime::Backend {
   };
   SimStats Stats() const;
 
+  // Device span categories (mxu, vector, memory, collective, infeed, input,
+  // host).
+  static constexpr int kNumSpanCategories = 7;
+
  private:
   struct Infeed;
   // A call whose values were computed and whose timing waits (Settle).
@@ -251,6 +270,8 @@ class SimBackend final : public runtime::Backend {
     int64_t busy_ps = 0;
     int64_t hbm_bytes = 0;
     int64_t peak_hbm_bytes = 0;
+    // Time of the device's spans per category (kSpanCategories order).
+    std::array<int64_t, kNumSpanCategories> category_ps = {};
   };
   struct Span {
     int device_id;  // -1 for a host span
@@ -260,6 +281,28 @@ class SimBackend final : public runtime::Backend {
     const char* category;
     int host = -1;
   };
+  // A device span of the step being timed, before the step's traced devices
+  // are known: `name` is a kernel index of the call's schedule, or one of
+  // the kName* values below.
+  struct StepSpan {
+    int32_t device;
+    int32_t name;
+    int64_t start_ps;
+    int64_t end_ps;
+    uint8_t category;  // index into kSpanCategories
+  };
+  static constexpr int32_t kNameHostLoop = -1;
+  static constexpr int32_t kNameInputPipeline = -2;
+  static constexpr int32_t kNameInfeed = -3;
+  // Records a device span of the step being timed: its time goes to the
+  // device's per-category total, the span to step_spans_ (record_spans).
+  void AddStepSpan(int device, int32_t name, common::Picoseconds start,
+                   common::Picoseconds end, const char* category) const;
+  // Ends a step: picks the devices to trace (see trace_all_devices) from the
+  // step's spans and device clocks, and keeps those devices' spans.
+  void EndStep(const SimSchedule& schedule,
+               absl::Span<const common::Picoseconds> clock,
+               absl::Span<const int> device_of_slot) const;
   struct Step {
     int64_t start_ps = 0;
     int64_t end_ps = 0;
@@ -278,7 +321,11 @@ class SimBackend final : public runtime::Backend {
     double rate;
   };
   mutable std::vector<DeviceTiming> timing_;
-  mutable std::vector<Span> spans_;
+  mutable std::vector<Span> spans_;  // of the traced devices and their hosts
+  mutable std::vector<StepSpan> step_spans_;  // of the step being timed
+  // Per device: its spans are kept; how many are.
+  mutable std::vector<char> traced_;
+  mutable int num_traced_ = 0;
   mutable std::vector<Step> steps_;
   mutable SimStats stats_;
   mutable common::Picoseconds now_;

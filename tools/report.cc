@@ -86,20 +86,19 @@ RunStats ComputeRunStats(const std::string& scenario,
   s.step_ms_p50 = per_step[static_cast<size_t>((n - 1) * 0.5)];
   s.step_ms_p99 = per_step[static_cast<size_t>(std::ceil((n - 1) * 0.99))];
   s.examples_per_second = s.global_batch / (s.step_ms_mean * 1e-3);
-  // Breakdown: device span time per category, averaged over devices that ran
-  // and over steps.
-  std::map<std::string, double> by_category;
-  std::vector<bool> ran(p.devices_size(), false);
-  for (const runtime::TimelineSpan& span : p.spans()) {
-    if (span.device_id() < 0) continue;
-    ran[span.device_id()] = true;
-    by_category[span.category()] += span.end_ps() - span.start_ps();
+  // Breakdown: device time per span category (every device's, traced or
+  // not: DeviceProfile::category_ps), averaged over the devices that ran and
+  // over steps. The sums are of integer picoseconds, exact in int64.
+  std::map<std::string, int64_t> by_category;
+  int64_t ran = 0;
+  for (const runtime::DeviceProfile& d : p.devices()) {
+    if (d.executions() > 0) ++ran;
+    for (const auto& [category, ps] : d.category_ps()) by_category[category] += ps;
   }
-  const double devices =
-      std::max<double>(1, std::count(ran.begin(), ran.end(), true));
+  const double devices = static_cast<double>(std::max<int64_t>(1, ran));
   double accounted = 0;
   for (const char* c : kCategories) {
-    const double ms = by_category[c] / devices / n * 1e-9;
+    const double ms = static_cast<double>(by_category[c]) / devices / n * 1e-9;
     s.breakdown_ms[c] = ms;
     accounted += ms;
   }
@@ -374,8 +373,22 @@ std::string ChromeTrace(const scenarios::TrainResult& r) {
   events.push_back(
       "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": "
       "{\"name\": \"ICI links (busiest)\"}}");
+  // A pod with more devices than the trace keeps says which it keeps.
+  std::string other;
+  if (p.traced_devices_size() > 0 &&
+      p.traced_devices_size() < p.devices_size()) {
+    other = absl::StrCat(
+        ", \"otherData\": {\"traced_devices\": ",
+        JsonQuote(absl::StrCat(
+            absl::StrJoin(p.traced_devices(), ","), " of ", p.devices_size(),
+            " devices: device 0, those of --trace-devices and each step's "
+            "critical-path, slowest and fastest devices (16 at most by "
+            "default); the others are in stats.textproto's per-device "
+            "counters")),
+        "}");
+  }
   return absl::StrCat("{\"traceEvents\": [\n", absl::StrJoin(events, ",\n"),
-                      "\n], \"displayTimeUnit\": \"ms\"}\n");
+                      "\n], \"displayTimeUnit\": \"ms\"", other, "}\n");
 }
 
 std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,

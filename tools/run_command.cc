@@ -12,7 +12,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/file_io.h"
 #include "common/status_macros.h"
 #include "google/protobuf/text_format.h"
@@ -31,6 +33,33 @@ absl::Status WriteFile(const std::string& path, const std::string& bytes) {
   return absl::OkStatus();
 }
 
+// --trace-devices=all, or a comma-separated list of device ids (their range
+// and repeats are checked against the slice by the backend).
+absl::Status ParseTraceDevices(const std::string& value,
+                               std::vector<int>* devices, bool* all) {
+  if (value == "all") {
+    *all = true;
+    return absl::OkStatus();
+  }
+  if (value.empty()) {
+    return absl::InvalidArgumentError(
+        "--trace-devices= is empty: give device ids (0..N-1, as `tpusim "
+        "topo` lists them), comma-separated, or all");
+  }
+  for (absl::string_view part : absl::StrSplit(value, ',')) {
+    int id = 0;
+    if (part.empty() || !absl::SimpleAtoi(part, &id) ||
+        part.find_first_of(" +\t") != absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--trace-devices=", value, ": '", part,
+          "' is not a device id; give device ids (0..N-1, as `tpusim topo` "
+          "lists them), comma-separated, or all"));
+    }
+    devices->push_back(id);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   const std::string backend = args.Get("backend");
   if (args.Has("backend") && backend != "sim" && backend != "host") {
@@ -41,12 +70,17 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   if (format != "text" && format != "json") {
     return UsageError(absl::StrCat("--format=", format, " must be text or json"));
   }
+  scenarios::TrainOptions options;
+  if (args.Has("trace-devices")) {
+    TPUSIM_RETURN_IF_ERROR(ParseTraceDevices(args.Get("trace-devices"),
+                                             &options.trace_devices,
+                                             &options.trace_all_devices));
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& path = args.positional()[0];
   TPUSIM_ASSIGN_OR_RETURN(
       scenarios::LoadedScenario scenario,
       scenarios::LoadScenarioFile(path, args.GetAll("set")));
-  scenarios::TrainOptions options;
   options.backend = backend;
   // A progress bar on stderr when it is a terminal and the run takes more
   // than 2 s (never in the outputs, which stay deterministic).
@@ -87,8 +121,13 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
     }
     std::string scenario_text;
     google::protobuf::TextFormat::PrintToString(scenario.proto, &scenario_text);
+    // The summary: every counter, step and link; the spans are the trace's.
     std::string profile_text;
-    google::protobuf::TextFormat::PrintToString(result.profile, &profile_text);
+    {
+      runtime::Profile summary = result.profile;
+      summary.clear_spans();
+      google::protobuf::TextFormat::PrintToString(summary, &profile_text);
+    }
     TPUSIM_RETURN_IF_ERROR(
         WriteFile(dir + "/stats.json", StatsJson(stats).Dump() + "\n"));
     TPUSIM_RETURN_IF_ERROR(WriteFile(dir + "/stats.textproto", profile_text));
@@ -111,11 +150,15 @@ Subcommand RunCommand() {
   s.summary = "train a scenario's workload and report where the step time goes";
   s.usage =
       "tpusim run SCENARIO [--backend=host|sim] [--out DIR] [--set "
-      "PATH=VALUE]... [--format=text|json]";
+      "PATH=VALUE]... [--format=text|json] [--trace-devices=ID,...|all]";
   s.flags = {
       {"backend", true, "sim (default: the simulated pod) or host (values only)"},
       {"out", true,
        "write stats.json, stats.textproto, trace.json and report.html there"},
+      {"trace-devices", true,
+       "ID,... or all: devices whose per-kernel spans the trace keeps, besides "
+       "device 0 and each step's critical-path, slowest and fastest devices "
+       "(16 devices at most by default)"},
       {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
       {"format", true, "text (default: the report) or json (stats.json)"},
   };

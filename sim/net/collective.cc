@@ -295,27 +295,22 @@ double InjectionRate(const Topology& t, const NetConfig& c, int device) {
 
 }  // namespace
 
-LowerBound CollectiveLowerBound(const Topology& t, const NetConfig& c,
-                                const CollectiveRequest& r, int group) {
-  LowerBound bound;
+Picoseconds CollectiveBandwidthBound(const Topology& t, const NetConfig& c,
+                                     const CollectiveRequest& r, int group) {
   const double s = static_cast<double>(r.bytes);
   if (r.op == CollectiveOp::kCollectivePermute) {
-    int64_t best = 0, lat = 0;
+    int64_t best = 0;
     for (const auto& [src, dst] : r.pairs->pairs()) {
       const bool same_chip = t.chip_of_device(src) == t.chip_of_device(dst);
       const double rate =
           same_chip ? c.on_chip_bytes_per_second : c.link_bytes_per_second;
-      const int64_t l = RouteLatency(t, c, src, dst);
-      best = std::max(best, CeilPs(s, 1e12 / rate) + l);
-      lat = std::max(lat, l);
+      best = std::max(best, CeilPs(s, 1e12 / rate) + RouteLatency(t, c, src, dst));
     }
-    bound.bandwidth = Picoseconds(best);
-    bound.latency = Picoseconds(lat);
-    return bound;
+    return Picoseconds(best);
   }
   const std::vector<int>& m = r.groups->group(group);
   const int n = static_cast<int>(m.size());
-  if (n == 1) return bound;
+  if (n == 1) return Picoseconds(0);
   double rate = 0;
   for (int d : m) rate = std::max(rate, InjectionRate(t, c, d));
   const double frac = static_cast<double>(n - 1) / n;
@@ -337,7 +332,24 @@ LowerBound CollectiveLowerBound(const Topology& t, const NetConfig& c,
                        crossing / (cut_links * c.link_bytes_per_second) * 1e12);
     }
   }
-  bound.bandwidth = Picoseconds(static_cast<int64_t>(std::floor(bw_ps)));
+  return Picoseconds(static_cast<int64_t>(std::floor(bw_ps)));
+}
+
+LowerBound CollectiveLowerBound(const Topology& t, const NetConfig& c,
+                                const CollectiveRequest& r, int group) {
+  LowerBound bound;
+  bound.bandwidth = CollectiveBandwidthBound(t, c, r, group);
+  if (r.op == CollectiveOp::kCollectivePermute) {
+    int64_t lat = 0;
+    for (const auto& [src, dst] : r.pairs->pairs()) {
+      lat = std::max(lat, RouteLatency(t, c, src, dst));
+    }
+    bound.latency = Picoseconds(lat);
+    return bound;
+  }
+  const std::vector<int>& m = r.groups->group(group);
+  const int n = static_cast<int>(m.size());
+  if (n == 1) return bound;
   int64_t lat = 0;
   const int firsts = n <= 1024 ? n : 1;
   for (int i = 0; i < firsts; ++i) {

@@ -167,6 +167,12 @@ struct LowerBound {
 LowerBound CollectiveLowerBound(const Topology& topology,
                                 const NetConfig& config,
                                 const CollectiveRequest& request, int group);
+// Its bandwidth part alone (what CollectiveLowerBound(...).bandwidth is), in
+// time linear in the group size: the latency floor looks at pairs of members.
+common::Picoseconds CollectiveBandwidthBound(const Topology& topology,
+                                             const NetConfig& config,
+                                             const CollectiveRequest& request,
+                                             int group);
 
 // ---- The chip-facing data path ----
 
