@@ -709,6 +709,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   }
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
   step_spans_.clear();
+  // The call's host spans are kept while its first step's spans are.
+  const bool traced_call = traced_steps_ < options_.max_traced_steps;
   for (int r = 0; r < replicas; ++r) {
     for (int c = 0; c < cores; ++c) {
       AddStepSpan(dev(r, c), kNameHostLoop, call, begin, "host");
@@ -963,12 +965,13 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step.host_overhead_ps = options_.host_loop_overhead.count();
   steps_.push_back(step);
   now_ = end;
-  // Host spans: each batch's pipeline work and its PCIe transfer.
+  // Host spans: each batch's pipeline work and its PCIe transfer (while
+  // steps are traced).
   if (options_.record_spans) {
     // History() pairs a host with a batch (whose device id is global).
     for (const auto& [host, b] : hosts_->History()) {
       const int device = b.device;
-      if (!traced_[device]) continue;
+      if (!traced_[device] || !traced_call) continue;
       if (b.produce_start < b.produce_end) {
         spans_.push_back(Span{-1,
                               absl::StrCat("input batch ", b.index,
@@ -991,7 +994,7 @@ void SimBackend::AddStepSpan(int device, int32_t name, Picoseconds start,
                              Picoseconds end, const char* category) const {
   const int c = SpanCategoryIndex(category);
   timing_[device].category_ps[c] += (end - start).count();
-  if (options_.record_spans) {
+  if (options_.record_spans && traced_steps_ < options_.max_traced_steps) {
     step_spans_.push_back({device, name, start.count(), end.count(),
                            static_cast<uint8_t>(c)});
   }
@@ -1001,6 +1004,11 @@ void SimBackend::EndStep(const SimSchedule& schedule,
                          absl::Span<const Picoseconds> clock,
                          absl::Span<const int> device_of_slot) const {
   if (!options_.record_spans) return;
+  if (traced_steps_ >= options_.max_traced_steps) {
+    ++untraced_steps_;
+    return;
+  }
+  ++traced_steps_;
   const int cap = options_.max_auto_traced_devices;
   if (num_traced_ < cap && !device_of_slot.empty()) {
     // The step's critical-path device, then its slowest and fastest by
@@ -1111,6 +1119,7 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
   for (int d = 0; d < static_cast<int>(traced_.size()); ++d) {
     if (traced_[d]) p.add_traced_devices(d);
   }
+  p.set_untraced_steps(untraced_steps_);
   for (const Span& s : spans_) {
     runtime::TimelineSpan* span = p.add_spans();
     span->set_device_id(s.device_id);
@@ -1177,6 +1186,8 @@ void SimBackend::ResetProfile() {
   timing_.assign(layout_.num_devices(), DeviceTiming{});
   spans_.clear();
   step_spans_.clear();
+  traced_steps_ = 0;
+  untraced_steps_ = 0;
   steps_.clear();
   link_base_.clear();
   if (hosts_ != nullptr) hosts_->ClearHistory();

@@ -118,6 +118,10 @@ struct SimBackendOptions {
   bool trace_all_devices = false;
   std::vector<int> trace_devices;
   int max_auto_traced_devices = 16;
+  // Spans are kept for the first this many steps (iterations of device
+  // calls) since construction or ResetProfile, so a long run's memory does
+  // not grow with its steps; tpusim's choice.
+  int64_t max_traced_steps = 1000;
   // Worker threads of the internal host backend (wall-clock speed only).
   int host_threads = 2;
   // The simulated hosts' input pipelines (sim/host/host_model.h): CPU threads
@@ -326,6 +330,8 @@ class SimBackend final : public runtime::Backend {
   // Per device: its spans are kept; how many are.
   mutable std::vector<char> traced_;
   mutable int num_traced_ = 0;
+  mutable int64_t traced_steps_ = 0;    // steps whose spans were kept
+  mutable int64_t untraced_steps_ = 0;  // later steps (max_traced_steps)
   mutable std::vector<Step> steps_;
   mutable SimStats stats_;
   mutable common::Picoseconds now_;

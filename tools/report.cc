@@ -374,19 +374,30 @@ std::string ChromeTrace(const scenarios::TrainResult& r) {
       "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": "
       "{\"name\": \"ICI links (busiest)\"}}");
   // A pod with more devices than the trace keeps says which it keeps.
-  std::string other;
+  std::vector<std::string> other_data;
   if (p.traced_devices_size() > 0 &&
       p.traced_devices_size() < p.devices_size()) {
-    other = absl::StrCat(
-        ", \"otherData\": {\"traced_devices\": ",
+    other_data.push_back(absl::StrCat(
+        "\"traced_devices\": ",
         JsonQuote(absl::StrCat(
             absl::StrJoin(p.traced_devices(), ","), " of ", p.devices_size(),
             " devices: device 0, those of --trace-devices and each step's "
             "critical-path, slowest and fastest devices (16 at most by "
             "default); the others are in stats.textproto's per-device "
-            "counters")),
-        "}");
+            "counters"))));
   }
+  if (p.untraced_steps() > 0) {
+    other_data.push_back(absl::StrCat(
+        "\"untraced_steps\": ",
+        JsonQuote(absl::StrCat("the last ", p.untraced_steps(),
+                               " steps have no spans (the first 1000 steps "
+                               "are traced)"))));
+  }
+  const std::string other =
+      other_data.empty()
+          ? ""
+          : absl::StrCat(", \"otherData\": {",
+                         absl::StrJoin(other_data, ", "), "}");
   return absl::StrCat("{\"traceEvents\": [\n", absl::StrJoin(events, ",\n"),
                       "\n], \"displayTimeUnit\": \"ms\"", other, "}\n");
 }

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -737,6 +738,128 @@ TEST(SimBackendTest, BadPodSpecsNameTheFieldAndValue) {
                          HasSubstr(c.message)))
         << c.spec;
   }
+}
+
+// Runs `calls` device calls of a small abstract step (a matmul, then an
+// all-reduce with `all_reduce`) on every device of `sim`; device `slow` (if
+// >= 0) gets its batch from a host pipeline that takes 1 ms, so without the
+// all-reduce it ends each step last.
+void RunAbstractSteps(SimBackend& sim, int calls, int slow,
+                      bool all_reduce = true) {
+  const int n = static_cast<int>(sim.devices().size());
+  ProgramBuilder b("steps", n);
+  Value x = *b.Parameter(DType::kBF16, Shape({128, 256}));
+  Value w = *b.Constant(Tensor::Abstract(DType::kBF16, Shape({256, 256})));
+  Value y = *b.MatMul(x, w);
+  if (all_reduce) y = *b.AllReduce(y, runtime::CollectiveReduce::kSum);
+  Program p = *std::move(b).Build({y});
+  auto exe = sim.Compile(p, {n, 1});
+  ASSERT_THAT(exe, IsOk());
+  for (int call = 0; call < calls; ++call) {
+    std::vector<std::unique_ptr<Buffer>> owned;
+    std::vector<std::vector<Buffer*>> args(n);
+    for (int r = 0; r < n; ++r) {
+      runtime::TransferOptions options;
+      if (r == slow) options.host_cost = common::Picoseconds::FromMicroseconds(1000);
+      auto buf = sim.TransferToDevice(
+          r, Tensor::Abstract(DType::kBF16, Shape({128, 256})), options);
+      ASSERT_THAT(buf, IsOk());
+      args[r].push_back(buf->get());
+      owned.push_back(std::move(*buf));
+    }
+    ASSERT_THAT(sim.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
+  }
+}
+
+// On a pod of more than 16 devices the profile keeps spans for device 0, the
+// listed devices and each step's critical-path (then slowest and fastest)
+// devices only; every device keeps its time per category, which for a
+// traced device is exactly what its spans add up to.
+TEST(SimBackendTest, OnlyTracedDevicesKeepSpansAndAllKeepCategoryTime) {
+  SimBackendOptions options;
+  options.trace_devices = {7};
+  auto sim = SimBackend::Create("v4-64", options);  // 32 devices
+  ASSERT_THAT(sim, IsOk());
+  RunAbstractSteps(**sim, 2, /*slow=*/5, /*all_reduce=*/false);
+  auto profile = (*sim)->CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  // Device 5 waits for its input and ends every step last; kernel times are
+  // alike on every device, so the slowest and fastest are device 0.
+  EXPECT_THAT(profile->traced_devices(), ::testing::ElementsAre(0, 5, 7));
+  EXPECT_EQ(profile->untraced_steps(), 0);
+  std::vector<std::map<std::string, int64_t>> from_spans(32);
+  for (const auto& span : profile->spans()) {
+    if (span.device_id() < 0) continue;
+    EXPECT_TRUE(span.device_id() == 0 || span.device_id() == 5 ||
+                span.device_id() == 7)
+        << span.ShortDebugString();
+    from_spans[span.device_id()][span.category()] +=
+        span.end_ps() - span.start_ps();
+  }
+  for (int d : {0, 5, 7}) {
+    const auto& kept = profile->devices(d).category_ps();
+    const std::map<std::string, int64_t> totals(kept.begin(), kept.end());
+    EXPECT_EQ(totals, from_spans[d]) << "device " << d;
+  }
+  EXPECT_GT(from_spans[5]["input"], 0);
+  // An untraced device has no spans, and still its time per category.
+  const auto& d9 = profile->devices(9).category_ps();
+  EXPECT_EQ(d9.at("host"), 2 * 100'000'000);  // two calls' host loop
+  EXPECT_EQ(d9.at("mxu"), profile->devices(9).busy_ps());
+  EXPECT_EQ(d9.count("input"), 0);
+}
+
+TEST(SimBackendTest, TraceAllDevicesKeepsEverySpan) {
+  SimBackendOptions options;
+  options.trace_all_devices = true;
+  auto sim = SimBackend::Create("v4-64", options);
+  ASSERT_THAT(sim, IsOk());
+  RunAbstractSteps(**sim, 1, /*slow=*/-1);
+  auto profile = (*sim)->CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  EXPECT_EQ(profile->traced_devices_size(), 32);
+  std::vector<int> host_loops(32, 0);
+  for (const auto& span : profile->spans()) {
+    if (span.name() == "host loop") ++host_loops[span.device_id()];
+  }
+  EXPECT_EQ(host_loops, std::vector<int>(32, 1));
+}
+
+// Spans are kept for the first max_traced_steps steps; the counters go on.
+TEST(SimBackendTest, SpansAreKeptForTheFirstStepsOnly) {
+  SimBackendOptions options;
+  options.max_traced_steps = 2;
+  auto sim = SimBackend::Create("v3-8", options);
+  ASSERT_THAT(sim, IsOk());
+  RunAbstractSteps(**sim, 5, /*slow=*/-1);
+  auto profile = (*sim)->CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  EXPECT_EQ(profile->untraced_steps(), 3);
+  EXPECT_EQ(profile->steps_size(), 5);
+  int host_loops = 0;
+  for (const auto& span : profile->spans()) {
+    if (span.name() == "host loop") ++host_loops;
+  }
+  EXPECT_EQ(host_loops, 2 * 8);
+  EXPECT_EQ(profile->devices(3).category_ps().at("host"), 5 * 100'000'000);
+}
+
+TEST(SimBackendTest, BadTraceDevicesNameTheAllowedRange) {
+  SimBackendOptions options;
+  options.trace_devices = {3, 40};
+  EXPECT_THAT(SimBackend::Create("v4-64", options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("device 40 is not a device of slice v4-64; "
+                                 "allowed: 0..31")));
+}
+
+TEST(SimBackendTest, RepeatedTraceDevicesAreAnError) {
+  SimBackendOptions options;
+  options.trace_devices = {3, 3};
+  EXPECT_THAT(SimBackend::Create("v4-64", options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("device 3 is listed twice; list each of "
+                                 "0..31 at most once")));
 }
 
 }  // namespace
