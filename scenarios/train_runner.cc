@@ -21,6 +21,7 @@
 #include "scenarios/pipeline_builder.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
+#include "sim/memory_estimate.h"
 #include "sim/sim_backend.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/device_assignment.h"
@@ -679,12 +680,29 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   if (options.trace_all_devices) {
     pod.mutable_options()->set_trace_all_devices(true);
   }
+  // The pod's own memory before it is built (the program's is checked by
+  // the sim backend before its first call).
+  if (pod.has_slice()) {
+    absl::StatusOr<runtime::SliceLayout> planned = runtime::ParseSlice(pod.slice());
+    if (planned.ok()) {
+      sim::RunShape shape;
+      shape.devices = planned->num_devices();
+      shape.chips = planned->num_chips;
+      shape.record_spans = false;
+      const sim::MemoryEstimate estimate = sim::EstimateRunMemory(shape);
+      result.memory_estimate_bytes = estimate.total_bytes;
+      TPUSIM_RETURN_IF_ERROR(
+          sim::CheckMemoryLimit(estimate, options.memory_limit_bytes));
+    }
+  }
   std::unique_ptr<runtime::Backend> backend;
   const sim::SimBackend* sim_backend = nullptr;
   runtime::SliceLayout layout;
   if (result.backend == "sim") {
     TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> s,
                             sim::SimBackend::Create(pod));
+    s->SetMemoryLimit(options.memory_limit_bytes,
+                      run.has_steps() ? run.steps() : 10);
     layout = s->layout();
     result.peak_flops_per_device = s->rates().peak_flops_per_second;
     result.hbm_bytes_per_second_per_device = s->rates().hbm_bytes_per_second;
@@ -783,6 +801,8 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
       result.sim_kernels = st.kernels;
       result.sim_collectives = st.collectives;
       result.sim_network_events = st.network_events;
+      result.memory_estimate_bytes = std::max(
+          result.memory_estimate_bytes, sim_backend->memory_estimate_bytes());
     }
   };
   if (pipeline) {

@@ -63,6 +63,11 @@ struct TrainOptions {
   // besides the default ones, or all of them (tpusim run --trace-devices).
   std::vector<int> trace_devices;
   bool trace_all_devices = false;
+  // A limit on this process's memory that the run's estimate
+  // (sim/memory_estimate.h) must not pass, checked before the pod is built
+  // and before each program's first call on the sim backend:
+  // ResourceExhausted naming the estimate's largest parts. 0: none.
+  int64_t memory_limit_bytes = 0;
 };
 
 // What fed the workload.
@@ -123,6 +128,9 @@ struct TrainResult {
   int64_t sim_kernels = 0;
   int64_t sim_collectives = 0;
   int64_t sim_network_events = 0;
+  // The estimate of this process's memory for the run (sim/memory_estimate.h;
+  // the sim backend's for its programs, else the pod's before it was built).
+  int64_t memory_estimate_bytes = 0;
   runtime::Profile profile;
 };
 

@@ -573,6 +573,22 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
       timing_[d].peak_hbm_bytes = std::max(timing_[d].peak_hbm_bytes, need);
     }
   }
+  // This process's memory, on the program's first call, before its values
+  // are computed and timed.
+  if (std::find(memory_checked_.begin(), memory_checked_.end(),
+                exe->schedule().get()) == memory_checked_.end()) {
+    bool real = false;
+    for (const std::vector<runtime::Buffer*>& args : iterations[0]) {
+      for (const runtime::Buffer* b : args) real = real || b->has_data();
+    }
+    TPUSIM_ASSIGN_OR_RETURN(MemoryEstimate estimate,
+                            EstimateMemory(executable, real));
+    memory_estimate_bytes_ =
+        std::max(memory_estimate_bytes_, estimate.total_bytes);
+    TPUSIM_RETURN_IF_ERROR(
+        CheckMemoryLimit(estimate, options_.memory_limit_bytes));
+    memory_checked_.push_back(exe->schedule().get());
+  }
   // The infeed batches of the call: per iteration, per device, the
   // transferred arguments it reads (taken out of infeed_ now, so a failed
   // call leaves nothing behind).
@@ -623,6 +639,59 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
   pending_.push_back(std::move(call));
   TPUSIM_RETURN_IF_ERROR(Settle(/*all=*/false));
   return outputs;
+}
+
+absl::StatusOr<MemoryEstimate> SimBackend::EstimateMemory(
+    const runtime::Executable& executable, bool real_values) const {
+  const auto* exe = dynamic_cast<const SimExecutable*>(&executable);
+  if (exe == nullptr) {
+    return absl::InvalidArgumentError(
+        "SimBackend: the executable was not compiled by this backend");
+  }
+  const runtime::Program& program = exe->program();
+  const CompiledProgram& compiled = exe->compiled();
+  RunShape shape;
+  shape.devices = layout_.num_devices();
+  shape.chips = layout_.num_chips;
+  shape.replicas = program.num_replicas();
+  shape.ops = static_cast<int64_t>(program.ops().size());
+  shape.kernels = static_cast<int64_t>(compiled.kernels.size());
+  shape.variable_slots = static_cast<int64_t>(program.variables().size());
+  shape.real_values = real_values;
+  for (const CoreMemory& m : compiled.memory) {
+    shape.replica_value_bytes += m.live_peak + m.parameters;
+    shape.device_variable_bytes =
+        std::max(shape.device_variable_bytes, m.variables + m.optimizer_state);
+  }
+  // Values made of constants only (HostBackend computes them once).
+  const std::vector<runtime::Op>& ops = program.ops();
+  std::vector<char> invariant(ops.size(), 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const runtime::Op& op = ops[i];
+    bool inv = op.code != OpCode::kParameter && op.code != OpCode::kReplicaId &&
+               op.code != OpCode::kVariableRead &&
+               op.code != OpCode::kVariableAssign &&
+               op.code != OpCode::kVariableAssignAdd &&
+               !runtime::IsCollective(op.code);
+    for (int o : op.operands) inv = inv && invariant[o];
+    invariant[i] = inv;
+    if (inv) {
+      shape.invariant_value_bytes +=
+          op.type.shape.num_elements() * runtime::DTypeSize(op.type.dtype);
+    }
+  }
+  shape.record_spans = options_.record_spans;
+  shape.traced_devices =
+      options_.trace_all_devices
+          ? shape.devices
+          : std::min<int64_t>(shape.devices,
+                              std::max<int64_t>(num_traced_,
+                                                options_.max_auto_traced_devices));
+  shape.traced_steps =
+      options_.expected_steps > 0
+          ? std::min(options_.expected_steps, options_.max_traced_steps)
+          : options_.max_traced_steps;
+  return EstimateRunMemory(shape);
 }
 
 absl::Status SimBackend::Settle(bool all) const {

@@ -79,6 +79,7 @@
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
 #include "sim/host/host_model.h"
+#include "sim/memory_estimate.h"
 #include "sim/net/topology.h"
 #include "strategy/runtime/backend.h"
 #include "strategy/runtime/host_backend.h"
@@ -122,6 +123,13 @@ struct SimBackendOptions {
   // calls) since construction or ResetProfile, so a long run's memory does
   // not grow with its steps; tpusim's choice.
   int64_t max_traced_steps = 1000;
+  // A limit on the memory of this process the run may need, checked on the
+  // first call of each program before its values are computed and timed
+  // (sim/memory_estimate.h; ResourceExhausted above it); 0: none.
+  // `expected_steps` (0: unknown, taken as max_traced_steps) sizes the
+  // spans the estimate counts.
+  int64_t memory_limit_bytes = 0;
+  int64_t expected_steps = 0;
   // Worker threads of the internal host backend (wall-clock speed only).
   int host_threads = 2;
   // The simulated hosts' input pipelines (sim/host/host_model.h): CPU threads
@@ -188,6 +196,20 @@ class SimBackend final : public runtime::Backend {
                                                int slot) const override;
   absl::StatusOr<runtime::Profile> CollectProfile() const override;
   void ResetProfile() override;
+
+  // What a run of `executable` (compiled here) for `replicas` replicas
+  // will need of this process's memory; `real_values`: its arguments have
+  // data. InvalidArgument for a foreign executable.
+  absl::StatusOr<MemoryEstimate> EstimateMemory(
+      const runtime::Executable& executable, bool real_values) const;
+  // The largest estimate of the programs called so far (checked against
+  // memory_limit_bytes when one is set).
+  int64_t memory_estimate_bytes() const { return memory_estimate_bytes_; }
+  // Sets SimBackendOptions::memory_limit_bytes and expected_steps.
+  void SetMemoryLimit(int64_t limit_bytes, int64_t expected_steps) {
+    options_.memory_limit_bytes = limit_bytes;
+    options_.expected_steps = expected_steps;
+  }
 
   const runtime::SliceLayout& layout() const { return layout_; }
   const ChipPreset& preset() const { return preset_; }
@@ -344,6 +366,9 @@ class SimBackend final : public runtime::Backend {
   // next batch whose infeed window is not registered.
   mutable std::vector<std::vector<DmaWindow>> dma_;
   mutable std::vector<int64_t> next_dma_batch_;
+  // The schedules whose memory was checked (memory_limit_bytes).
+  std::vector<const SimSchedule*> memory_checked_;
+  int64_t memory_estimate_bytes_ = 0;
   // Link counters at the last ResetProfile (the network's run on).
   std::vector<std::pair<int64_t, int64_t>> link_base_;
 };

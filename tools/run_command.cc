@@ -1,5 +1,6 @@
 #include "tools/run_command.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@
 #include "google/protobuf/text_format.h"
 #include "scenarios/scenario_loader.h"
 #include "scenarios/train_runner.h"
+#include "sim/memory_estimate.h"
+#include "tools/collective_command.h"
 #include "tools/report.h"
 
 namespace tpusim::tools {
@@ -71,6 +74,15 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
     return UsageError(absl::StrCat("--format=", format, " must be text or json"));
   }
   scenarios::TrainOptions options;
+  options.memory_limit_bytes = sim::kDefaultMemoryLimitBytes;
+  if (args.Has("memory-limit")) {
+    absl::StatusOr<int64_t> limit = ParseByteSize(args.Get("memory-limit"));
+    if (!limit.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--memory-limit: ", limit.status().message()));
+    }
+    options.memory_limit_bytes = *limit;
+  }
   if (args.Has("trace-devices")) {
     TPUSIM_RETURN_IF_ERROR(ParseTraceDevices(args.Get("trace-devices"),
                                              &options.trace_devices,
@@ -138,7 +150,14 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   const double wall = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - t0)
                           .count();
-  std::fprintf(stderr, "tpusim run: %.2f s wall\n", wall);
+  // Wall time and memory go to stderr: they differ from run to run.
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  std::fprintf(stderr,
+               "tpusim run: %.2f s wall, peak RSS %.0f MiB (estimated %.0f "
+               "MiB)\n",
+               wall, usage.ru_maxrss / 1024.0,
+               result.memory_estimate_bytes / 1048576.0);
   return absl::OkStatus();
 }
 
@@ -150,11 +169,15 @@ Subcommand RunCommand() {
   s.summary = "train a scenario's workload and report where the step time goes";
   s.usage =
       "tpusim run SCENARIO [--backend=host|sim] [--out DIR] [--set "
-      "PATH=VALUE]... [--format=text|json] [--trace-devices=ID,...|all]";
+      "PATH=VALUE]... [--format=text|json] [--trace-devices=ID,...|all] "
+      "[--memory-limit=SIZE]";
   s.flags = {
       {"backend", true, "sim (default: the simulated pod) or host (values only)"},
       {"out", true,
        "write stats.json, stats.textproto, trace.json and report.html there"},
+      {"memory-limit", true,
+       "SIZE (e.g. 4GiB): fail before the work when the run's estimated "
+       "memory is above it (default 16GiB, fixed)"},
       {"trace-devices", true,
        "ID,... or all: devices whose per-kernel spans the trace keeps, besides "
        "device 0 and each step's critical-path, slowest and fastest devices "
