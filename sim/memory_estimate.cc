@@ -41,7 +41,10 @@ std::string Human(int64_t bytes) {
   if (bytes >= (int64_t{1} << 30)) {
     return absl::StrFormat("%.1f GiB", bytes / double(int64_t{1} << 30));
   }
-  return absl::StrFormat("%.0f MiB", bytes / double(1 << 20));
+  if (bytes >= (1 << 20)) {
+    return absl::StrFormat("%.0f MiB", bytes / double(1 << 20));
+  }
+  return absl::StrFormat("%.0f KiB", bytes / 1024.0);
 }
 
 }  // namespace

@@ -78,7 +78,12 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
   for (const Point& p : points) {
     std::vector<std::string> argv = {"run", args.positional()[0],
                                      "--format=json"};
-    if (args.Has("backend")) argv.push_back("--backend=" + args.Get("backend"));
+    // `run`'s own flags go to every point as given.
+    for (const char* flag : {"backend", "trace-devices", "memory-limit"}) {
+      if (args.Has(flag)) {
+        argv.push_back(absl::StrCat("--", flag, "=", args.Get(flag)));
+      }
+    }
     // The points running at once share the cores: each network model gets
     // its part (a --set of the user's, coming later, still wins).
     argv.push_back(absl::StrCat(
@@ -198,13 +203,16 @@ Subcommand SweepCommand() {
   s.summary = "run a scenario over values of fields, one process per point";
   s.usage =
       "tpusim sweep SCENARIO --set PATH=V1,V2,... [--set ...] [--jobs N] "
-      "[--format=text|json|csv] [--backend=host|sim]";
+      "[--format=text|json|csv] [--backend=host|sim] "
+      "[--trace-devices=ID,...|all] [--memory-limit=SIZE]";
   s.flags = {
       {"set", true, "PATH=V1,V2,...: the values of one field (repeatable: the "
                     "points are the cartesian product)"},
       {"jobs", true, "points run at once (default: every core)"},
       {"format", true, "text (default), json or csv"},
       {"backend", true, "passed to each `tpusim run`"},
+      {"trace-devices", true, "passed to each `tpusim run`"},
+      {"memory-limit", true, "passed to each `tpusim run`"},
   };
   s.min_positional = 1;
   s.max_positional = 1;
