@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <exception>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -192,17 +193,31 @@ class WorkerPool {
       { std::lock_guard<std::mutex> lock(mu_); }
       work_cv_.notify_all();
     }
-    job(0);
+    std::exception_ptr error;
+    try {
+      job(0);
+    } catch (...) {
+      error = std::current_exception();
+    }
     // Close it and wait for the workers that joined.
     state_.fetch_or(kClosed, std::memory_order_seq_cst);
     auto done = [this] {
       return state_.load(std::memory_order_seq_cst) == kClosed;
     };
-    if (SpinFor(done)) return;
-    std::unique_lock<std::mutex> lock(mu_);
-    main_sleeping_.store(true, std::memory_order_seq_cst);
-    done_cv_.wait(lock, done);
-    main_sleeping_.store(false, std::memory_order_relaxed);
+    if (!SpinFor(done)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      main_sleeping_.store(true, std::memory_order_seq_cst);
+      done_cv_.wait(lock, done);
+      main_sleeping_.store(false, std::memory_order_relaxed);
+    }
+    // An exception of the job (std::bad_alloc when memory runs out), on this
+    // thread or a worker, comes out here once every part has stopped.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (error == nullptr) error = worker_error_;
+      worker_error_ = nullptr;
+    }
+    if (error != nullptr) std::rethrow_exception(error);
   }
 
  private:
@@ -231,7 +246,12 @@ class WorkerPool {
                                               std::memory_order_acq_rel);
       }
       if (!joined) continue;
-      call_(job_, t);
+      try {
+        call_(job_, t);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (worker_error_ == nullptr) worker_error_ = std::current_exception();
+      }
       if (state_.fetch_sub(1, std::memory_order_seq_cst) - 1 == kClosed &&
           main_sleeping_.load(std::memory_order_seq_cst)) {
         { std::lock_guard<std::mutex> lock(mu_); }
@@ -245,6 +265,7 @@ class WorkerPool {
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
   bool stop_ = false;  // guarded by mu_
+  std::exception_ptr worker_error_;  // guarded by mu_
   std::atomic<uint64_t> epoch_{0};
   // kClosed once job(0) has returned, plus the workers in the job.
   std::atomic<uint32_t> state_{kClosed};

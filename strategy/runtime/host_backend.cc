@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -32,7 +33,10 @@ class WorkerPool {
     for (std::thread& t : threads_) t.join();
   }
 
-  // Runs fn(0) ... fn(count - 1) and returns when all have finished.
+  // Runs fn(0) ... fn(count - 1) and returns when all have finished. An
+  // exception of fn (std::bad_alloc when memory runs out) on any thread is
+  // rethrown here, on the calling thread, once every index has finished (the
+  // first one thrown; a worker thread never lets one escape).
   void ParallelFor(int count, const std::function<void(int)>& fn) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -40,6 +44,7 @@ class WorkerPool {
       count_ = count;
       next_ = 0;
       done_ = 0;
+      error_ = nullptr;
       ++generation_;
     }
     cv_.notify_all();
@@ -49,6 +54,11 @@ class WorkerPool {
     // job's function must not claim an index of the next job.
     done_cv_.wait(lock, [&] { return done_ == count_ && active_ == 0; });
     fn_ = nullptr;
+    if (error_ != nullptr) {
+      std::exception_ptr error = error_;
+      error_ = nullptr;
+      std::rethrow_exception(error);
+    }
   }
 
  private:
@@ -64,11 +74,17 @@ class WorkerPool {
       ++active_;
     }
     int ran = 0;
+    std::exception_ptr error;
     for (int i = next_.fetch_add(1); i < count; i = next_.fetch_add(1)) {
-      (*fn)(i);
+      try {
+        (*fn)(i);
+      } catch (...) {
+        if (error == nullptr) error = std::current_exception();
+      }
       ++ran;
     }
     std::lock_guard<std::mutex> lock(mu_);
+    if (error != nullptr && error_ == nullptr) error_ = error;
     done_ += ran;
     --active_;
     if (done_ == count_ && active_ == 0) done_cv_.notify_all();
@@ -92,6 +108,7 @@ class WorkerPool {
   std::condition_variable done_cv_;
   std::vector<std::thread> threads_;
   const std::function<void(int)>* fn_ = nullptr;  // guarded by mu_
+  std::exception_ptr error_;                      // guarded by mu_
   int count_ = 0;                                 // guarded by mu_
   int done_ = 0;                                  // guarded by mu_
   int active_ = 0;                                // guarded by mu_
