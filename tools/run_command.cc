@@ -155,9 +155,12 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   getrusage(RUSAGE_SELF, &usage);
   std::fprintf(stderr,
                "tpusim run: %.2f s wall, peak RSS %.0f MiB (estimated %.0f "
-               "MiB)\n",
+               "MiB), %lld simulated events\n",
                wall, usage.ru_maxrss / 1024.0,
-               result.memory_estimate_bytes / 1048576.0);
+               result.memory_estimate_bytes / 1048576.0,
+               static_cast<long long>(result.sim_kernels +
+                                      result.sim_collectives +
+                                      result.sim_network_events));
   return absl::OkStatus();
 }
 

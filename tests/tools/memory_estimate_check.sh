@@ -2,7 +2,8 @@
 # memory_estimate_check.sh TPUSIM SCENARIO_DIR
 # Runs every run scenario of SCENARIO_DIR (each in its own process, with --out, the larger
 # footprint) and passes when each run's memory estimate (sim/memory_estimate.h, printed on
-# stderr next to the measured peak RSS) is within 2x of that peak, either way. A scenario that
+# stderr next to the measured peak RSS) is within 2x of that peak, either way, and --out wrote
+# at most 100 MB. A scenario that
 # fails by design (exit 1 with RESOURCE_EXHAUSTED before its step runs) is skipped.
 set -u
 tpusim="$1"; dir="$2"
@@ -25,10 +26,13 @@ for s in "$dir"/*.textproto; do
     echo "$name: no memory line on stderr"; cat "$tmp/$name.err"; status=1; continue
   fi
   checked=$((checked + 1))
+  written=$(du -sb "$tmp/$name" | cut -f1)
   if [ $((est * 2)) -lt "$rss" ] || [ $((rss * 2)) -lt "$est" ]; then
     echo "$name: estimate $est MiB is not within 2x of the peak RSS $rss MiB"; status=1
+  elif [ "$written" -gt 100000000 ]; then
+    echo "$name: --out wrote $written bytes, more than 100 MB"; status=1
   else
-    echo "$name: estimate $est MiB, peak RSS $rss MiB"
+    echo "$name: estimate $est MiB, peak RSS $rss MiB, --out wrote $written bytes"
   fi
 done
 [ $checked -gt 0 ] || { echo "no scenario checked"; status=1; }
