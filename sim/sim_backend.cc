@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <limits>
 #include <queue>
@@ -246,19 +245,6 @@ net::CollectiveOp NetOp(OpCode code) {
 
 Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
 
-// The categories of device spans (runtime::TimelineSpan::category), in the
-// order of DeviceTiming::category_ps.
-constexpr const char* kSpanCategories[] = {
-    "mxu", "vector", "memory", "collective", "infeed", "input", "host"};
-static_assert(std::size(kSpanCategories) == SimBackend::kNumSpanCategories);
-
-int SpanCategoryIndex(const char* category) {
-  for (size_t i = 0; i < std::size(kSpanCategories); ++i) {
-    if (std::strcmp(category, kSpanCategories[i]) == 0) return static_cast<int>(i);
-  }
-  TPUSIM_CHECK(false) << "unknown span category " << category;
-  return 0;
-}
 
 }  // namespace
 
@@ -440,6 +426,19 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
                           SimPod::Create(b->layout_, b->preset_, options.wrap,
                                          options.sim_threads));
+  // The chips, each with its devices in core order.
+  const net::Topology& topology = b->pod_->topology();
+  std::vector<std::vector<int>> chip_devices(topology.num_chips());
+  for (int d = 0; d < n; ++d) chip_devices[topology.chip_of_device(d)].push_back(d);
+  b->chip_core_.resize(n);
+  b->chips_.reserve(chip_devices.size());
+  for (size_t chip = 0; chip < chip_devices.size(); ++chip) {
+    for (size_t core = 0; core < chip_devices[chip].size(); ++core) {
+      b->chip_core_[chip_devices[chip][core]] = {static_cast<int>(chip),
+                                                 static_cast<int>(core)};
+    }
+    b->chips_.emplace_back(b->rates_, std::move(chip_devices[chip]));
+  }
   return b;
 }
 
@@ -465,7 +464,6 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
     for (int d : options_.trace_devices) traced_[d] = 1;
   }
   num_traced_ = static_cast<int>(std::count(traced_.begin(), traced_.end(), 1));
-  dma_.assign(layout_.num_devices(), {});
   next_dma_batch_.assign(layout_.num_devices(), 0);
   ResetProfile();
 }
@@ -570,7 +568,7 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
             " bytes; largest live values: ",
             absl::StrJoin(m.largest_at_peak, ", ")));
       }
-      timing_[d].peak_hbm_bytes = std::max(timing_[d].peak_hbm_bytes, need);
+      counters(d).peak_hbm_bytes = std::max(counters(d).peak_hbm_bytes, need);
     }
   }
   // This process's memory, on the program's first call, before its values
@@ -739,7 +737,7 @@ absl::Status SimBackend::RegisterInfeedDma(int d) const {
     if (absl::IsNotFound(t.status())) continue;
     if (!t.ok()) return t.status();
     if (t->dma_start < t->arrival && t->bytes > 0) {
-      dma_[d].push_back(
+      hbm(d).AddDma(
           DmaWindow{t->dma_start, t->arrival,
                     static_cast<double>(t->bytes) /
                         ((t->arrival - t->dma_start).count() * 1e-12)});
@@ -789,7 +787,6 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   // The network collective of each start kernel (-1: none pending).
   std::vector<int> collective_of(kernels.size(), -1);
   pod_->ClearCollectives();
-  const double hbm_rate = rates_.hbm_bytes_per_second;
 
   // The device waits for its batch when a kernel first reads an argument.
   std::map<int, int64_t> untaken;  // device -> its batch of this iteration
@@ -904,7 +901,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
             clock[r * cores + c] = Max(clock[r * cores + c], at);
           }
           if (dma_bytes_per_second > 0) {
-            dma_[dev(r, c)].push_back(
+            hbm(dev(r, c)).AddDma(
                 DmaWindow{at, at + dma_window, dma_bytes_per_second});
           }
           // A start is issued and returns at once.
@@ -966,24 +963,12 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
                 TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
           AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
         } else {
-          // HBM is shared with the DMA in flight on the device (collective
-          // and infeed): see HbmShare.
-          std::vector<DmaWindow>& windows = dma_[d];
-          windows.erase(std::remove_if(windows.begin(), windows.end(),
-                                       [&](const DmaWindow& w) {
-                                         return w.end <= ready;
-                                       }),
-                        windows.end());
-          const double share = HbmShare(
-              static_cast<double>(kernel.work.hbm_bytes), ready, windows,
-              hbm_rate);
-          const KernelTime t = KernelDuration(rates_, kernel.work, share);
+          // The device's chip times it: HBM shared with the DMA in flight
+          // on the device (collective and infeed; sim/chip/chip.h).
+          const auto [chip, core] = chip_core_[d];
+          const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
           ++stats_.kernels;
           end = ready + t.total;
-          DeviceTiming& tp = timing_[d];
-          tp.mxu_busy_ps += t.mxu.count();
-          tp.busy_ps += t.total.count();
-          tp.hbm_bytes += kernel.work.hbm_bytes;
           AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
         }
         clock[slot] = end;
@@ -1062,7 +1047,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
 void SimBackend::AddStepSpan(int device, int32_t name, Picoseconds start,
                              Picoseconds end, const char* category) const {
   const int c = SpanCategoryIndex(category);
-  timing_[device].category_ps[c] += (end - start).count();
+  counters(device).category_ps[c] += (end - start).count();
   if (options_.record_spans && traced_steps_ < options_.max_traced_steps) {
     step_spans_.push_back({device, name, start.count(), end.count(),
                            static_cast<uint8_t>(c)});
@@ -1130,50 +1115,14 @@ Picoseconds SimBackend::Now() const {
   return now_;
 }
 
-double SimBackend::HbmShare(double bytes, Picoseconds ready,
-                            absl::Span<const DmaWindow> windows,
-                            double hbm_rate) {
-  if (bytes <= 0 || windows.empty()) return hbm_rate;
-  // Segment by segment from `ready`: each ends where the DMA rate next
-  // changes (a window starts or ends). A few windows at most: no sorting and
-  // no allocation in the kernel loop.
-  constexpr Picoseconds kNever(std::numeric_limits<int64_t>::max());
-  double left = bytes, seconds = 0;
-  Picoseconds t = ready;
-  for (;;) {
-    Picoseconds cut = kNever;
-    double dma = 0;
-    for (const DmaWindow& w : windows) {
-      if (t < w.start) {
-        cut = std::min(cut, w.start);
-      } else if (t < w.end) {
-        dma += w.rate;
-        cut = std::min(cut, w.end);
-      }
-    }
-    if (cut == kNever) break;
-    const double rate = std::max(hbm_rate - dma, hbm_rate / 2);
-    const double span = (cut - t).count() * 1e-12;
-    if (left <= rate * span) {
-      seconds += left / rate;
-      return bytes / seconds;
-    }
-    left -= rate * span;
-    seconds += span;
-    t = cut;
-  }
-  seconds += left / hbm_rate;
-  return bytes / seconds;
-}
-
 absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
   TPUSIM_RETURN_IF_ERROR(Settle(/*all=*/true));
   TPUSIM_ASSIGN_OR_RETURN(runtime::Profile p, host_->CollectProfile());
   p.set_backend("sim");
-  for (int d = 0; d < p.devices_size() && d < static_cast<int>(timing_.size());
+  for (int d = 0; d < p.devices_size() && d < static_cast<int>(chip_core_.size());
        ++d) {
     runtime::DeviceProfile& dp = *p.mutable_devices(d);
-    const DeviceTiming& t = timing_[d];
+    const DeviceCounters& t = counters(d);
     dp.set_mxu_busy_ps(t.mxu_busy_ps);
     dp.set_busy_ps(t.busy_ps);
     dp.set_hbm_bytes(t.hbm_bytes);
@@ -1252,7 +1201,7 @@ void SimBackend::ResetProfile() {
   // Execute or CollectProfile).
   (void)Settle(/*all=*/true);
   host_->ResetProfile();
-  timing_.assign(layout_.num_devices(), DeviceTiming{});
+  for (ChipModel& chip : chips_) chip.ResetCounters();
   spans_.clear();
   step_spans_.clear();
   traced_steps_ = 0;

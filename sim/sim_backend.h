@@ -76,6 +76,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/units.h"
+#include "sim/chip/chip.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
 #include "sim/host/host_model.h"
@@ -228,10 +229,6 @@ class SimBackend final : public runtime::Backend {
   };
   SimStats Stats() const;
 
-  // Device span categories (mxu, vector, memory, collective, infeed, input,
-  // host).
-  static constexpr int kNumSpanCategories = 7;
-
  private:
   struct Infeed;
   // A call whose values were computed and whose timing waits (Settle).
@@ -262,13 +259,6 @@ class SimBackend final : public runtime::Backend {
   // Registers the DMA windows of device d's batches that the host model can
   // time now (their prefetch slot is free), from its next unregistered one.
   absl::Status RegisterInfeedDma(int d) const;
-  struct DmaWindow;
-  // The HBM rate a kernel that moves `bytes` from `ready` on gets on average,
-  // with DMA over `windows`: at each moment what the DMA leaves, and at
-  // least half of `hbm_rate` (tpusim's arbitration choice: a fair share when
-  // both want more than half); the full rate after the windows.
-  static double HbmShare(double bytes, common::Picoseconds ready,
-                         absl::Span<const DmaWindow> windows, double hbm_rate);
 
   runtime::SliceLayout layout_;
   ChipPreset preset_;  // the generation's, with any custom numbers
@@ -291,14 +281,6 @@ class SimBackend final : public runtime::Backend {
   // The timeline, settled lazily by const observers (Settle): mutable.
   // Timing counters, spans and steps since the last ResetProfile (the
   // Profile proto is built from them by CollectProfile).
-  struct DeviceTiming {
-    int64_t mxu_busy_ps = 0;
-    int64_t busy_ps = 0;
-    int64_t hbm_bytes = 0;
-    int64_t peak_hbm_bytes = 0;
-    // Time of the device's spans per category (kSpanCategories order).
-    std::array<int64_t, kNumSpanCategories> category_ps = {};
-  };
   struct Span {
     int device_id;  // -1 for a host span
     std::string name;
@@ -339,14 +321,16 @@ class SimBackend final : public runtime::Backend {
     int64_t input_wait_ps = 0;
     int64_t host_overhead_ps = 0;
   };
-  // DMA into or out of one device's HBM over [start, end) at `rate` bytes
-  // per second.
-  struct DmaWindow {
-    common::Picoseconds start;
-    common::Picoseconds end;
-    double rate;
-  };
-  mutable std::vector<DeviceTiming> timing_;
+  // The chips (sim/chip/chip.h): per device its HBM arbitration and
+  // counters; the chip and core of each device.
+  mutable std::vector<ChipModel> chips_;
+  std::vector<std::pair<int, int>> chip_core_;
+  DeviceCounters& counters(int device) const {
+    return chips_[chip_core_[device].first].counters(chip_core_[device].second);
+  }
+  HbmArbiter& hbm(int device) const {
+    return chips_[chip_core_[device].first].hbm(chip_core_[device].second);
+  }
   mutable std::vector<Span> spans_;  // of the traced devices and their hosts
   mutable std::vector<StepSpan> step_spans_;  // of the step being timed
   // Per device: its spans are kept; how many are.
@@ -362,9 +346,7 @@ class SimBackend final : public runtime::Backend {
   int64_t calls_ = 0;
   // The first error of the timing walk (sticky).
   mutable absl::Status settle_error_;
-  // Per device: DMA windows (collective and infeed) not yet over, and the
-  // next batch whose infeed window is not registered.
-  mutable std::vector<std::vector<DmaWindow>> dma_;
+  // Per device: the next batch whose infeed DMA window is not registered.
   mutable std::vector<int64_t> next_dma_batch_;
   // The schedules whose memory was checked (memory_limit_bytes).
   std::vector<const SimSchedule*> memory_checked_;
