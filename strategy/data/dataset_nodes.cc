@@ -1373,6 +1373,10 @@ absl::StatusOr<IteratorPtr> RepeatNode::DoMakeIterator(
       return std::optional<Element>();
     }
     absl::StatusOr<int64_t> Skip(int64_t n) override {
+      // Skip(0) moves past nothing and must not end the repetition (the reset
+      // below is for passes that ran out): shard(n, i) asks for 0 whenever
+      // its next element is the input's next one.
+      if (n <= 0) return 0;
       int64_t skipped = 0;
       while (skipped < n && (count_ < 0 || pass_ < count_)) {
         if (current_ == nullptr) {
