@@ -825,7 +825,9 @@ absl::StatusOr<Tensor> PadColumn(const std::vector<const Tensor*>& rows,
   for (int d = 0; d < padded.rank(); ++d) {
     if (padded.dim(d) == runtime::kUnknownDim) continue;
     if (dims[d] > padded.dim(d)) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      // DataLoss as TF's PaddedBatchDataset ("Attempted to pad to a smaller
+      // size than the input element.").
+      return absl::DataLossError(absl::StrCat(
           "padded_batch: attempted to pad component ", k, " to ",
           padded.ToString(), ", smaller than an element's dimension ", d,
           " (", dims[d], ")"));
