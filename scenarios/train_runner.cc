@@ -116,12 +116,7 @@ class Params {
     std::sort(names.begin(), names.end());
     for (const std::string& k : names) {
       if (std::find(used_.begin(), used_.end(), k) == used_.end()) {
-        std::vector<std::string> known = used_;
-        std::sort(known.begin(), known.end());
-        return absl::InvalidArgumentError(absl::StrCat(
-            "run.workload.params[", k, "]: workload ", spec_.name(),
-            " has no parameter \"", k, "\"; parameters: ",
-            absl::StrJoin(known, ", ")));
+        return InRun(models::UnknownParameterError(spec_.name(), k, used_));
       }
     }
     return absl::OkStatus();
@@ -130,9 +125,12 @@ class Params {
  private:
   absl::Status Bad(const std::string& name, const std::string& value,
                    const std::string& want) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.workload.params[", name, "]=", value, ": workload ",
-                     spec_.name(), " wants ", want));
+    return InRun(
+        models::BadParameterValueError(spec_.name(), name, value, want));
+  }
+  // As ModelsWorkload's errors: "run.workload: " and the models/ wording.
+  static absl::Status InRun(const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("run.workload: ", s.message()));
   }
   const WorkloadSpec& spec_;
   std::vector<std::string> used_;
