@@ -10,6 +10,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -31,6 +32,29 @@ bool IsUsageError(const absl::Status& status) {
   return status.GetPayload(kUsagePayload).has_value();
 }
 
+namespace {
+
+template <typename T>
+bool ParseExactIntImpl(absl::string_view text, T* value) {
+  absl::string_view digits = text;
+  absl::ConsumePrefix(&digits, "-");
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      })) {
+    return false;
+  }
+  return absl::SimpleAtoi(text, value);
+}
+
+}  // namespace
+
+bool ParseExactInt(absl::string_view text, int64_t* value) {
+  return ParseExactIntImpl(text, value);
+}
+bool ParseExactInt(absl::string_view text, int* value) {
+  return ParseExactIntImpl(text, value);
+}
+
 std::string ParsedArgs::Get(absl::string_view flag,
                             absl::string_view fallback) const {
   auto it = flags_.find(std::string(flag));
@@ -43,7 +67,7 @@ absl::StatusOr<int64_t> ParsedArgs::GetInt(absl::string_view flag,
   if (!Has(flag)) return fallback;
   const std::string text = Get(flag);
   int64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value < min) {
+  if (!ParseExactInt(text, &value) || value < min) {
     return absl::InvalidArgumentError(
         absl::StrCat("--", flag, "=", text,
                      " is not allowed; expected an integer >= ", min));

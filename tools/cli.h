@@ -49,6 +49,14 @@ inline constexpr int kExitUsage = 2;
 absl::Status UsageError(absl::string_view message);
 bool IsUsageError(const absl::Status& status);
 
+// Parses a decimal integer exactly as written: an optional '-' and digits,
+// nothing else. absl::SimpleAtoi also accepts surrounding whitespace, a '+'
+// and a "0x" prefix, which a flag value must not have (' 4x4x4' and '+4' are
+// typos, not numbers). False when the text is not such an integer or does not
+// fit in T.
+bool ParseExactInt(absl::string_view text, int64_t* value);
+bool ParseExactInt(absl::string_view text, int* value);
+
 struct FlagSpec {
   std::string name;  // without the leading "--"
   bool takes_value = false;

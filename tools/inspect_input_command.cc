@@ -47,7 +47,7 @@ absl::StatusOr<common::Bytes> ParseMaxMemory(const ParsedArgs& args) {
     }
   }
   int64_t value = 0;
-  if (!absl::SimpleAtoi(digits, &value) || value < 1 ||
+  if (!ParseExactInt(digits, &value) || value < 1 ||
       value > (std::numeric_limits<int64_t>::max() >> shift)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-memory=", text,
