@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <optional>
 #include <utility>
 
@@ -643,8 +645,52 @@ std::vector<std::string> WorkloadNames() {
   return names;
 }
 
+namespace {
+
+absl::StatusOr<TrainResult> RunTrainingUnguarded(
+    const LoadedScenario& scenario, const TrainOptions& options);
+
+// An allocation failure while running: RESOURCE_EXHAUSTED naming the
+// scenario fields whose values size the tensors (the workload parameters the
+// scenario sets, the global batch, real values held on this host).
+absl::Status OutOfMemory(const Scenario& sc, absl::string_view what) {
+  std::vector<std::string> params;
+  std::map<std::string, std::string> sorted(sc.run().workload().params().begin(),
+                                            sc.run().workload().params().end());
+  for (const auto& [k, v] : sorted) params.push_back(absl::StrCat(k, "=", v));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "out of memory (", what, ") running workload ", sc.run().workload().name(),
+      ": its tensors are sized by run.workload.params",
+      params.empty() ? " (defaults)"
+                     : absl::StrCat(" (", absl::StrJoin(params, ", "), ")"),
+      " and global_batch_size=", sc.global_batch_size(),
+      sc.run().real_values()
+          ? "; run.real_values=true holds their values in this host's memory: "
+            "lower them, or set run.real_values: false to time abstract "
+            "tensors"
+          : "; lower them"));
+}
+
+}  // namespace
+
 absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
                                         const TrainOptions& options) {
+  // tpusim does not throw; the standard library does when an allocation
+  // fails, and only this layer knows which fields sized it.
+  try {
+    return RunTrainingUnguarded(scenario, options);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(scenario.proto, "std::bad_alloc");
+  } catch (const std::length_error& e) {
+    return OutOfMemory(scenario.proto,
+                       absl::StrCat("std::length_error: ", e.what()));
+  }
+}
+
+namespace {
+
+absl::StatusOr<TrainResult> RunTrainingUnguarded(
+    const LoadedScenario& scenario, const TrainOptions& options) {
   const Scenario& sc = scenario.proto;
   if (!sc.has_run()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -837,5 +883,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   finish();
   return result;
 }
+
+}  // namespace
 
 }  // namespace tpusim::scenarios

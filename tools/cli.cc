@@ -87,11 +87,14 @@ absl::Status RunCatchingAllocationFailure(const Subcommand& sub,
     return sub.run(args, out);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
-        "out of memory (std::bad_alloc); lower --max-memory, the batch or "
-        "shuffle buffer sizes, or --steps");
+        absl::StrCat("out of memory (std::bad_alloc)",
+                     sub.out_of_memory_hint.empty() ? "" : "; ",
+                     sub.out_of_memory_hint));
   } catch (const std::length_error& e) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("out of memory (std::length_error: ", e.what(), ")"));
+        absl::StrCat("out of memory (std::length_error: ", e.what(), ")",
+                     sub.out_of_memory_hint.empty() ? "" : "; ",
+                     sub.out_of_memory_hint));
   }
 }
 

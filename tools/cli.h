@@ -100,6 +100,11 @@ struct Subcommand {
   std::function<absl::Status(const ParsedArgs& args, std::ostream& out)> run;
   // Optional longer description printed by --help below the usage.
   std::string description;
+  // Appended to the RESOURCE_EXHAUSTED of an allocation failure: which of
+  // this command's flags or inputs size its memory ("lower --bytes ...").
+  // Empty: the message names none (a command that knows better reports its
+  // own, as `run` does with the scenario fields).
+  std::string out_of_memory_hint;
 };
 
 // A stream buffer writing to a file descriptor with write(2) (the CLI's

@@ -530,6 +530,10 @@ Subcommand CollectiveCommand() {
        "determinism check)"},
       {"format", true, "text (default) or json"},
   };
+  s.out_of_memory_hint =
+      "its memory grows with --bytes / --packet-bytes (the packets it "
+      "simulates) and with the devices of --slice or --shape: lower --bytes, "
+      "raise --packet-bytes or use a smaller slice";
   s.description =
       "Per size: the simulated time, algorithm and bus bandwidth (nccl-tests "
       "definitions),\n"

@@ -203,6 +203,9 @@ Subcommand InspectInputCommand() {
   };
   s.min_positional = 1;
   s.max_positional = 1;
+  s.out_of_memory_hint =
+      "lower --max-memory, the batch or shuffle buffer sizes, or "
+      "--steps";
   s.description =
       "SCENARIO is a text proto (scenarios/scenario.proto): the cluster (a "
       "slice name or\n"
