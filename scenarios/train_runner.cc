@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -678,7 +679,19 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   // tpusim does not throw; the standard library does when an allocation
   // fails, and only this layer knows which fields sized it.
   try {
-    return RunTrainingUnguarded(scenario, options);
+    absl::StatusOr<TrainResult> result = RunTrainingUnguarded(scenario, options);
+    if (result.ok()) return result;
+    // Errors about the run section start with the field they name
+    // ("run.workload.name=...", "global_batch_size=..."): add where it is.
+    const absl::string_view message = result.status().message();
+    if (absl::StartsWith(message, "run.") ||
+        absl::StartsWith(message, "global_batch_size")) {
+      const size_t end = message.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyz_0123456789.[]");
+      return LocateScenarioStatus(scenario, message.substr(0, end),
+                                  result.status());
+    }
+    return result;
   } catch (const std::bad_alloc&) {
     return OutOfMemory(scenario.proto, "std::bad_alloc");
   } catch (const std::length_error& e) {

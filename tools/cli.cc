@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/file_io.h"
+#include "common/utf8.h"
 
 namespace tpusim::tools {
 
@@ -181,7 +182,7 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
   if (sub == subcommands_.end()) {
     std::vector<std::string> names;
     for (const Subcommand& s : subcommands_) names.push_back(s.name);
-    err << "tpusim: unknown command \"" << name
+    err << "tpusim: unknown command \"" << common::EscapeForTerminal(name)
         << "\"; commands: " << absl::StrJoin(names, ", ")
         << " (see 'tpusim --help')\n";
     return kExitUsage;
@@ -211,7 +212,8 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
                                return spelled == absl::StrCat("--", f.name);
                              });
     if (spec == sub->flags.end()) {
-      err << "tpusim " << sub->name << ": unknown flag " << spelled
+      err << "tpusim " << sub->name << ": unknown flag "
+          << common::EscapeForTerminal(spelled)
           << " (see 'tpusim " << sub->name << " --help')\n";
       return kExitUsage;
     }
@@ -249,9 +251,11 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
   absl::Status status = RunCatchingAllocationFailure(*sub, parsed, out);
   if (status.ok()) status = FlushOutput(out);
   if (!status.ok()) {
+    // The message may echo a scenario's bytes (names, paths, values):
+    // escaped, so that a NUL or invalid UTF-8 does not reach the terminal.
     err << "tpusim " << sub->name << ": "
-        << absl::StatusCodeToString(status.code()) << ": " << status.message()
-        << "\n";
+        << absl::StatusCodeToString(status.code()) << ": "
+        << common::EscapeForTerminal(status.message()) << "\n";
     return IsUsageError(status) ? kExitUsage : kExitError;
   }
   return kExitOk;

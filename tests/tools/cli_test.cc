@@ -178,6 +178,28 @@ TEST(CliTest, AllocationFailureIsResourceExhausted) {
             "(std::bad_alloc); lower --size\n");
 }
 
+// Issue 22: a message echoing a file's bytes reaches stderr escaped: NUL,
+// other control characters (an ANSI escape) and bytes that are not UTF-8
+// become \xNN; valid UTF-8, newlines and tabs are kept.
+TEST(CliTest, ErrorMessagesEscapeControlAndNonUtf8Bytes) {
+  Subcommand echo;
+  echo.name = "bytes";
+  echo.usage = "tpusim bytes";
+  echo.run = [](const ParsedArgs&, std::ostream&) -> absl::Status {
+    return absl::InvalidArgumentError(
+        std::string("name=\"a\0b\xff\x1b[31mc\xc3\xa9\"\tend", 23));
+  };
+  Cli cli({echo});
+  std::ostringstream out, err;
+  EXPECT_EQ(cli.Run({"bytes"}, out, err), kExitError);
+  EXPECT_EQ(err.str(),
+            "tpusim bytes: INVALID_ARGUMENT: name=\"a\\x00b\\xff\\x1b[31mc\xc3\xa9\"\t"
+            "end\n");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(cli.Run({std::string("by\xfe", 3)}, out2, err2), kExitUsage);
+  EXPECT_THAT(err2.str(), HasSubstr("unknown command \"by\\xfe\""));
+}
+
 // Issue 22: integers in flag values are written exactly.
 TEST(CliTest, ParseExactIntRejectsWhatSimpleAtoiForgives) {
   int64_t v = 0;
