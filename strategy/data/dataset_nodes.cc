@@ -1719,6 +1719,9 @@ absl::StatusOr<IteratorPtr> ShuffleNode::DoMakeIterator(
     It(IteratorPtr input, int64_t size, uint64_t seed, common::Bytes budget)
         : input_(std::move(input)), size_(size), rng_(seed), budget_(budget) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
+      // The whole buffer at once (the estimate admitted it): growing by
+      // doubling would hold up to twice the slots the estimate counts.
+      if (buffer_.capacity() == 0) buffer_.reserve(static_cast<size_t>(size_));
       while (!input_done_ && static_cast<int64_t>(buffer_.size()) < size_) {
         TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
         if (!e.has_value()) {
