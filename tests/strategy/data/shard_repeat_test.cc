@@ -79,6 +79,14 @@ TEST(ShardRepeatTest, ShardAcrossSeveralEpochs) {
             (std::vector<Values>{{2}, {0}, {3}, {1}, {4}, {2}}));
 }
 
+TEST(ShardRepeatTest, EachNewIteratorIsAFullEpoch) {
+  const Dataset ds = Dataset::Range(3).Repeat(2).Shard(2, 0);
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    SCOPED_TRACE(epoch);
+    EXPECT_EQ(ValuesOrError(ds), (std::vector<Values>{{0}, {2}, {1}}));
+  }
+}
+
 TEST(ShardRepeatTest, IssueScenarioThroughDistributeDatasetOff) {
   Options off;
   off.auto_shard_policy = AutoShardPolicy::kOff;
