@@ -101,13 +101,8 @@ class Mlp : public Workload {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Workload>> MakeMlp(const WorkloadParams& p) {
+  // in, hidden and out are within their registry bounds (>= 1).
   TPUSIM_ASSIGN_OR_RETURN(TrainOptions o, CommonOptions(p));
-  for (const char* k : {"in", "hidden", "out"}) {
-    if (p.Int(k) < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "workload mlp: parameter ", k, "=", p.Int(k), " must be >= 1"));
-    }
-  }
   return std::unique_ptr<Workload>(
       new Mlp(p.Int("in"), p.Int("hidden"), p.Int("out"), o));
 }

@@ -143,13 +143,8 @@ class ResNet50 : public Workload {
 
 absl::StatusOr<std::unique_ptr<Workload>> MakeResNet50(
     const WorkloadParams& p) {
+  // image_size, width and num_classes are within their registry bounds.
   TPUSIM_ASSIGN_OR_RETURN(TrainOptions o, CommonOptions(p));
-  for (const char* k : {"image_size", "width", "num_classes"}) {
-    if (p.Int(k) < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "workload resnet50: parameter ", k, "=", p.Int(k), " must be >= 1"));
-    }
-  }
   return std::unique_ptr<Workload>(new ResNet50(
       p.Int("image_size"), p.Int("width"), p.Int("num_classes"), o));
 }

@@ -1,6 +1,7 @@
 #include "models/workload.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -417,18 +418,35 @@ namespace {
 const char* TypeName(ParamType t) {
   switch (t) {
     case ParamType::kInt:
-      return "int";
+      return "an integer";
     case ParamType::kFloat:
-      return "float";
+      return "a number";
     case ParamType::kBool:
-      return "bool";
+      return "true or false";
     case ParamType::kString:
-      return "string";
+      return "a string";
   }
   return "?";
 }
 
 }  // namespace
+
+absl::Status UnknownParameterError(absl::string_view workload,
+                                   absl::string_view name,
+                                   absl::Span<const std::string> allowed) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("workload ", workload, ": unknown parameter \"", name,
+                   "\"; allowed: ", absl::StrJoin(allowed, ", ")));
+}
+
+absl::Status BadParameterValueError(absl::string_view workload,
+                                    absl::string_view name,
+                                    absl::string_view text,
+                                    absl::string_view want) {
+  return absl::InvalidArgumentError(absl::StrCat("workload ", workload,
+                                                 ": parameter ", name, "=\"",
+                                                 text, "\": must be ", want));
+}
 
 int64_t WorkloadParams::Int(const std::string& name) const {
   return std::get<int64_t>(values.at(name));
@@ -450,8 +468,22 @@ absl::StatusOr<TrainOptions> CommonOptions(const WorkloadParams& p) {
     return absl::InvalidArgumentError(
         absl::StrCat("bucket_mib=", mib, " must be > 0"));
   }
+  // chosen: 1 TiB, far above any model's gradients, and a byte count that
+  // cannot overflow.
+  constexpr int64_t kMaxBucketMib = int64_t{1} << 20;
+  if (!(mib <= static_cast<double>(kMaxBucketMib))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bucket_mib=", mib, " must be <= ", kMaxBucketMib, " (1 TiB)"));
+  }
   o.bucket_bytes = static_cast<int64_t>(mib * (1 << 20));
   o.learning_rate = p.Float("learning_rate");
+  // NaN or infinite steps make every weight NaN (and the loss with it);
+  // a negative one is gradient ascent.
+  if (!std::isfinite(o.learning_rate) || o.learning_rate < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learning_rate=", o.learning_rate,
+                     " must be a finite number >= 0"));
+  }
   o.shard_update = p.Bool("shard_update");
   if (p.values.count("fsdp") > 0) o.fsdp = p.Bool("fsdp");
   if (o.fsdp && o.shard_update) {
@@ -498,17 +530,17 @@ absl::StatusOr<std::unique_ptr<Workload>> CreateWorkload(
       allowed.push_back(d.name);
       if (d.name == key) def = &d;
     }
-    if (def == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("workload ", name, ": unknown parameter \"", key,
-                       "\"; allowed: ", absl::StrJoin(allowed, ", ")));
-    }
+    if (def == nullptr) return UnknownParameterError(name, key, allowed);
     bool ok = true;
     switch (def->type) {
       case ParamType::kInt: {
         int64_t v;
-        ok = absl::SimpleAtoi(text, &v);
-        if (ok) parsed.values[key] = v;
+        if (!absl::SimpleAtoi(text, &v) || v < def->min || v > def->max) {
+          return BadParameterValueError(
+              name, key, text,
+              absl::StrCat("an integer in [", def->min, ", ", def->max, "]"));
+        }
+        parsed.values[key] = v;
         break;
       }
       case ParamType::kFloat: {
@@ -527,11 +559,7 @@ absl::StatusOr<std::unique_ptr<Workload>> CreateWorkload(
         parsed.values[key] = text;
         break;
     }
-    if (!ok) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("workload ", name, ": parameter ", key, "=\"", text,
-                       "\" is not a valid ", TypeName(def->type)));
-    }
+    if (!ok) return BadParameterValueError(name, key, text, TypeName(def->type));
   }
   return entry->build(parsed);
 }

@@ -215,6 +215,10 @@ struct ParamDef {
   ParamType type;
   ParamValue default_value;
   std::string help;
+  // The allowed range of a kInt parameter (inclusive). Every int parameter
+  // has one, so that no dimension can overflow int64 or build for minutes.
+  int64_t min = 0;
+  int64_t max = 0;
 };
 // Parsed, typed workload parameters (every ParamDef present).
 class WorkloadParams {
@@ -241,6 +245,17 @@ const std::vector<WorkloadEntry>& Registry();
 // parameter's type.
 absl::StatusOr<std::unique_ptr<Workload>> CreateWorkload(
     const std::string& name, const std::map<std::string, std::string>& params);
+
+// The wording every workload family (models/ and the run-only deep_mlp) uses
+// for a parameter it does not have, and for a value that is not allowed
+// (`want` says what is, e.g. "an integer in [1, 1000]").
+absl::Status UnknownParameterError(absl::string_view workload,
+                                   absl::string_view name,
+                                   absl::Span<const std::string> allowed);
+absl::Status BadParameterValueError(absl::string_view workload,
+                                    absl::string_view name,
+                                    absl::string_view text,
+                                    absl::string_view want);
 
 // Common parameters every workload takes: bucket_mib (float, 25),
 // learning_rate (float), shard_update (bool), fsdp (bool, when the workload

@@ -402,8 +402,14 @@ class Builder {
     if (r.has_file_set()) return FileSet(r.file_set(), path);
     if (r.has_glob()) {
       const std::string pattern = Resolve(s_, r.glob());
-      TPUSIM_ASSIGN_OR_RETURN(std::vector<std::string> matches,
-                              data::MatchingFiles({pattern}));
+      absl::StatusOr<std::vector<std::string>> found =
+          data::MatchingFiles({pattern});
+      if (!found.ok()) {
+        return ScenarioError(s_, absl::StrCat(path, ".glob"),
+                             absl::StrCat("\"", r.glob(), "\""),
+                             found.status().message());
+      }
+      std::vector<std::string> matches = *std::move(found);
       if (matches.empty()) {
         return ScenarioError(s_, absl::StrCat(path, ".glob"),
                              absl::StrCat("\"", r.glob(), "\""),

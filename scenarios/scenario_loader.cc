@@ -158,6 +158,8 @@ class Cursor {
         where, path_.empty() ? "scenario" : path_,
         value.empty() ? "" : absl::StrCat("=", value), ": ", problem));
   }
+  // This message's line (0 = unknown).
+  int line() const { return line_; }
   // The line of `field` (see Line()).
   int LineOf(absl::string_view field, int index) const {
     return Line(field, index);
@@ -1144,11 +1146,11 @@ absl::Status ValidateScenario(const LoadedScenario& scenario) {
   return Validator(scenario).Run();
 }
 
-absl::Status ScenarioError(const LoadedScenario& scenario,
-                           absl::string_view field_path,
-                           absl::string_view value, absl::string_view problem) {
-  // Walk the path through the message (reflection) and the parse tree, so
-  // that the error carries the line of the deepest field written.
+namespace {
+
+// Walks `field_path` through the message (reflection) and the parse tree to a
+// cursor carrying the line of the deepest field written.
+Cursor CursorAt(const LoadedScenario& scenario, absl::string_view field_path) {
   Cursor cursor(scenario.proto, scenario.locations.get(), "", 0,
                 &scenario.source_name);
   const Message* msg = &scenario.proto;
@@ -1177,8 +1179,7 @@ absl::Status ScenarioError(const LoadedScenario& scenario,
       std::string rest = absl::StrJoin(parts.begin() + p, parts.end(), ".");
       if (!cursor.path().empty()) rest = absl::StrCat(cursor.path(), ".", rest);
       return Cursor(*msg, nullptr, rest, cursor.LineOf(name, index),
-                    &scenario.source_name)
-          .ErrorWithValue(value, problem);
+                    &scenario.source_name);
     }
     const Message& child =
         fd->is_repeated()
@@ -1187,7 +1188,26 @@ absl::Status ScenarioError(const LoadedScenario& scenario,
     cursor = cursor.Child(child, name, index);
     msg = &child;
   }
-  return cursor.ErrorWithValue(value, problem);
+  return cursor;
+}
+
+}  // namespace
+
+absl::Status ScenarioError(const LoadedScenario& scenario,
+                           absl::string_view field_path,
+                           absl::string_view value, absl::string_view problem) {
+  return CursorAt(scenario, field_path).ErrorWithValue(value, problem);
+}
+
+absl::Status LocateScenarioStatus(const LoadedScenario& scenario,
+                                  absl::string_view field_path,
+                                  const absl::Status& status) {
+  if (status.ok()) return status;
+  const int line = CursorAt(scenario, field_path).line();
+  return absl::Status(
+      status.code(),
+      absl::StrCat(scenario.source_name, line > 0 ? absl::StrCat(":", line) : "",
+                   ": ", status.message()));
 }
 
 absl::StatusOr<ClusterLayout> ResolveCluster(const LoadedScenario& scenario) {

@@ -89,6 +89,15 @@ absl::Status ScenarioError(const LoadedScenario& scenario,
                            absl::string_view field_path,
                            absl::string_view value, absl::string_view problem);
 
+// `status` (unless OK) with "source:LINE: " in front of its message, LINE
+// being where the field at `field_path` (or the deepest part of it that was
+// written) is; "source: " when unknown. For errors found after validation
+// (`tpusim run` resolving its run section) whose message already names the
+// field.
+absl::Status LocateScenarioStatus(const LoadedScenario& scenario,
+                                  absl::string_view field_path,
+                                  const absl::Status& status);
+
 // The cluster a scenario runs on.
 struct ClusterLayout {
   int workers = 0;

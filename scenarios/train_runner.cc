@@ -6,10 +6,13 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -117,12 +120,7 @@ class Params {
     std::sort(names.begin(), names.end());
     for (const std::string& k : names) {
       if (std::find(used_.begin(), used_.end(), k) == used_.end()) {
-        std::vector<std::string> known = used_;
-        std::sort(known.begin(), known.end());
-        return absl::InvalidArgumentError(absl::StrCat(
-            "run.workload.params[", k, "]: workload ", spec_.name(),
-            " has no parameter \"", k, "\"; parameters: ",
-            absl::StrJoin(known, ", ")));
+        return InRun(models::UnknownParameterError(spec_.name(), k, used_));
       }
     }
     return absl::OkStatus();
@@ -131,9 +129,12 @@ class Params {
  private:
   absl::Status Bad(const std::string& name, const std::string& value,
                    const std::string& want) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.workload.params[", name, "]=", value, ": workload ",
-                     spec_.name(), " wants ", want));
+    return InRun(
+        models::BadParameterValueError(spec_.name(), name, value, want));
+  }
+  // As ModelsWorkload's errors: "run.workload: " and the models/ wording.
+  static absl::Status InRun(const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("run.workload: ", s.message()));
   }
   const WorkloadSpec& spec_;
   std::vector<std::string> used_;
@@ -646,8 +647,64 @@ std::vector<std::string> WorkloadNames() {
   return names;
 }
 
+namespace {
+
+absl::StatusOr<TrainResult> RunTrainingUnguarded(
+    const LoadedScenario& scenario, const TrainOptions& options);
+
+// An allocation failure while running: RESOURCE_EXHAUSTED naming the
+// scenario fields whose values size the tensors (the workload parameters the
+// scenario sets, the global batch, real values held on this host).
+absl::Status OutOfMemory(const Scenario& sc, absl::string_view what) {
+  std::vector<std::string> params;
+  std::map<std::string, std::string> sorted(sc.run().workload().params().begin(),
+                                            sc.run().workload().params().end());
+  for (const auto& [k, v] : sorted) params.push_back(absl::StrCat(k, "=", v));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "out of memory (", what, ") running workload ", sc.run().workload().name(),
+      ": its tensors are sized by run.workload.params",
+      params.empty() ? " (defaults)"
+                     : absl::StrCat(" (", absl::StrJoin(params, ", "), ")"),
+      " and global_batch_size=", sc.global_batch_size(),
+      sc.run().real_values()
+          ? "; run.real_values=true holds their values in this host's memory: "
+            "lower them, or set run.real_values: false to time abstract "
+            "tensors"
+          : "; lower them"));
+}
+
+}  // namespace
+
 absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
                                         const TrainOptions& options) {
+  // tpusim does not throw; the standard library does when an allocation
+  // fails, and only this layer knows which fields sized it.
+  try {
+    absl::StatusOr<TrainResult> result = RunTrainingUnguarded(scenario, options);
+    if (result.ok()) return result;
+    // Errors about the run section start with the field they name
+    // ("run.workload.name=...", "global_batch_size=..."): add where it is.
+    const absl::string_view message = result.status().message();
+    if (absl::StartsWith(message, "run.") ||
+        absl::StartsWith(message, "global_batch_size")) {
+      const size_t end = message.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyz_0123456789.[]");
+      return LocateScenarioStatus(scenario, message.substr(0, end),
+                                  result.status());
+    }
+    return result;
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(scenario.proto, "std::bad_alloc");
+  } catch (const std::length_error& e) {
+    return OutOfMemory(scenario.proto,
+                       absl::StrCat("std::length_error: ", e.what()));
+  }
+}
+
+namespace {
+
+absl::StatusOr<TrainResult> RunTrainingUnguarded(
+    const LoadedScenario& scenario, const TrainOptions& options) {
   const Scenario& sc = scenario.proto;
   if (!sc.has_run()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -863,5 +920,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
   finish();
   return result;
 }
+
+}  // namespace
 
 }  // namespace tpusim::scenarios

@@ -10,10 +10,12 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/file_io.h"
+#include "common/utf8.h"
 
 namespace tpusim::tools {
 
@@ -31,6 +33,29 @@ bool IsUsageError(const absl::Status& status) {
   return status.GetPayload(kUsagePayload).has_value();
 }
 
+namespace {
+
+template <typename T>
+bool ParseExactIntImpl(absl::string_view text, T* value) {
+  absl::string_view digits = text;
+  absl::ConsumePrefix(&digits, "-");
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      })) {
+    return false;
+  }
+  return absl::SimpleAtoi(text, value);
+}
+
+}  // namespace
+
+bool ParseExactInt(absl::string_view text, int64_t* value) {
+  return ParseExactIntImpl(text, value);
+}
+bool ParseExactInt(absl::string_view text, int* value) {
+  return ParseExactIntImpl(text, value);
+}
+
 std::string ParsedArgs::Get(absl::string_view flag,
                             absl::string_view fallback) const {
   auto it = flags_.find(std::string(flag));
@@ -43,7 +68,7 @@ absl::StatusOr<int64_t> ParsedArgs::GetInt(absl::string_view flag,
   if (!Has(flag)) return fallback;
   const std::string text = Get(flag);
   int64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value < min) {
+  if (!ParseExactInt(text, &value) || value < min) {
     return absl::InvalidArgumentError(
         absl::StrCat("--", flag, "=", text,
                      " is not allowed; expected an integer >= ", min));
@@ -63,11 +88,14 @@ absl::Status RunCatchingAllocationFailure(const Subcommand& sub,
     return sub.run(args, out);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
-        "out of memory (std::bad_alloc); lower --max-memory, the batch or "
-        "shuffle buffer sizes, or --steps");
+        absl::StrCat("out of memory (std::bad_alloc)",
+                     sub.out_of_memory_hint.empty() ? "" : "; ",
+                     sub.out_of_memory_hint));
   } catch (const std::length_error& e) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("out of memory (std::length_error: ", e.what(), ")"));
+        absl::StrCat("out of memory (std::length_error: ", e.what(), ")",
+                     sub.out_of_memory_hint.empty() ? "" : "; ",
+                     sub.out_of_memory_hint));
   }
 }
 
@@ -154,7 +182,7 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
   if (sub == subcommands_.end()) {
     std::vector<std::string> names;
     for (const Subcommand& s : subcommands_) names.push_back(s.name);
-    err << "tpusim: unknown command \"" << name
+    err << "tpusim: unknown command \"" << common::EscapeForTerminal(name)
         << "\"; commands: " << absl::StrJoin(names, ", ")
         << " (see 'tpusim --help')\n";
     return kExitUsage;
@@ -184,7 +212,8 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
                                return spelled == absl::StrCat("--", f.name);
                              });
     if (spec == sub->flags.end()) {
-      err << "tpusim " << sub->name << ": unknown flag " << spelled
+      err << "tpusim " << sub->name << ": unknown flag "
+          << common::EscapeForTerminal(spelled)
           << " (see 'tpusim " << sub->name << " --help')\n";
       return kExitUsage;
     }
@@ -222,9 +251,11 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
   absl::Status status = RunCatchingAllocationFailure(*sub, parsed, out);
   if (status.ok()) status = FlushOutput(out);
   if (!status.ok()) {
+    // The message may echo a scenario's bytes (names, paths, values):
+    // escaped, so that a NUL or invalid UTF-8 does not reach the terminal.
     err << "tpusim " << sub->name << ": "
-        << absl::StatusCodeToString(status.code()) << ": " << status.message()
-        << "\n";
+        << absl::StatusCodeToString(status.code()) << ": "
+        << common::EscapeForTerminal(status.message()) << "\n";
     return IsUsageError(status) ? kExitUsage : kExitError;
   }
   return kExitOk;

@@ -49,6 +49,14 @@ inline constexpr int kExitUsage = 2;
 absl::Status UsageError(absl::string_view message);
 bool IsUsageError(const absl::Status& status);
 
+// Parses a decimal integer exactly as written: an optional '-' and digits,
+// nothing else. absl::SimpleAtoi also accepts surrounding whitespace, a '+'
+// and a "0x" prefix, which a flag value must not have (' 4x4x4' and '+4' are
+// typos, not numbers). False when the text is not such an integer or does not
+// fit in T.
+bool ParseExactInt(absl::string_view text, int64_t* value);
+bool ParseExactInt(absl::string_view text, int* value);
+
 struct FlagSpec {
   std::string name;  // without the leading "--"
   bool takes_value = false;
@@ -92,6 +100,11 @@ struct Subcommand {
   std::function<absl::Status(const ParsedArgs& args, std::ostream& out)> run;
   // Optional longer description printed by --help below the usage.
   std::string description;
+  // Appended to the RESOURCE_EXHAUSTED of an allocation failure: which of
+  // this command's flags or inputs size its memory ("lower --bytes ...").
+  // Empty: the message names none (a command that knows better reports its
+  // own, as `run` does with the scenario fields).
+  std::string out_of_memory_hint;
 };
 
 // A stream buffer writing to a file descriptor with write(2) (the CLI's

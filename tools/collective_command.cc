@@ -71,10 +71,18 @@ absl::StatusOr<runtime::SliceLayout> Layout(const ParsedArgs& args) {
         "--shape=", text, " must be XxY or XxYxZ (positive integers)"));
   }
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (!absl::SimpleAtoi(parts[i], &mesh[i]) || mesh[i] < 1) {
+    if (!ParseExactInt(parts[i], &mesh[i]) || mesh[i] < 1) {
       return UsageError(absl::StrCat(
           "--shape=", text, " must be XxY or XxYxZ (positive integers)"));
     }
+  }
+  // A 2-D shape of a 3-D generation (or the reverse) is not read as XxYx1:
+  // the generation's torus has as many axes as its chips have neighbours.
+  const int rank = g->torus_rank;
+  if (static_cast<int>(parts.size()) != rank) {
+    return UsageError(absl::StrCat(
+        "--shape=", text, " has ", parts.size(), " axes; generation ", g->name,
+        " has a ", rank, "-D torus, so give ", rank == 2 ? "XxY" : "XxYxZ"));
   }
   const std::string name = absl::StrCat(g->name, ":", text);
   if (args.Has("custom")) {
@@ -88,7 +96,7 @@ absl::StatusOr<std::vector<std::vector<int>>> Groups(const Topology& t,
                                                      absl::string_view spec) {
   const int n = t.num_devices();
   int size = 0;
-  if (absl::SimpleAtoi(spec, &size)) {
+  if (ParseExactInt(spec, &size)) {
     if (size < 1 || n % size != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--groups=", spec, ": a group size must divide the ", n,
@@ -116,6 +124,10 @@ absl::StatusOr<std::vector<std::vector<int>>> Groups(const Topology& t,
             "cores of a chip) or a group size"));
       }
       const int axis = static_cast<int>(pos - kAxisLetters);
+      if (in[axis]) {
+        return UsageError(absl::StrCat("--groups=", spec, " names axis ",
+                                       std::string(1, ch), " twice"));
+      }
       if (t.AxisLength(axis) == 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--groups=", spec, ": ", t.name(), " has no ", std::string(1, ch),
@@ -455,7 +467,7 @@ absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
     }
   }
   int64_t value = 0;
-  if (number.empty() || !absl::SimpleAtoi(number, &value) || value <= 0 ||
+  if (!ParseExactInt(number, &value) || value <= 0 ||
       value > kMaxBytes / scale) {
     return absl::InvalidArgumentError(absl::StrCat(
         "byte size \"", text,
@@ -518,6 +530,10 @@ Subcommand CollectiveCommand() {
        "determinism check)"},
       {"format", true, "text (default) or json"},
   };
+  s.out_of_memory_hint =
+      "its memory grows with --bytes / --packet-bytes (the packets it "
+      "simulates) and with the devices of --slice or --shape: lower --bytes, "
+      "raise --packet-bytes or use a smaller slice";
   s.description =
       "Per size: the simulated time, algorithm and bus bandwidth (nccl-tests "
       "definitions),\n"

@@ -83,6 +83,9 @@ Subcommand CompileCommand() {
               "batches prefetched into HBM (default 1, at most 1024)"}};
   s.min_positional = 1;
   s.max_positional = 1;
+  s.out_of_memory_hint =
+      "its memory grows with the shapes and the op count of PROGRAM and "
+      "with --infeed-depth: lower them";
   s.description =
       "PROGRAM is a tpusim.proto.ProgramProto in text format (binary when the "
       "name ends in .pb).\n"

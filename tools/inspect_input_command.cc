@@ -47,7 +47,7 @@ absl::StatusOr<common::Bytes> ParseMaxMemory(const ParsedArgs& args) {
     }
   }
   int64_t value = 0;
-  if (!absl::SimpleAtoi(digits, &value) || value < 1 ||
+  if (!ParseExactInt(digits, &value) || value < 1 ||
       value > (std::numeric_limits<int64_t>::max() >> shift)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-memory=", text,
@@ -203,6 +203,9 @@ Subcommand InspectInputCommand() {
   };
   s.min_positional = 1;
   s.max_positional = 1;
+  s.out_of_memory_hint =
+      "lower --max-memory, the batch or shuffle buffer sizes, or "
+      "--steps";
   s.description =
       "SCENARIO is a text proto (scenarios/scenario.proto): the cluster (a "
       "slice name or\n"

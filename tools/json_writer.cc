@@ -6,42 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/utf8.h"
 
 namespace tpusim::tools {
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if none (overlong
-// forms, surrogates and code points above U+10FFFF are invalid, as in RFC
-// 3629).
-int Utf8SequenceLength(absl::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = b(i);
-  if (c < 0x80) return 1;
-  int n;
-  uint32_t cp;
-  if (c >= 0xc2 && c <= 0xdf) {
-    n = 2;
-    cp = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    n = 3;
-    cp = c & 0x0f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (int k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xc0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3f);
-  }
-  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-      (cp >= 0xd800 && cp <= 0xdfff)) {
-    return 0;
-  }
-  return n;
-}
+using common::Utf8SequenceLength;
 
 template <typename T>
 std::string Shortest(T v, T (*parse)(const char*, char**), int max_precision) {

@@ -13,7 +13,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/file_io.h"
 #include "common/status_macros.h"
+#include "scenarios/scenario_loader.h"
 #include "tools/child_process.h"
 #include "tools/json_writer.h"
 
@@ -53,6 +55,18 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
   if (sets.empty()) {
     return UsageError("sweep needs at least one --set PATH=V1,V2,...");
   }
+  // What is the same for every point is checked once here, not by one
+  // failing child per point: --backend (as `tpusim run` checks it) and that
+  // the scenario file can be read.
+  if (args.Has("backend") && args.Get("backend") != "sim" &&
+      args.Get("backend") != "host") {
+    return UsageError(absl::StrCat("--backend=", args.Get("backend"),
+                                   " must be sim or host"));
+  }
+  TPUSIM_RETURN_IF_ERROR(common::ReadRegularFile(args.positional()[0],
+                                                 "scenario file",
+                                                 scenarios::kMaxScenarioFileBytes)
+                             .status());
   std::vector<std::vector<std::string>> axes;
   for (const std::string& s : sets) {
     std::vector<std::string> values = ExpandSetList(s);

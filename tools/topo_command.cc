@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,7 +53,7 @@ absl::StatusOr<std::vector<int>> ParseDims(absl::string_view spec,
   std::vector<int> dims;
   for (absl::string_view part : absl::StrSplit(text, 'x')) {
     int v = 0;
-    if (!absl::SimpleAtoi(part, &v)) {
+    if (!ParseExactInt(part, &v)) {
       return SpecError(spec, absl::StrCat(key, "=", text,
                                           " must be integers joined by 'x'"));
     }
@@ -385,6 +386,7 @@ absl::StatusOr<DeviceAssignment> ParseDeviceAssignmentSpec(
   std::vector<int> shape, stride;
   int replicas = 1;
   bool has_shape = false, has_replicas = false, has_stride = false;
+  std::set<std::string> seen;
   std::optional<DeviceAssignment::CoreAssignment> cores;
   for (const std::string& part : SplitTopLevel(spec)) {
     std::pair<std::string, std::string> kv =
@@ -394,6 +396,9 @@ absl::StatusOr<DeviceAssignment> ParseDeviceAssignmentSpec(
     if (part.find('=') == std::string::npos) {
       return SpecError(spec, absl::StrCat("'", part, "' is not key=value"));
     }
+    if (!seen.insert(key).second) {
+      return SpecError(spec, absl::StrCat("key '", key, "' is given twice"));
+    }
     if (key == "shape") {
       TPUSIM_ASSIGN_OR_RETURN(shape, ParseDims(spec, key, value));
       has_shape = true;
@@ -401,9 +406,9 @@ absl::StatusOr<DeviceAssignment> ParseDeviceAssignmentSpec(
       TPUSIM_ASSIGN_OR_RETURN(stride, ParseDims(spec, key, value));
       has_stride = true;
     } else if (key == "replicas") {
-      if (!absl::SimpleAtoi(value, &replicas)) {
+      if (!ParseExactInt(value, &replicas) || replicas < 1) {
         return SpecError(spec, absl::StrCat("replicas=", value,
-                                            " must be an integer"));
+                                            " must be an integer >= 1"));
       }
       has_replicas = true;
     } else if (key == "cores") {

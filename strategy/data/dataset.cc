@@ -136,7 +136,7 @@ Options MergeOptions(const Options& a, const Options& b) {
 }
 
 std::optional<int64_t> EstimateElementBytes(const ElementSpec& spec) {
-  int64_t total = 0;
+  int64_t total = kElementOverheadBytes;
   for (const TensorSpec* leaf : spec.Flatten()) {
     int64_t elements = 1;
     if (leaf->shape.rank_known()) {
@@ -163,7 +163,7 @@ std::optional<int64_t> EstimateElementBytes(const ElementSpec& spec) {
 }
 
 int64_t ElementBytes(const Element& element) {
-  int64_t total = 0;
+  int64_t total = kElementOverheadBytes;
   element.ForEachLeaf([&](const Tensor& t) {
     total += kTensorOverheadBytes + t.byte_size();
     if (t.dtype() == DType::kBytes) {

@@ -825,7 +825,9 @@ absl::StatusOr<Tensor> PadColumn(const std::vector<const Tensor*>& rows,
   for (int d = 0; d < padded.rank(); ++d) {
     if (padded.dim(d) == runtime::kUnknownDim) continue;
     if (dims[d] > padded.dim(d)) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      // DataLoss as TF's PaddedBatchDataset ("Attempted to pad to a smaller
+      // size than the input element.").
+      return absl::DataLossError(absl::StrCat(
           "padded_batch: attempted to pad component ", k, " to ",
           padded.ToString(), ", smaller than an element's dimension ", d,
           " (", dims[d], ")"));
@@ -1373,6 +1375,10 @@ absl::StatusOr<IteratorPtr> RepeatNode::DoMakeIterator(
       return std::optional<Element>();
     }
     absl::StatusOr<int64_t> Skip(int64_t n) override {
+      // Skip(0) moves past nothing and must not end the repetition (the reset
+      // below is for passes that ran out): shard(n, i) asks for 0 whenever
+      // its next element is the input's next one.
+      if (n <= 0) return 0;
       int64_t skipped = 0;
       while (skipped < n && (count_ < 0 || pass_ < count_)) {
         if (current_ == nullptr) {
@@ -1713,6 +1719,9 @@ absl::StatusOr<IteratorPtr> ShuffleNode::DoMakeIterator(
     It(IteratorPtr input, int64_t size, uint64_t seed, common::Bytes budget)
         : input_(std::move(input)), size_(size), rng_(seed), budget_(budget) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
+      // The whole buffer at once (the estimate admitted it): growing by
+      // doubling would hold up to twice the slots the estimate counts.
+      if (buffer_.capacity() == 0) buffer_.reserve(static_cast<size_t>(size_));
       while (!input_done_ && static_cast<int64_t>(buffer_.size()) < size_) {
         TPUSIM_ASSIGN_OR_RETURN(std::optional<Element> e, input_->GetNext());
         if (!e.has_value()) {

@@ -15,6 +15,7 @@
 #ifndef TPUSIM_STRATEGY_DATA_GLOB_H_
 #define TPUSIM_STRATEGY_DATA_GLOB_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,22 @@
 
 namespace tpusim::data {
 
+// Bounds of one MatchingFiles call (all patterns together), so that a pattern
+// like "/*/*/*/*/*/*/*/*" fails fast instead of walking the file system for
+// minutes. The defaults are tpusim choices: far above a sharded data set
+// (thousands of files in a few directories).
+struct GlobLimits {
+  // Directories listed to match a wildcard component.
+  int64_t max_directories = 10000;
+  // Paths held at once: the candidates after any component, and the matches.
+  int64_t max_paths = 1000000;
+};
+
 // The matching paths (possibly none). A pattern whose directories do not exist
-// matches nothing. InvalidArgument for an empty pattern.
+// matches nothing. InvalidArgument for an empty pattern, and for patterns that
+// need more than `limits` (naming the pattern and the bound).
 absl::StatusOr<std::vector<std::string>> MatchingFiles(
-    absl::Span<const std::string> patterns);
+    absl::Span<const std::string> patterns, const GlobLimits& limits = {});
 
 }  // namespace tpusim::data
 

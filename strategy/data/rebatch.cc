@@ -301,8 +301,19 @@ class RebatchV2Iterator final : public DatasetIterator {
       if (parts.size() == 1) {
         leaves.push_back(std::move(parts[0]));
       } else {
-        TPUSIM_ASSIGN_OR_RETURN(Tensor joined, Tensor::Concat(parts));
-        leaves.push_back(std::move(joined));
+        absl::StatusOr<Tensor> joined = Tensor::Concat(parts);
+        if (joined.status().code() == absl::StatusCode::kInvalidArgument) {
+          // Rows of input batches whose other dimensions differ: TF's kernel
+          // copies them with CopyContiguousSlices, a FailedPrecondition (TF
+          // 2.21's dataset.rebatch on batches [1, 1] and [1, 2]).
+          return absl::FailedPreconditionError(absl::StrCat(
+              RebatchV2Node::kOp,
+              ": cannot join rows of input batches of different shapes into "
+              "one batch: ",
+              joined.status().message()));
+        }
+        TPUSIM_RETURN_IF_ERROR(joined.status());
+        leaves.push_back(*std::move(joined));
       }
     }
     TPUSIM_ASSIGN_OR_RETURN(Element out,

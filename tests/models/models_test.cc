@@ -81,11 +81,12 @@ TEST(ModelsTest, RegistryNamesAndBadParametersAreNamed) {
   EXPECT_THAT(CreateWorkload("transformer_lm", {{"layers", "two"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("workload transformer_lm: parameter "
-                                 "layers=\"two\" is not a valid int")));
+                                 "layers=\"two\": must be an integer in [1, "
+                                 "256]")));
   EXPECT_THAT(CreateWorkload("mlp", {{"shard_update", "maybe"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("parameter shard_update=\"maybe\" is not a "
-                                 "valid bool")));
+                       HasSubstr("parameter shard_update=\"maybe\": must be "
+                                 "true or false")));
   EXPECT_THAT(CreateWorkload("mlp", {{"dtype", "float16"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("dtype=\"float16\" is not a compute dtype; "
@@ -96,18 +97,94 @@ TEST(ModelsTest, RegistryNamesAndBadParametersAreNamed) {
                                  "large, custom")));
   EXPECT_THAT(CreateWorkload("bert", {{"seq_len", "1024"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("seq_len=1024 exceeds the 512 position "
-                                 "embeddings")));
+                       HasSubstr("workload bert: parameter seq_len=\"1024\": "
+                                 "must be an integer in [1, 512]")));
   EXPECT_THAT(
       CreateWorkload("transformer_lm", {{"d_model", "100"}, {"heads", "3"}}),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("d_model=100 is not divisible by heads=3")));
   EXPECT_THAT(CreateWorkload("resnet50", {{"width", "0"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("parameter width=0 must be >= 1")));
+                       HasSubstr("workload resnet50: parameter width=\"0\": "
+                                 "must be an integer in [1, 4096]")));
   EXPECT_THAT(CreateWorkload("mlp", {{"bucket_mib", "-1"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("bucket_mib=-1 must be > 0")));
+}
+
+// Issue 22: dimensions whose element counts overflow int64 (they aborted on a
+// CHECK in tensor.cc) and unbounded sizes (layers: 65536 built for minutes)
+// are range errors naming the parameter and its bounds.
+TEST(ModelsTest, HostileDimensionsAreRangeErrorsNamingTheParameter) {
+  struct Case {
+    std::string workload;
+    std::map<std::string, std::string> params;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"mlp", {{"in", "9223372036854775807"}},
+       "workload mlp: parameter in=\"9223372036854775807\": must be an "
+       "integer in [1, 1048576]"},
+      {"mlp", {{"hidden", "-5"}},
+       "workload mlp: parameter hidden=\"-5\": must be an integer in [1, "
+       "1048576]"},
+      {"resnet50", {{"width", "2147483648"}},
+       "workload resnet50: parameter width=\"2147483648\": must be an integer "
+       "in [1, 4096]"},
+      {"resnet50", {{"image_size", "65536"}},
+       "workload resnet50: parameter image_size=\"65536\": must be an "
+       "integer in [1, 4096]"},
+      {"transformer_lm", {{"d_model", "2147483648"}},
+       "workload transformer_lm: parameter d_model=\"2147483648\": must be an "
+       "integer in [1, 65536]"},
+      {"transformer_lm", {{"layers", "65536"}},
+       "workload transformer_lm: parameter layers=\"65536\": must be an "
+       "integer in [1, 256]"},
+      {"transformer_lm", {{"ffn", "1000000"}},
+       "workload transformer_lm: parameter ffn=\"1000000\": must be an "
+       "integer in [0, 262144]"},
+      {"transformer_lm", {{"vocab", "2000000"}},
+       "workload transformer_lm: parameter vocab=\"2000000\": must be an "
+       "integer in [1, 1048576]"},
+      {"transformer_lm", {{"seq", "65536"}},
+       "workload transformer_lm: parameter seq=\"65536\": must be an integer "
+       "in [1, 32768]"},
+      {"bert", {{"size", "custom"}, {"layers", "65536"}},
+       "workload bert: parameter layers=\"65536\": must be an integer in [1, "
+       "256]"},
+      {"bert", {{"size", "custom"}, {"ffn", "2147483648"}},
+       "workload bert: parameter ffn=\"2147483648\": must be an integer in "
+       "[1, 262144]"},
+      {"bert", {{"vocab", "99999999999"}},
+       "workload bert: parameter vocab=\"99999999999\": must be an integer in "
+       "[1, 1048576]"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(CreateWorkload(c.workload, c.params),
+                StatusIs(absl::StatusCode::kInvalidArgument, c.message));
+  }
+  // The bounds themselves are allowed.
+  EXPECT_THAT(CreateWorkload("transformer_lm", {{"layers", "256"}}), IsOk());
+  EXPECT_THAT(CreateWorkload("mlp", {{"in", "1048576"}}), IsOk());
+}
+
+TEST(ModelsTest, LearningRateMustBeFiniteAndNotNegative) {
+  for (const char* lr : {"nan", "-1", "inf", "-inf"}) {
+    SCOPED_TRACE(lr);
+    absl::StatusOr<std::unique_ptr<Workload>> w =
+        CreateWorkload("mlp", {{"learning_rate", lr}});
+    EXPECT_THAT(w, StatusIs(absl::StatusCode::kInvalidArgument,
+                            ::testing::StartsWith("learning_rate=")));
+    EXPECT_THAT(w, StatusIs(absl::StatusCode::kInvalidArgument,
+                            HasSubstr(" must be a finite number >= 0")));
+  }
+  EXPECT_THAT(CreateWorkload("mlp", {{"learning_rate", "-1"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "learning_rate=-1 must be a finite number >= 0"));
+  EXPECT_THAT(CreateWorkload("mlp", {{"learning_rate", "0"}}), IsOk());
+  EXPECT_THAT(CreateWorkload("mlp", {{"bucket_mib", "inf"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "bucket_mib=inf must be <= 1048576 (1 TiB)"));
 }
 
 // ---- parameter counts ----

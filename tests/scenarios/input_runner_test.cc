@@ -335,11 +335,11 @@ TEST(InputRunnerTest, MaxMemoryBoundsTheInputBuffers) {
   absl::StatusOr<InputListing> l = RunInputScenario(*s, options);
   ASSERT_THAT(l, IsOk());
   EXPECT_TRUE(l->steps.empty());
-  // 8 x 136 = 1088 bytes for the global batch of 8 int64 scalars.
+  // 8 x 264 = 2112 bytes for the global batch of 8 int64 scalars.
   EXPECT_THAT(l->end,
               StatusIs(absl::StatusCode::kResourceExhausted,
                        "batch(batch_size=8): 8 elements of int64[] need an "
-                       "estimated 1088 bytes, more than the memory budget of "
+                       "estimated 2112 bytes, more than the memory budget of "
                        "1000 bytes (1000 B; Options.max_memory, tpusim "
                        "--max-memory)"));
 }

@@ -165,10 +165,55 @@ TEST(CliTest, AllocationFailureIsResourceExhausted) {
   std::ostringstream out, err;
   EXPECT_EQ(cli.Run({"greedy"}, out, err), kExitError);
   EXPECT_EQ(out.str(), "");
+  // Issue 22: no command's flags are suggested unless it names its own.
   EXPECT_EQ(err.str(),
             "tpusim greedy: RESOURCE_EXHAUSTED: out of memory "
-            "(std::bad_alloc); lower --max-memory, the batch or shuffle "
-            "buffer sizes, or --steps\n");
+            "(std::bad_alloc)\n");
+  greedy.out_of_memory_hint = "lower --size";
+  Cli hinted({greedy});
+  std::ostringstream out2, err2;
+  EXPECT_EQ(hinted.Run({"greedy"}, out2, err2), kExitError);
+  EXPECT_EQ(err2.str(),
+            "tpusim greedy: RESOURCE_EXHAUSTED: out of memory "
+            "(std::bad_alloc); lower --size\n");
+}
+
+// Issue 22: a message echoing a file's bytes reaches stderr escaped: NUL,
+// other control characters (an ANSI escape) and bytes that are not UTF-8
+// become \xNN; valid UTF-8, newlines and tabs are kept.
+TEST(CliTest, ErrorMessagesEscapeControlAndNonUtf8Bytes) {
+  Subcommand echo;
+  echo.name = "bytes";
+  echo.usage = "tpusim bytes";
+  echo.run = [](const ParsedArgs&, std::ostream&) -> absl::Status {
+    return absl::InvalidArgumentError(
+        std::string("name=\"a\0b\xff\x1b[31mc\xc3\xa9\"\tend", 23));
+  };
+  Cli cli({echo});
+  std::ostringstream out, err;
+  EXPECT_EQ(cli.Run({"bytes"}, out, err), kExitError);
+  EXPECT_EQ(err.str(),
+            "tpusim bytes: INVALID_ARGUMENT: name=\"a\\x00b\\xff\\x1b[31mc\xc3\xa9\"\t"
+            "end\n");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(cli.Run({std::string("by\xfe", 3)}, out2, err2), kExitUsage);
+  EXPECT_THAT(err2.str(), HasSubstr("unknown command \"by\\xfe\""));
+}
+
+// Issue 22: integers in flag values are written exactly.
+TEST(CliTest, ParseExactIntRejectsWhatSimpleAtoiForgives) {
+  int64_t v = 0;
+  EXPECT_TRUE(ParseExactInt("42", &v));
+  EXPECT_EQ(v, 42);
+  EXPECT_TRUE(ParseExactInt("-7", &v));
+  EXPECT_EQ(v, -7);
+  for (const char* text : {"", " 4", "4 ", "+4", "0x10", "4x", "-", "--4",
+                           "9223372036854775808"}) {
+    EXPECT_FALSE(ParseExactInt(text, &v)) << "'" << text << "'";
+  }
+  int i = 0;
+  EXPECT_FALSE(ParseExactInt("2147483648", &i));
+  EXPECT_TRUE(ParseExactInt("2147483647", &i));
 }
 
 // Runs `echo WORD` with stdout written through an FdOutputBuffer on `fd`.

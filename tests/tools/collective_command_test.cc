@@ -9,6 +9,7 @@
 
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tools/cli.h"
 
@@ -32,6 +33,16 @@ TEST(CollectiveCommandTest, ParsesSizesAndSweeps) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("byte size \"-5MiB\" is not allowed")));
   EXPECT_FALSE(ParseByteSize("KiB").ok());
+  // Issue 22: no whitespace, sign or base prefix (absl::SimpleAtoi's leniency).
+  for (const char* text : {"1 MiB", " 1MiB", "+1MiB", "1MiB ", "0x10", "1\tKiB"}) {
+    EXPECT_THAT(ParseByteSize(text),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("byte size \"", text,
+                                      "\" is not allowed; expected a positive "
+                                      "integer with an optional suffix B, KiB, "
+                                      "MiB, GiB, KB, MB or GB, at most 1 TiB")))
+        << text;
+  }
   EXPECT_THAT(ParseByteSweep("1KiB..8KiB", 2).value(),
               ElementsAre(1024, 2048, 4096, 8192));
   EXPECT_THAT(ParseByteSweep("1KiB..10KiB", 4).value(),
@@ -81,6 +92,44 @@ TEST(CollectiveCommandTest, ImpossibleRequestsExitOneBadFlagsTwo) {
   EXPECT_THAT(err, HasSubstr("collective op \"gather\" is not allowed"));
   EXPECT_EQ(RunCli({"collective", "--shape=4x4"}, &out, &err), 2);
   EXPECT_THAT(err, HasSubstr("--shape and --generation go together"));
+}
+
+// Issue 22: values that were read leniently are usage errors (exit 2).
+TEST(CollectiveCommandTest, LenientValuesAreUsageErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"collective", "--generation=v4", "--shape= 4x4x4"},
+       "tpusim collective: INVALID_ARGUMENT: --shape= 4x4x4 must be XxY or "
+       "XxYxZ (positive integers)\n"},
+      {{"collective", "--generation=v4", "--shape=+4x4x4"},
+       "tpusim collective: INVALID_ARGUMENT: --shape=+4x4x4 must be XxY or "
+       "XxYxZ (positive integers)\n"},
+      {{"collective", "--generation=v4", "--shape=4x4"},
+       "tpusim collective: INVALID_ARGUMENT: --shape=4x4 has 2 axes; "
+       "generation v4 has a 3-D torus, so give XxYxZ\n"},
+      {{"collective", "--generation=v5e", "--shape=4x4x1"},
+       "tpusim collective: INVALID_ARGUMENT: --shape=4x4x1 has 3 axes; "
+       "generation v5e has a 2-D torus, so give XxY\n"},
+      {{"collective", "--slice=v4-128", "--bytes=1 MiB"},
+       "tpusim collective: INVALID_ARGUMENT: byte size \"1 MiB\" is not "
+       "allowed; expected a positive integer with an optional suffix B, KiB, "
+       "MiB, GiB, KB, MB or GB, at most 1 TiB\n"},
+      {{"collective", "--slice=v4-128", "--groups=xx"},
+       "tpusim collective: INVALID_ARGUMENT: --groups=xx names axis x twice\n"},
+      {{"collective", "--slice=v4-128", "--groups=+8"},
+       "tpusim collective: INVALID_ARGUMENT: --groups=+8 is not allowed; "
+       "expected all, axis letters (x, y, z, c = the cores of a chip) or a "
+       "group size\n"},
+  };
+  for (const Case& c : cases) {
+    std::string out, err;
+    EXPECT_EQ(RunCli(c.args, &out, &err), 2) << c.args.back();
+    EXPECT_EQ(err, c.err) << c.args.back();
+    EXPECT_EQ(out, "") << c.args.back();
+  }
 }
 
 }  // namespace

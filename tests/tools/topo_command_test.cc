@@ -157,6 +157,25 @@ TEST(TopoCommandTest, BadInputNamesTheValue) {
        1,
        "device 0 (coordinates 0,0,0) is assigned twice: r0 and replica 1 "
        "logical core 0"},
+      // Issue 22: lenient values that were accepted.
+      {{"topo", "v3-8", "--device-assignment=shape=1x1x2,replicas=0"},
+       1,
+       "tpusim topo: INVALID_ARGUMENT: --device-assignment=shape=1x1x2,"
+       "replicas=0: replicas=0 must be an integer >= 1\n"},
+      {{"topo", "v3-8", "--device-assignment=shape=1x1x2,replicas=+2"},
+       1,
+       "--device-assignment=shape=1x1x2,replicas=+2: replicas=+2 must be an "
+       "integer >= 1"},
+      {{"topo", "v3-8", "--device-assignment=shape=1x1x2,shape=1x1x1"},
+       1,
+       "tpusim topo: INVALID_ARGUMENT: --device-assignment=shape=1x1x2,"
+       "shape=1x1x1: key 'shape' is given twice\n"},
+      {{"topo", "v3-8", "--device-assignment=shape=1x1x2,replicas=1,replicas=2"},
+       1,
+       "key 'replicas' is given twice"},
+      {{"topo", "v3-8", "--device-assignment=shape= 1x1x2"},
+       1,
+       "shape= 1x1x2 must be integers joined by 'x'"},
   };
   for (const Case& c : cases) {
     std::string out, err;

@@ -1054,7 +1054,7 @@ TEST(PaddedBatchTest, BadInputNamesTheValue) {
       RaggedVectors(4).PaddedBatch(4, {Shape({3})}).MakeIterator();
   ASSERT_THAT(it, IsOk());
   EXPECT_THAT((*it)->GetNext().status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
+              StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("attempted to pad component 0 to [3], "
                                  "smaller than an element's dimension 0 (4)")));
 }

@@ -11,3 +11,5 @@ tpusim_cc_test(NAME distribute_property_test SRCS distribute_property_test.cc
 tpusim_cc_test(NAME sparse_test SRCS sparse_test.cc
                DEPS tpusim::strategy::data::distribute tpusim::strategy::data::example_parser
                     tpusim::common::status_matchers)
+tpusim_cc_test(NAME shard_repeat_test SRCS shard_repeat_test.cc
+               DEPS tpusim::strategy::data::distribute tpusim::common::status_matchers)

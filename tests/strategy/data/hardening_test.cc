@@ -46,24 +46,25 @@ TEST(MemoryBudgetTest, HugeBatchFailsOnTheEstimateBeforeAllocating) {
               StatusIs(absl::StatusCode::kResourceExhausted,
                        std::string("batch(batch_size=1099511627776): "
                                    "1099511627776 elements of int64[] need an "
-                                   "estimated 149533581377536 bytes, more than "
+                                   "estimated 290271069732864 bytes, more than "
                                    "the memory budget of 2147483648 bytes (2 "
                                    "GiB") +
                            kBudgetSuffix));
 }
 
 TEST(MemoryBudgetTest, BudgetComesFromTheOptions) {
-  const Dataset ds = WithBudget(Dataset::Range(100).Batch(4), 500);
+  // An int64 scalar is estimated at 128 (element) + 128 (tensor) + 8 bytes.
+  const Dataset ds = WithBudget(Dataset::Range(100).Batch(4), 1000);
   EXPECT_THAT(
       ds.MakeIterator(),
       StatusIs(absl::StatusCode::kResourceExhausted,
                std::string("batch(batch_size=4): 4 elements of "
-                           "int64[] need an estimated 544 bytes, more "
-                           "than the memory budget of 500 bytes (500 B") +
+                           "int64[] need an estimated 1056 bytes, more "
+                           "than the memory budget of 1000 bytes (1000 B") +
                    kBudgetSuffix));
-  // 3 x (8 + 128) = 408 fits.
+  // 3 x (128 + 128 + 8) = 792 fits.
   absl::StatusOr<std::vector<Element>> ok =
-      WithBudget(Dataset::Range(6).Batch(3), 500).Collect();
+      WithBudget(Dataset::Range(6).Batch(3), 1000).Collect();
   ASSERT_THAT(ok, IsOk());
   ASSERT_EQ(ok->size(), 2u);
   EXPECT_THAT((*ok)[1].leaf().values<int64_t>(),
@@ -72,19 +73,35 @@ TEST(MemoryBudgetTest, BudgetComesFromTheOptions) {
 
 TEST(MemoryBudgetTest, StringsAreCountedAsTheyArrive) {
   const std::string big(300, 'x');
-  // Estimate 3 x (32 + 128) = 480 fits 600; two real elements of
-  // 128 + 32 + 300 = 460 bytes do not.
+  // Estimate 3 x (128 + 128 + 32) = 864 fits 1000; two real elements of
+  // 128 + 128 + 32 + 300 = 588 bytes do not.
   const Dataset ds =
       WithBudget(Dataset::FromTensorSlices(
                      Element(Tensor::Vector<std::string>({big, big, big})))
                      .Batch(3),
-                 600);
+                 1000);
   EXPECT_THAT(ds.Collect(),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        std::string("batch(batch_size=3) at element 1: the "
-                                   "buffer reached 920 bytes, more than the "
-                                   "memory budget of 600 bytes (600 B") +
+                                   "buffer reached 1176 bytes, more than the "
+                                   "memory budget of 1000 bytes (1000 B") +
                            kBudgetSuffix));
+}
+
+// Issue 22: shuffle(10^7) of int64 scalars passed the check at 136 bytes an
+// element and peaked at 2.7 GiB; measured, a buffered int64 scalar takes
+// about 216 bytes (Element 120 + storage), estimated now at 264.
+TEST(MemoryBudgetTest, ShuffleOfTenMillionScalarsIsRefusedUnderTwoGiB) {
+  EXPECT_THAT(
+      Dataset::Range(20000000).Shuffle(10000000, 1).MakeIterator(),
+      StatusIs(absl::StatusCode::kResourceExhausted,
+               std::string("shuffle(buffer_size=10000000): 10000000 elements "
+                           "of int64[] need an estimated 2640000000 bytes, "
+                           "more than the memory budget of 2147483648 bytes "
+                           "(2 GiB") +
+                   kBudgetSuffix));
+  EXPECT_EQ(EstimateElementBytes(Dataset::Range(1).element_spec()),
+            kElementOverheadBytes + kTensorOverheadBytes + 8);
 }
 
 TEST(MemoryBudgetTest, ShuffleBufferIsEstimated) {
@@ -92,18 +109,18 @@ TEST(MemoryBudgetTest, ShuffleBufferIsEstimated) {
               StatusIs(absl::StatusCode::kResourceExhausted,
                        std::string("shuffle(buffer_size=1099511627776): "
                                    "1099511627776 elements of int64[] need an "
-                                   "estimated 149533581377536 bytes, more than "
+                                   "estimated 290271069732864 bytes, more than "
                                    "the memory budget of 2147483648 bytes (2 "
                                    "GiB") +
                            kBudgetSuffix));
 }
 
 TEST(MemoryBudgetTest, CacheOfAnEndlessInputStopsAtTheBudget) {
-  // 8 elements of 136 bytes exceed 1000.
+  // 4 elements of 264 bytes exceed 1000.
   EXPECT_THAT(WithBudget(Dataset::Range(100).Cache(), 1000).Collect(),
               StatusIs(absl::StatusCode::kResourceExhausted,
-                       std::string("cache at element 7: the buffer reached "
-                                   "1088 bytes, more than the memory budget of "
+                       std::string("cache at element 3: the buffer reached "
+                                   "1056 bytes, more than the memory budget of "
                                    "1000 bytes (1000 B") +
                            kBudgetSuffix));
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -184,6 +185,45 @@ TEST_F(GlobTest, StarMatchesWithinOneComponentInBytewiseOrder) {
   EXPECT_THAT(Match({"*"}),
               ElementsAre("a.txt", "ab.txt", "b.txt", "c.dat", "sub"));
   EXPECT_THAT(Match({"*/*.txt"}), ElementsAre("sub/d.txt"));
+}
+
+// Issue 22: a glob is bounded in directories listed and paths held, and its
+// error names the pattern and the bound.
+TEST_F(GlobTest, ExpansionIsBoundedAndTheErrorNamesTheBound) {
+  GlobLimits two_dirs;
+  two_dirs.max_directories = 2;
+  EXPECT_THAT(MatchingFiles({dir_ + "/*/*.txt"}, two_dirs), IsOk());
+  GlobLimits one_dir;
+  one_dir.max_directories = 1;
+  EXPECT_THAT(MatchingFiles({dir_ + "/*/*.txt"}, one_dir),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("file pattern \"", dir_,
+                                    "/*/*.txt\" needs more than 1 directories "
+                                    "listed (the glob limit); narrow the "
+                                    "pattern")));
+  // Paths: the entries of a directory listed, and the matches. dir_ holds 5
+  // entries, 3 of them *.txt.
+  GlobLimits few_paths;
+  few_paths.max_paths = 5;
+  EXPECT_THAT(MatchingFiles({dir_ + "/*.txt"}, few_paths), IsOk());
+  GlobLimits four_paths;
+  four_paths.max_paths = 4;
+  EXPECT_THAT(MatchingFiles({dir_ + "/*"}, four_paths),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("file pattern \"", dir_,
+                                    "/*\" needs more than 4 paths (the glob "
+                                    "limit); narrow the pattern")));
+  // The limits hold for all patterns of one call together (3 + 2 matches,
+  // then no room).
+  EXPECT_THAT(MatchingFiles({dir_ + "/*.txt", dir_ + "/a*"}, few_paths),
+              IsOk());
+  EXPECT_THAT(
+      MatchingFiles({dir_ + "/*.txt", dir_ + "/a*", dir_ + "/?.txt"},
+                    few_paths),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("/?.txt\" needs more than 5 paths")));
+  // Files among the candidates are not directories listed.
+  EXPECT_THAT(MatchingFiles({dir_ + "/*/*"}, two_dirs), IsOk());
 }
 
 TEST_F(GlobTest, QuestionMarkAndClasses) {

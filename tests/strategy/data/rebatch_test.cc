@@ -403,6 +403,26 @@ TEST(RebatchTest, RebatchV2EndOfInputIsFinalEvenForSizeZero) {
   EXPECT_EQ(l.shapes, (std::vector<Shape>{Shape({2}), Shape({0}), Shape({1})}));
 }
 
+TEST(RebatchTest, RebatchV2JoiningRowsOfDifferentWidthsIsFailedPrecondition) {
+  // Input batches [[7]] and [[8, 9]] (spec [1, ?]) joined into one batch of 2:
+  // TF 2.21's dataset.rebatch([2]) fails with FailedPrecondition.
+  Dataset in =
+      Dataset::FromTensors(Element(Tensor::FromVector<int64_t>(Shape({1, 1}), {7})))
+          .Concatenate(Dataset::FromTensors(
+              Element(Tensor::FromVector<int64_t>(Shape({1, 2}), {8, 9}))));
+  ASSERT_THAT(in.status(), IsOk());
+  absl::StatusOr<NodePtr> v2 = RebatchV2Node::Make(in.node(), {2});
+  ASSERT_THAT(v2, IsOk());
+  absl::Status status;
+  EXPECT_TRUE(DatasetValues(Dataset(*v2), &status).empty());
+  EXPECT_THAT(status,
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("RebatchDatasetV2: cannot join rows of input "
+                                 "batches of different shapes into one batch: "
+                                 "cannot concatenate along dimension 0: part 0 "
+                                 "is int64[1,1], part 1 is int64[1,2]")));
+}
+
 // A map adding 100 with a declared (fixed) output spec, as scenario maps do.
 MapFunction PlusHundred(const Shape& declared) {
   MapFunction f;
