@@ -1,0 +1,305 @@
+// PjrtBackend on XLA's CPU PJRT plugin (the pinned xla-cpu-pjrt wheel): loading
+// errors, devices, and programs whose values must equal HostBackend's.
+
+#include "strategy/runtime/pjrt/pjrt_backend.h"
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "strategy/runtime/host_backend.h"
+#include "strategy/runtime/pjrt/pjrt_plugin.h"
+
+namespace tpusim::runtime::pjrt {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using tpusim::testing::IsOk;
+using tpusim::testing::StatusIs;
+
+std::vector<DeviceDescription> Devices(int n) {
+  std::vector<DeviceDescription> out;
+  for (int i = 0; i < n; ++i) {
+    DeviceDescription d;
+    d.id = i;
+    d.ordinal = i;
+    d.coords = {i, 0, 0};
+    d.kind = "cpu";
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::unique_ptr<PjrtBackend> Make(int n) {
+  PjrtBackendOptions o;
+  o.plugin_path = DefaultPjrtPluginPath();
+  o.devices = Devices(n);
+  o.cpu_device_count = n;
+  absl::StatusOr<std::unique_ptr<PjrtBackend>> b = PjrtBackend::Create(o);
+  EXPECT_THAT(b, IsOk());
+  return b.ok() ? std::move(*b) : nullptr;
+}
+
+// Runs `program` on `backend` with per-replica argument tensors; the outputs
+// come back to the host.
+std::vector<std::vector<Tensor>> RunProgram(Backend& backend, const Program& program,
+                                     const std::vector<std::vector<Tensor>>& args) {
+  const int R = program.num_replicas();
+  auto exe = backend.Compile(program, {R, 1});
+  EXPECT_THAT(exe, IsOk());
+  if (!exe.ok()) return {};
+  std::vector<std::vector<std::unique_ptr<Buffer>>> owned(R);
+  std::vector<std::vector<Buffer*>> per_replica(R);
+  SpmdAssignment assignment;
+  for (int r = 0; r < R; ++r) {
+    assignment.replica_devices.push_back({r});
+    for (const Tensor& t : args[r]) {
+      auto b = backend.TransferToDevice(r, t);
+      EXPECT_THAT(b, IsOk());
+      per_replica[r].push_back(b->get());
+      owned[r].push_back(std::move(*b));
+    }
+  }
+  auto outs = backend.ExecuteSpmd(**exe, assignment, per_replica);
+  EXPECT_THAT(outs, IsOk());
+  std::vector<std::vector<Tensor>> result(R);
+  if (!outs.ok()) return result;
+  for (int r = 0; r < R; ++r) {
+    for (auto& b : (*outs)[r]) {
+      auto t = backend.TransferFromDevice(*b);
+      EXPECT_THAT(t, IsOk());
+      result[r].push_back(*t);
+    }
+  }
+  return result;
+}
+
+TEST(PjrtPluginTest, MissingPathIsNotFound) {
+  EXPECT_THAT(PjrtPlugin::Load("/nonexistent/xla_cpu_pjrt.so").status(),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("/nonexistent/xla_cpu_pjrt.so"),
+                             HasSubstr("does not exist"))));
+}
+
+TEST(PjrtPluginTest, ATextFileIsNotASharedObject) {
+  const std::string path = "not_a_plugin.so";
+  std::ofstream(path) << "hello\n";
+  EXPECT_THAT(PjrtPlugin::Load(path).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not a loadable shared object")));
+}
+
+TEST(PjrtPluginTest, ASharedObjectWithoutGetPjrtApiIsRejected) {
+  Dl_info info;
+  ASSERT_NE(dladdr(reinterpret_cast<void*>(&std::terminate), &info), 0);
+  EXPECT_THAT(PjrtPlugin::Load(info.dli_fname).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("has no GetPjrtApi symbol")));
+}
+
+TEST(PjrtPluginTest, TheCpuPluginLoadsWithTheHeadersMajorVersion) {
+  auto plugin = PjrtPlugin::Load(DefaultPjrtPluginPath());
+  ASSERT_THAT(plugin, IsOk());
+  EXPECT_EQ((*plugin)->major_version(), HeaderApiMajor());
+  EXPECT_EQ((*plugin)->minor_version(), 81);  // xla-cpu-pjrt 0.0.1
+  // The same object for the same path (loaded once per process).
+  EXPECT_EQ(*PjrtPlugin::Load(DefaultPjrtPluginPath()), *plugin);
+}
+
+TEST(PjrtBackendTest, DeviceCountMismatchNamesBothCounts) {
+  PjrtBackendOptions o;
+  o.plugin_path = DefaultPjrtPluginPath();
+  o.devices = Devices(2);
+  o.cpu_device_count = 4;
+  EXPECT_THAT(PjrtBackend::Create(o).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("has 4 addressable devices"),
+                             HasSubstr("the slice has 2"))));
+}
+
+TEST(PjrtBackendTest, ListsThePluginsDevices) {
+  auto b = Make(4);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->devices().size(), 4u);
+  ASSERT_EQ(b->plugin_devices().size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(b->plugin_devices()[i].id, i);
+    EXPECT_EQ(b->plugin_devices()[i].kind, "cpu");
+    EXPECT_EQ(b->devices()[i]->id(), i);
+  }
+}
+
+TEST(PjrtBackendTest, TransfersRoundTripEveryDtype) {
+  auto b = Make(1);
+  ASSERT_NE(b, nullptr);
+  const std::vector<Tensor> values = {
+      Tensor::FromVector<float>(Shape({2, 2}), {1.5f, -2, 3, 4}),
+      Tensor::Vector<double>({1.25, -7}),
+      Tensor::Vector<BFloat16>({BFloat16::FromFloat(1.5f), BFloat16::FromFloat(-3)}),
+      Tensor::Vector<int32_t>({1, -2, 3}),
+      Tensor::Vector<int64_t>({int64_t{1} << 40, -5}),
+      Tensor::Vector<uint8_t>({0, 255}),
+      Tensor::Scalar<float>(42.0f)};
+  for (const Tensor& t : values) {
+    auto buf = b->TransferToDevice(0, t);
+    ASSERT_THAT(buf, IsOk());
+    // Bypass the host copy: a variable buffer has none, so this downloads.
+    ASSERT_THAT(b->WriteVariable(0, 7, t), IsOk());
+    auto back = b->ReadVariable(0, 7);
+    ASSERT_THAT(back, IsOk());
+    EXPECT_EQ(*back, t) << t.DebugString();
+  }
+}
+
+TEST(PjrtBackendTest, AbstractAndStringTensorsAreRejected) {
+  auto b = Make(1);
+  ASSERT_NE(b, nullptr);
+  EXPECT_THAT(b->TransferToDevice(0, Tensor::Abstract(DType::kF32, Shape({2}))).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("abstract tensor")));
+  EXPECT_THAT(b->TransferToDevice(0, Tensor::Zeros(DType::kBytes, Shape({1}))).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("string tensor")));
+  EXPECT_THAT(b->TransferToDevice(3, Tensor::Scalar<float>(1)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("device 3")));
+}
+
+// all_reduce(x * x) + replica_id over 2 replicas, exactly HostBackend's.
+TEST(PjrtBackendTest, AllReduceMatchesHostBackend) {
+  ProgramBuilder pb("sq", 2);
+  Value x = *pb.Parameter(DType::kF32, Shape({3}));
+  Value y = *pb.Mul(x, x);
+  Value s = *pb.AllReduce(y, CollectiveReduce::kSum);
+  Value id = *pb.Cast(pb.ReplicaId(), DType::kF32);
+  Value out = *pb.Add(s, id);
+  Value m = *pb.AllReduce(x, CollectiveReduce::kMean);
+  Program p = *std::move(pb).Build({out, m});
+  const std::vector<std::vector<Tensor>> args = {
+      {Tensor::Vector<float>({1, 2, 3})}, {Tensor::Vector<float>({4, 5, 6})}};
+  auto b = Make(2);
+  ASSERT_NE(b, nullptr);
+  auto got = RunProgram(*b, p, args);
+  HostBackend host(2);
+  auto want = RunProgram(host, p, args);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_THAT(got[0][0].values<float>(), ElementsAre(17, 29, 45));
+  EXPECT_THAT(got[1][0].values<float>(), ElementsAre(18, 30, 46));
+  EXPECT_THAT(got[0][1].values<float>(), ElementsAre(2.5, 3.5, 4.5));
+  EXPECT_EQ(got, want);
+}
+
+// Variables are parameters and results: assign_add twice accumulates.
+TEST(PjrtBackendTest, VariablesPersistAcrossExecutions) {
+  ProgramBuilder pb("acc", 2);
+  ASSERT_THAT(pb.DeclareVariable(0, DType::kF32, Shape({2}), "total"), IsOk());
+  Value x = *pb.Parameter(DType::kF32, Shape({2}));
+  Value sum = *pb.AllReduce(x, CollectiveReduce::kSum);
+  Value after = *pb.VariableAssignAdd(0, sum);
+  Program p = *std::move(pb).Build({after});
+  auto b = Make(2);
+  ASSERT_NE(b, nullptr);
+  for (int d = 0; d < 2; ++d)
+    ASSERT_THAT(b->WriteVariable(d, 0, Tensor::Vector<float>({100, 200})), IsOk());
+  const std::vector<std::vector<Tensor>> args = {
+      {Tensor::Vector<float>({1, 2})}, {Tensor::Vector<float>({3, 4})}};
+  RunProgram(*b, p, args);
+  auto second = RunProgram(*b, p, args);
+  EXPECT_THAT(second[1][0].values<float>(), ElementsAre(108, 212));
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_THAT(b->ReadVariable(d, 0)->template values<float>(), ElementsAre(108, 212));
+  }
+  auto profile = b->CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  EXPECT_EQ(profile->devices(0).executions(), 2);
+  EXPECT_EQ(profile->steps_size(), 2);
+  EXPECT_GT(profile->steps(0).end_ps(), profile->steps(0).start_ps());
+}
+
+TEST(PjrtBackendTest, ReadingAnUnsetVariableIsFailedPrecondition) {
+  ProgramBuilder pb("read", 1);
+  ASSERT_THAT(pb.DeclareVariable(3, DType::kF32, Shape({2}), "w"), IsOk());
+  Value w = *pb.VariableRead(3);
+  Program p = *std::move(pb).Build({w});
+  auto b = Make(1);
+  ASSERT_NE(b, nullptr);
+  auto exe = b->Compile(p, {1, 1});
+  ASSERT_THAT(exe, IsOk());
+  std::vector<std::vector<Buffer*>> args(1);
+  EXPECT_THAT(b->ExecuteSpmd(**exe, SpmdAssignment{{{0}}}, args).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("variable slot 3 (w) that was never written on device 0")));
+}
+
+// f32[<=4,2]: replica 0 has 3 rows, replica 1 one row; the mean over rows
+// and the dot contracting the rows see only the true rows.
+TEST(PjrtBackendTest, DynamicRowsArePaddedAndMasked) {
+  ProgramBuilder pb("dyn", 2);
+  Value x = *pb.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Value e = *pb.Exp(x);  // exp(0) = 1 in the padding: must not leak
+  Value mean = *pb.ReduceMean(e, {0});
+  Value gram = *pb.DotGeneral(e, e, DotDims{{}, {}, {0}, {0}});
+  Value rows = *pb.Mul(x, x);
+  Program p = *std::move(pb).Build({mean, gram, rows});
+  const std::vector<std::vector<Tensor>> args = {
+      {Tensor::FromVector<float>(Shape({3, 2}), {0, 1, 2, 3, 4, 5})},
+      {Tensor::FromVector<float>(Shape({1, 2}), {-1, 1})}};
+  auto b = Make(2);
+  ASSERT_NE(b, nullptr);
+  auto got = RunProgram(*b, p, args);
+  HostBackend host(2);
+  auto want = RunProgram(host, p, args);
+  ASSERT_EQ(got.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(got[r].size(), 3u);
+    for (int o = 0; o < 3; ++o) {
+      ASSERT_EQ(got[r][o].shape(), want[r][o].shape()) << r << " " << o;
+      for (int64_t i = 0; i < want[r][o].num_elements(); ++i) {
+        const double w = want[r][o].AsDouble(i);
+        EXPECT_LE(std::fabs(got[r][o].AsDouble(i) - w), 1e-6 * std::max(1.0, std::fabs(w)))
+            << "replica " << r << " output " << o << " element " << i;
+      }
+    }
+  }
+  EXPECT_EQ(got[1][2].shape(), Shape({1, 2}));
+}
+
+TEST(PjrtBackendTest, EveryPluginObjectIsDestroyed) {
+  auto plugin = PjrtPlugin::Load(DefaultPjrtPluginPath());
+  ASSERT_THAT(plugin, IsOk());
+  {
+    ProgramBuilder pb("acc", 2);
+    ASSERT_THAT(pb.DeclareVariable(0, DType::kF32, Shape({2}), "total"), IsOk());
+    Value x = *pb.Parameter(DType::kF32, Shape({2}));
+    Value after = *pb.VariableAssignAdd(0, *pb.AllReduce(x, CollectiveReduce::kSum));
+    Program p = *std::move(pb).Build({after});
+    auto b = Make(2);
+    ASSERT_NE(b, nullptr);
+    EXPECT_GT(b->live_objects(), 0);  // the client
+    for (int d = 0; d < 2; ++d)
+      ASSERT_THAT(b->WriteVariable(d, 0, Tensor::Vector<float>({0, 0})), IsOk());
+    RunProgram(*b, p, {{Tensor::Vector<float>({1, 2})}, {Tensor::Vector<float>({3, 4})}});
+    // A failing execute (wrong argument count) frees what it made too.
+    auto exe = b->Compile(p, {2, 1});
+    ASSERT_THAT(exe, IsOk());
+    std::vector<std::vector<Buffer*>> none(2);
+    EXPECT_FALSE(b->ExecuteSpmd(**exe, SpmdAssignment{{{0}, {1}}}, none).ok());
+  }
+  EXPECT_EQ((*plugin)->live_clients, 0);
+  EXPECT_EQ((*plugin)->live_buffers, 0);
+  EXPECT_EQ((*plugin)->live_executables, 0);
+  EXPECT_EQ((*plugin)->live_events, 0);
+}
+
+}  // namespace
+}  // namespace tpusim::runtime::pjrt
