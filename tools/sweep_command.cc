@@ -79,6 +79,8 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     std::vector<std::string> argv = {"run", args.positional()[0],
                                      "--format=json"};
     if (args.Has("backend")) argv.push_back("--backend=" + args.Get("backend"));
+    if (args.Has("pjrt-plugin"))
+      argv.push_back("--pjrt-plugin=" + args.Get("pjrt-plugin"));
     // The points running at once share the cores: each network model gets
     // its part (a --set of the user's, coming later, still wins).
     argv.push_back(absl::StrCat(
@@ -198,13 +200,14 @@ Subcommand SweepCommand() {
   s.summary = "run a scenario over values of fields, one process per point";
   s.usage =
       "tpusim sweep SCENARIO --set PATH=V1,V2,... [--set ...] [--jobs N] "
-      "[--format=text|json|csv] [--backend=host|sim]";
+      "[--format=text|json|csv] [--backend=host|sim|pjrt] [--pjrt-plugin PATH]";
   s.flags = {
       {"set", true, "PATH=V1,V2,...: the values of one field (repeatable: the "
                     "points are the cartesian product)"},
       {"jobs", true, "points run at once (default: every core)"},
       {"format", true, "text (default), json or csv"},
       {"backend", true, "passed to each `tpusim run`"},
+      {"pjrt-plugin", true, "passed to each `tpusim run`"},
   };
   s.min_positional = 1;
   s.max_positional = 1;
