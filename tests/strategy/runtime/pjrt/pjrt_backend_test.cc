@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "strategy/runtime/host_backend.h"
 #include "strategy/runtime/pjrt/pjrt_plugin.h"
+#include "tests/strategy/runtime/pjrt/emitter_programs.h"
 
 namespace tpusim::runtime::pjrt {
 namespace {
@@ -272,6 +273,65 @@ TEST(PjrtBackendTest, DynamicRowsArePaddedAndMasked) {
     }
   }
   EXPECT_EQ(got[1][2].shape(), Shape({1, 2}));
+}
+
+// The golden programs compile on the plugin and give HostBackend's values:
+// exact for integer and data-movement outputs, within 1e-6 relative for f32.
+TEST(PjrtBackendTest, GoldenProgramsRunAndMatchHostBackend) {
+  Program p = testing::Movement();
+  const std::vector<std::vector<Tensor>> args = {
+      {Tensor::FromVector<float>(Shape({4, 2}), {1, 2, 3, 4, 5, 6, 7, 8}),
+       Tensor::Vector<int32_t>({3, 0, 3})},
+      {Tensor::FromVector<float>(Shape({4, 2}), {-1, 0.5, 2, -3, 0, 1, 9, 4}),
+       Tensor::Vector<int32_t>({1, 2, 1})}};
+  auto b = Make(2);
+  ASSERT_NE(b, nullptr);
+  auto got = RunProgram(*b, p, args);
+  HostBackend host(2);
+  auto want = RunProgram(host, p, args);
+  ASSERT_EQ(got.size(), want.size());
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(got[r].size(), want[r].size());
+    EXPECT_EQ(got[r][0], want[r][0]) << "one_hot, replica " << r;
+    EXPECT_EQ(got[r][3], want[r][3]) << "replica_id, replica " << r;
+    for (int o : {1, 2}) {
+      ASSERT_EQ(got[r][o].shape(), want[r][o].shape());
+      for (int64_t i = 0; i < want[r][o].num_elements(); ++i) {
+        const double w = want[r][o].AsDouble(i);
+        EXPECT_LE(std::fabs(got[r][o].AsDouble(i) - w),
+                  1e-6 * std::max(1.0, std::fabs(w)))
+            << "replica " << r << " output " << o << " element " << i;
+      }
+    }
+  }
+  // The MLP step, with a partial batch on replica 1, updates w and b as the
+  // host does.
+  Program mlp = testing::MlpStep();
+  HostBackend host2(2);
+  auto b2 = Make(2);
+  ASSERT_NE(b2, nullptr);
+  for (Backend* be : {static_cast<Backend*>(&host2), static_cast<Backend*>(b2.get())}) {
+    for (int d = 0; d < 2; ++d) {
+      ASSERT_THAT(be->WriteVariable(d, 0, Tensor::FromVector<float>(Shape({3, 2}), {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f})), IsOk());
+      ASSERT_THAT(be->WriteVariable(d, 1, Tensor::Vector<float>({0.05f, -0.05f})), IsOk());
+    }
+  }
+  const std::vector<std::vector<Tensor>> mlp_args = {
+      {Tensor::FromVector<float>(Shape({4, 3}), {1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 0, 1}),
+       Tensor::FromVector<float>(Shape({4, 2}), {1, 0, 0, 1, 1, 1, 0, 0})},
+      {Tensor::FromVector<float>(Shape({2, 3}), {-1, 0, 1, 2, 2, 2}),
+       Tensor::FromVector<float>(Shape({2, 2}), {0.5, 0.5, -1, 1})}};
+  auto mlp_got = RunProgram(*b2, mlp, mlp_args);
+  auto mlp_want = RunProgram(host2, mlp, mlp_args);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NEAR(mlp_got[r][0].AsDouble(0), mlp_want[r][0].AsDouble(0), 1e-6) << r;
+    for (int slot : {0, 1}) {
+      Tensor g = *b2->ReadVariable(r, slot);
+      Tensor w = *host2.ReadVariable(r, slot);
+      for (int64_t i = 0; i < w.num_elements(); ++i)
+        EXPECT_NEAR(g.AsDouble(i), w.AsDouble(i), 1e-6) << "slot " << slot;
+    }
+  }
 }
 
 TEST(PjrtBackendTest, EveryPluginObjectIsDestroyed) {

@@ -5,12 +5,78 @@
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
 #include "strategy/runtime/pjrt/compile_options.h"
+#include "tests/strategy/runtime/pjrt/emitter_programs.h"
 
 namespace tpusim::runtime::pjrt {
 namespace {
 
+using ::testing::HasSubstr;
 using tpusim::testing::IsOk;
+using tpusim::testing::StatusIs;
+
+// The emitted text equals tests/strategy/runtime/pjrt/golden/<name>.mlir.
+// TPUSIM_REWRITE_GOLDENS=1 rewrites the file instead (review the diff).
+void ExpectGolden(const Program& program, const std::string& name) {
+  absl::StatusOr<EmittedModule> m = EmitStableHlo(program);
+  ASSERT_THAT(m, IsOk());
+  const std::string path = std::string(TPUSIM_SOURCE_DIR) +
+                           "/tests/strategy/runtime/pjrt/golden/" + name + ".mlir";
+  const char* rewrite = std::getenv("TPUSIM_REWRITE_GOLDENS");
+  if (rewrite != nullptr && std::string(rewrite) == "1") {
+    std::ofstream(path, std::ios::binary) << m->text;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in.good()) << path;
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(m->text, golden.str()) << "golden " << path;
+}
+
+TEST(StableHloEmitterTest, MlpStepMatchesItsGolden) {
+  ExpectGolden(testing::MlpStep(), "mlp_step");
+  absl::StatusOr<EmittedModule> m = EmitStableHlo(testing::MlpStep());
+  ASSERT_THAT(m, IsOk());
+  // Both dynamic dims get a size argument; w is only assigned after its read,
+  // b is read and assign_added: both are inputs and outputs.
+  ASSERT_EQ(m->dynamic_args.size(), 2u);
+  EXPECT_EQ(m->dynamic_args[1].parameter, 1);
+  EXPECT_EQ(m->variable_inputs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m->variable_outputs, (std::vector<int>{0, 1}));
+}
+
+TEST(StableHloEmitterTest, MovementAndCollectivesMatchTheirGolden) {
+  ExpectGolden(testing::Movement(), "movement");
+}
+
+TEST(StableHloEmitterTest, ModelParallelismAndConvolutionsAreNamedUnimplemented) {
+  ProgramBuilder two("two_cores", 1, 2);
+  Value x = *two.Parameter(DType::kF32, Shape({2}));
+  EXPECT_THAT(EmitStableHlo(*std::move(two).Build({x})).status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("has 2 logical cores per replica")));
+  ProgramBuilder conv("conv", 1);
+  Value in = *conv.Parameter(DType::kF32, Shape({1, 4, 4, 1}));
+  Value f = *conv.Parameter(DType::kF32, Shape({2, 2, 1, 1}));
+  Value y = *conv.Conv2D(in, f, {1, 1}, Padding::kValid);
+  EXPECT_THAT(EmitStableHlo(*std::move(conv).Build({y})).status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("op %2 (conv2d f32[1,3,3,1]): not emitted to "
+                                 "StableHLO yet")));
+}
+
+TEST(StableHloEmitterTest, AbstractConstantsAreRejected) {
+  ProgramBuilder b("abstract", 1);
+  Value c = *b.Constant(Tensor::Abstract(DType::kF32, Shape({2})));
+  EXPECT_THAT(EmitStableHlo(*std::move(b).Build({c})).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("abstract constant")));
+}
 
 TEST(CompileOptionsTest, EncodesReplicasPartitionsAndTheDeviceAssignment) {
   const std::string bytes = EncodeCompileOptions({{3}, {1}});
