@@ -53,7 +53,10 @@ absl::StatusOr<PjrtPlugin*> PjrtPlugin::Load(const std::string& path) {
   }
   // RTLD_LOCAL: the plugin carries its own Abseil and protobuf, which must not
   // resolve against (or override) tpusim's.
-  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A bare file name is the file checked above, not a library search.
+  const std::string open_path =
+      path.find('/') == std::string::npos ? "./" + path : path;
+  void* handle = ::dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = ::dlerror();
     return absl::InvalidArgumentError(

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -107,6 +108,62 @@ TEST(PjrtPluginTest, ASharedObjectWithoutGetPjrtApiIsRejected) {
   EXPECT_THAT(PjrtPlugin::Load(info.dli_fname).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("has no GetPjrtApi symbol")));
+}
+
+// The fake plugin (fake_pjrt_plugin.cc) with one defect, under its own path
+// (a plugin loads once per process per path).
+std::string FakePlugin(const std::string& mode) {
+  setenv("TPUSIM_FAKE_PJRT_MODE", mode.c_str(), 1);
+  const std::string path = "fake_pjrt_" + mode + ".so";
+  // Never rewrites a copy already loaded (mapped) by this process.
+  std::error_code ec;
+  std::filesystem::copy_file(TPUSIM_FAKE_PJRT_PLUGIN, path,
+                             std::filesystem::copy_options::skip_existing, ec);
+  EXPECT_FALSE(ec) << ec.message();
+  return path;
+}
+
+PjrtBackendOptions FakeOptions(const std::string& mode) {
+  PjrtBackendOptions o;
+  o.plugin_path = FakePlugin(mode);
+  o.devices = Devices(1);
+  return o;
+}
+
+TEST(PjrtPluginTest, AnotherMajorVersionNamesBothVersions) {
+  EXPECT_THAT(PjrtPlugin::Load(FakePlugin("major")).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("incompatible API version: PJRT C API "
+                                       "99.1 (plugin) / 0.81 (tpusim's header)"),
+                             HasSubstr("install a matching plugin or header"))));
+}
+
+TEST(PjrtPluginTest, AFunctionOutsideThePluginsTableIsUnimplemented) {
+  EXPECT_THAT(PjrtBackend::Create(FakeOptions("small")).status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("does not provide PJRT_Client_Create"),
+                             HasSubstr("PJRT C API 0.1 (plugin) / 0.81"))));
+}
+
+TEST(PjrtPluginTest, AnArgumentStructSizeRejectionNamesBothVersions) {
+  EXPECT_THAT(
+      PjrtBackend::Create(FakeOptions("argsize")).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("PJRT_Client_Create: Unexpected "
+                               "PJRT_Client_Create_Args size"),
+                     HasSubstr("(PJRT C API 0.1 (plugin) / 0.81 (tpusim's "
+                               "header); install a matching plugin or header)"))));
+}
+
+TEST(PjrtBackendTest, APluginWithNoDevicesIsAnErrorNotAHang) {
+  auto plugin = PjrtPlugin::Load(FakePlugin("nodevices"));
+  ASSERT_THAT(plugin, IsOk());
+  PjrtBackendOptions o = FakeOptions("nodevices");
+  EXPECT_THAT(PjrtBackend::Create(o).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("has 0 addressable devices, the slice has 1")));
+  // The client made before the error was destroyed.
+  EXPECT_EQ((*plugin)->live_clients, 0);
 }
 
 TEST(PjrtPluginTest, TheCpuPluginLoadsWithTheHeadersMajorVersion) {
