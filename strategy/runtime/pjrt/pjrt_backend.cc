@@ -1,11 +1,14 @@
 #include "strategy/runtime/pjrt/pjrt_backend.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "strategy/runtime/pjrt/compile_options.h"
 #include "strategy/runtime/pjrt/pjrt_plugin.h"
@@ -83,6 +86,29 @@ Tensor PadOrCrop(const Tensor& src, const Shape& to) {
     if (d < 0) break;
   }
   return out;
+}
+
+// The plugin's MLIR diagnostics point at "<file>:LINE:COL"; the status gets
+// that line of the emitted text appended ("emitted line 7: %v3 = ...").
+absl::Status WithEmittedLine(const absl::Status& s, const std::string& text) {
+  const std::string message(s.message());
+  for (size_t at = message.find(':'); at != std::string::npos;
+       at = message.find(':', at + 1)) {
+    size_t end = at + 1;
+    while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end])))
+      ++end;
+    if (end == at + 1 || end >= message.size() || message[end] != ':') continue;
+    if (end + 1 >= message.size() ||
+        !std::isdigit(static_cast<unsigned char>(message[end + 1])))
+      continue;
+    const int line = std::atoi(message.substr(at + 1, end - at - 1).c_str());
+    std::vector<std::string> lines = absl::StrSplit(text, '\n');
+    if (line < 1 || line > static_cast<int>(lines.size())) break;
+    return absl::Status(s.code(),
+                        absl::StrCat(message, "; emitted line ", line, ": ",
+                                     absl::StripAsciiWhitespace(lines[line - 1])));
+  }
+  return s;
 }
 
 }  // namespace
@@ -163,6 +189,14 @@ absl::StatusOr<std::unique_ptr<PjrtBackend>> PjrtBackend::Create(
   std::unique_ptr<PjrtBackend> b(new PjrtBackend);
   b->plugin_ = plugin;
   b->epoch_ = std::chrono::steady_clock::now();
+  if (auto it = plugin->attributes().find("stablehlo_current_version");
+      it != plugin->attributes().end() &&
+      std::atoi(it->second.c_str()) < kMinStableHloMajor) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pjrt plugin \"", plugin->path(), "\" reads StableHLO up to ",
+        it->second, "; tpusim emits StableHLO ", kMinStableHloMajor,
+        ".x: install a newer plugin"));
+  }
   TPUSIM_PJRT_REQUIRE(plugin, PJRT_Client_Create);
   PJRT_NamedValue count{};
   count.struct_size = PJRT_NamedValue_STRUCT_SIZE;
@@ -428,13 +462,26 @@ absl::StatusOr<void*> PjrtBackend::CompileFor(
   a.program = &program;
   a.compile_options = options.data();
   a.compile_options_size = options.size();
-  TPUSIM_RETURN_IF_ERROR(plugin_->ToStatus(
+  absl::Status s = plugin_->ToStatus(
       plugin_->api()->PJRT_Client_Compile(&a),
-      absl::StrCat("pjrt: compiling program ", program_name,
-                   " (tpusim's StableHLO; `tpusim compile --emit stablehlo` "
-                   "shows it)")));
+      absl::StrCat("pjrt: compiling program ", program_name));
+  if (!s.ok()) return WithEmittedLine(s, text);
   ++plugin_->live_executables;
   return static_cast<void*>(a.executable);
+}
+
+absl::Status PjrtBackend::CheckStableHlo(const std::string& text,
+                                         int num_replicas) {
+  if (num_replicas < 1 || num_replicas > static_cast<int>(devices_.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CheckStableHlo: num_replicas=", num_replicas,
+                     " must be in 1..", devices_.size()));
+  }
+  std::vector<int> identity(num_replicas);
+  for (int r = 0; r < num_replicas; ++r) identity[r] = r;
+  TPUSIM_ASSIGN_OR_RETURN(void* loaded, CompileFor(text, identity, "(text)"));
+  DestroyLoadedExecutable(loaded);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> PjrtBackend::Compile(

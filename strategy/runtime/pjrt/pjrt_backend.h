@@ -109,6 +109,11 @@ class PjrtBackend final : public Backend {
   absl::StatusOr<Profile> CollectProfile() const override;
   void ResetProfile() override;
 
+  // Compiles StableHLO text for replicas 0..num_replicas-1 on devices
+  // 0..num_replicas-1 and discards the result: the plugin's verdict on `text`.
+  // A compile error names the emitted line the plugin points at.
+  absl::Status CheckStableHlo(const std::string& text, int num_replicas);
+
   const PjrtPlugin& plugin() const { return *plugin_; }
   const std::vector<PluginDeviceInfo>& plugin_devices() const {
     return plugin_devices_;

@@ -60,6 +60,11 @@ struct EmittedModule {
   std::vector<int> variable_outputs;  // slots, ascending
 };
 
+// The oldest StableHLO a plugin must read for the emitted text (the 1.x
+// generic form with array<i64> attributes): a plugin whose
+// stablehlo_current_version is older is rejected at backend creation.
+inline constexpr int kMinStableHloMajor = 1;
+
 // StableHLO element type of a dtype: f32 f64 bf16 i32 i64 ui8.
 // InvalidArgument for kBytes.
 absl::StatusOr<std::string> StableHloElementType(DType dtype);

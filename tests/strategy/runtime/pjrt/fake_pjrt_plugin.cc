@@ -5,6 +5,7 @@
 //   "nodevices" : a client with no addressable devices.
 //   "argsize"   : PJRT_Client_Create rejects its argument struct's size, as
 //                 XLA's plugins word it.
+//   "oldhlo"    : reads StableHLO up to 0.19.0 only.
 
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,24 @@ PJRT_Error* ErrorGetCode(PJRT_Error_GetCode_Args* a) {
   return nullptr;
 }
 PJRT_Error* PluginInitialize(PJRT_Plugin_Initialize_Args*) { return nullptr; }
+PJRT_Error* PluginAttributes(PJRT_Plugin_Attributes_Args* a) {
+  static PJRT_NamedValue version = [] {
+    PJRT_NamedValue v;
+    std::memset(&v, 0, sizeof(v));
+    v.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+    v.name = "stablehlo_current_version";
+    v.name_size = std::strlen(v.name);
+    v.type = PJRT_NamedValue_kString;
+    v.string_value = "0.19.0";
+    v.value_size = 6;
+    return v;
+  }();
+  const char* mode = std::getenv("TPUSIM_FAKE_PJRT_MODE");
+  const bool old = mode != nullptr && std::strcmp(mode, "oldhlo") == 0;
+  a->attributes = old ? &version : nullptr;
+  a->num_attributes = old ? 1 : 0;
+  return nullptr;
+}
 PJRT_Error* ClientCreate(PJRT_Client_Create_Args* a) {
   const char* mode = std::getenv("TPUSIM_FAKE_PJRT_MODE");
   if (mode != nullptr && std::strcmp(mode, "argsize") == 0) {
@@ -64,6 +83,7 @@ PJRT_Api MakeApi() {
   api.PJRT_Error_Message = ErrorMessage;
   api.PJRT_Error_GetCode = ErrorGetCode;
   api.PJRT_Plugin_Initialize = PluginInitialize;
+  api.PJRT_Plugin_Attributes = PluginAttributes;
   api.PJRT_Client_Create = ClientCreate;
   api.PJRT_Client_Destroy = ClientDestroy;
   api.PJRT_Client_AddressableDevices = ClientAddressableDevices;

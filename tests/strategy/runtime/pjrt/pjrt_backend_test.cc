@@ -155,6 +155,13 @@ TEST(PjrtPluginTest, AnArgumentStructSizeRejectionNamesBothVersions) {
                                "header); install a matching plugin or header)"))));
 }
 
+TEST(PjrtPluginTest, APluginReadingOnlyOldStableHloIsRejected) {
+  EXPECT_THAT(PjrtBackend::Create(FakeOptions("oldhlo")).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("reads StableHLO up to 0.19.0; tpusim emits "
+                                 "StableHLO 1.x: install a newer plugin")));
+}
+
 TEST(PjrtBackendTest, APluginWithNoDevicesIsAnErrorNotAHang) {
   auto plugin = PjrtPlugin::Load(FakePlugin("nodevices"));
   ASSERT_THAT(plugin, IsOk());
@@ -164,6 +171,15 @@ TEST(PjrtBackendTest, APluginWithNoDevicesIsAnErrorNotAHang) {
                        HasSubstr("has 0 addressable devices, the slice has 1")));
   // The client made before the error was destroyed.
   EXPECT_EQ((*plugin)->live_clients, 0);
+}
+
+TEST(PjrtPluginTest, TheCpuPluginReportsItsStableHloVersions) {
+  auto plugin = PjrtPlugin::Load(DefaultPjrtPluginPath());
+  ASSERT_THAT(plugin, IsOk());
+  const auto& attrs = (*plugin)->attributes();
+  ASSERT_EQ(attrs.count("stablehlo_current_version"), 1u);
+  ASSERT_EQ(attrs.count("stablehlo_minimum_version"), 1u);
+  EXPECT_EQ(attrs.at("stablehlo_current_version"), "1.13.3");  // xla-cpu-pjrt 0.0.1
 }
 
 TEST(PjrtPluginTest, TheCpuPluginLoadsWithTheHeadersMajorVersion) {
@@ -389,6 +405,49 @@ TEST(PjrtBackendTest, GoldenProgramsRunAndMatchHostBackend) {
         EXPECT_NEAR(g.AsDouble(i), w.AsDouble(i), 1e-6) << "slot " << slot;
     }
   }
+}
+
+TEST(PjrtBackendTest, ACompileErrorCarriesThePluginsMessageAndTheEmittedLine) {
+  auto b = Make(1);
+  ASSERT_NE(b, nullptr);
+  const std::string text =
+      "module @bad {\n"
+      "  func.func public @main(%v0: tensor<2xf32>) -> (tensor<2xf32>) {\n"
+      "    %v1 = \"stablehlo.no_such_op\"(%v0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+      "    \"func.return\"(%v1) : (tensor<2xf32>) -> ()\n"
+      "  }\n"
+      "}\n";
+  absl::Status s = b->CheckStableHlo(text, 1);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()),
+              AllOf(HasSubstr("pjrt: compiling program (text): "),
+                    HasSubstr("stablehlo.no_such_op"),
+                    HasSubstr("; emitted line 3: %v1 = \"stablehlo.no_such_op\"")));
+  EXPECT_EQ(b->live_objects(), 1);  // only the client
+}
+
+// What the plugin's verifier rejects (replica groups that leave out replica 1)
+// comes back with the plugin's own code (XLA's CPU plugin says UNKNOWN for
+// compile errors) and message.
+TEST(PjrtBackendTest, ThePluginsCodeAndMessageComeThrough) {
+  auto b = Make(2);
+  ASSERT_NE(b, nullptr);
+  const std::string text =
+      "module @groups attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 2 : i32} {\n"
+      "  func.func public @main(%v0: tensor<2xf32>) -> (tensor<2xf32>) {\n"
+      "    %v1 = \"stablehlo.all_reduce\"(%v0) ({\n"
+      "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+      "      %c = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+      "      \"stablehlo.return\"(%c) : (tensor<f32>) -> ()\n"
+      "    }) {replica_groups = dense<[[0, 7]]> : tensor<1x2xi64>} : (tensor<2xf32>) -> tensor<2xf32>\n"
+      "    \"func.return\"(%v1) : (tensor<2xf32>) -> ()\n"
+      "  }\n"
+      "}\n";
+  EXPECT_THAT(b->CheckStableHlo(text, 2),
+              StatusIs(absl::StatusCode::kUnknown,
+                       AllOf(HasSubstr("pjrt: compiling program (text): "),
+                             HasSubstr("replica id #1 not seen in replica groups"),
+                             HasSubstr("; emitted line 3: %v1 = \"stablehlo.all_reduce\""))));
 }
 
 TEST(PjrtBackendTest, EveryPluginObjectIsDestroyed) {
