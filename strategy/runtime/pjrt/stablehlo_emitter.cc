@@ -254,6 +254,8 @@ class Emitter {
   }
 
   absl::Status EmitOp(int id);
+  // conv2d, its two gradients, max_pool2d and its gradient (NHWC / HWIO).
+  absl::Status EmitWindowed(int id, const std::string& et, const std::string& t);
   absl::Status CheckSizesKnown(int id) {
     const ValueType& t = p_.ops()[id].type;
     for (int d = 0; d < t.rank(); ++d) {
@@ -366,6 +368,195 @@ absl::StatusOr<EmittedModule> Emitter::Run() {
   absl::StrAppend(&text, "  }\n}\n");
   m.text = std::move(text);
   return m;
+}
+
+
+// TF's SAME padding of one spatial dim: the total pad splits total/2 before,
+// the rest after (the host kernels' PadBefore); VALID pads nothing.
+std::pair<int64_t, int64_t> SamePads(Padding padding, int64_t in, int64_t k,
+                                     int64_t stride, int64_t out) {
+  if (padding != Padding::kSame) return {0, 0};
+  const int64_t total = std::max<int64_t>((out - 1) * stride + k - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+std::string PadMatrix(const std::vector<std::pair<int64_t, int64_t>>& pads) {
+  std::vector<std::string> rows;
+  for (const auto& [lo, hi] : pads) rows.push_back(absl::StrCat("[", lo, ", ", hi, "]"));
+  return absl::StrCat("dense<[", absl::StrJoin(rows, ", "), "]> : tensor<",
+                      pads.size(), "x2xi64>");
+}
+
+absl::Status Emitter::EmitWindowed(int id, const std::string& et,
+                                   const std::string& t) {
+  const Op& op = p_.ops()[id];
+  const OpAttrs& a = op.attrs;
+  const ValueType& rt = op.type;
+  auto type_of = [&](int k) { return p_.ops()[op.operands[k]].type; };
+  auto x = [&](int k) { return V(op.operands[k]); };
+  const std::vector<int64_t>& st = a.window_strides;
+  const std::string prec = absl::StrCat(
+      "#stablehlo<precision ", PrecisionName(a.precision), ">");
+  auto conv = [&](const std::string& lhs, const std::string& lhs_t,
+                  const std::string& rhs, const std::string& rhs_t,
+                  const std::string& dims,
+                  const std::vector<std::pair<int64_t, int64_t>>& pads,
+                  const std::vector<int64_t>& window_strides,
+                  const std::vector<int64_t>& lhs_dilation,
+                  const std::vector<int64_t>& rhs_dilation) {
+    Line(absl::StrCat(
+        V(id), " = \"stablehlo.convolution\"(", lhs, ", ", rhs,
+        ") {batch_group_count = 1 : i64, dimension_numbers = #stablehlo.conv<",
+        dims, ">, feature_group_count = 1 : i64, lhs_dilation = ",
+        I64Array(lhs_dilation), ", padding = ", PadMatrix(pads),
+        ", precision_config = [", prec, ", ", prec, "], rhs_dilation = ",
+        I64Array(rhs_dilation), ", window_strides = ", I64Array(window_strides),
+        "} : (", lhs_t, ", ", rhs_t, ") -> ", t));
+  };
+  switch (op.code) {
+    case OpCode::kConv2D: {
+      const ValueType in = type_of(0), f = type_of(1);
+      std::vector<std::pair<int64_t, int64_t>> pads;
+      for (int i = 0; i < 2; ++i)
+        pads.push_back(SamePads(a.padding, in.shape.dim(1 + i), f.shape.dim(i),
+                                st[i], rt.shape.dim(1 + i)));
+      TPUSIM_ASSIGN_OR_RETURN(std::string ti, Ty(in));
+      TPUSIM_ASSIGN_OR_RETURN(std::string tf, Ty(f));
+      conv(x(0), ti, x(1), tf, "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]", pads,
+           st, {1, 1}, {1, 1});
+      return absl::OkStatus();
+    }
+    case OpCode::kConv2DBackpropInput: {
+      // dx = dy (dilated by the strides) convolved with the filter turned by
+      // 180 degrees, its in/out features swapped.
+      const ValueType dy = type_of(0), f = type_of(1);
+      TPUSIM_ASSIGN_OR_RETURN(std::string tdy, Ty(dy));
+      TPUSIM_ASSIGN_OR_RETURN(std::string tf, Ty(f));
+      const std::string rev = Fresh();
+      Line(absl::StrCat(rev, " = \"stablehlo.reverse\"(", x(1),
+                        ") {dimensions = array<i64: 0, 1>} : (", tf, ") -> ", tf));
+      std::vector<std::pair<int64_t, int64_t>> pads;
+      for (int i = 0; i < 2; ++i) {
+        const int64_t in = a.shape[1 + i], k = f.shape.dim(i), out = dy.shape.dim(1 + i);
+        const int64_t lo = SamePads(a.padding, in, k, st[i], out).first;
+        pads.push_back({k - 1 - lo, in - 1 - (out - 1) * st[i] + lo});
+      }
+      conv(x(0), tdy, rev, tf, "[b, 0, 1, f]x[0, 1, o, i]->[b, 0, 1, f]", pads,
+           {1, 1}, st, {1, 1});
+      return absl::OkStatus();
+    }
+    case OpCode::kConv2DBackpropFilter: {
+      // dW[kh, kw, ci, co] = sum over n, ho, wo of x[n, ho*s + kh - pad, ...,
+      // ci] * dy[n, ho, wo, co]: a convolution whose "batch" is ci and whose
+      // contracted feature is n, the window dilated by the strides.
+      const ValueType in = type_of(0), dy = type_of(1);
+      TPUSIM_ASSIGN_OR_RETURN(std::string ti, Ty(in));
+      TPUSIM_ASSIGN_OR_RETURN(std::string tdy, Ty(dy));
+      std::vector<std::pair<int64_t, int64_t>> pads;
+      for (int i = 0; i < 2; ++i) {
+        const int64_t n_in = in.shape.dim(1 + i), k = a.shape[i], out = dy.shape.dim(1 + i);
+        const int64_t lo = SamePads(a.padding, n_in, k, st[i], out).first;
+        pads.push_back({lo, k + (out - 1) * st[i] - n_in - lo});
+      }
+      conv(x(0), ti, x(1), tdy, "[f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f]", pads,
+           {1, 1}, {1, 1}, st);
+      return absl::OkStatus();
+    }
+    case OpCode::kMaxPool2D: {
+      const ValueType in = type_of(0);
+      TPUSIM_ASSIGN_OR_RETURN(std::string ti, Ty(in));
+      std::vector<std::pair<int64_t, int64_t>> pads = {{0, 0}};
+      for (int i = 0; i < 2; ++i)
+        pads.push_back(SamePads(a.padding, in.shape.dim(1 + i), a.window[i],
+                                st[i], rt.shape.dim(1 + i)));
+      pads.push_back({0, 0});
+      const double lowest = IsFloating(rt.dtype) ? -INFINITY
+                            : rt.dtype == DType::kU8 ? 0.0
+                            : rt.dtype == DType::kI32 ? static_cast<double>(INT32_MIN)
+                                                      : static_cast<double>(INT64_MIN);
+      const std::string init = Splat(et, {}, lowest);
+      const std::string sc = RawType(et, {});
+      const std::string ra = Fresh(), rb = Fresh(), rr = Fresh();
+      Line(absl::StrCat(V(id), " = \"stablehlo.reduce_window\"(", x(0), ", ",
+                        init, ") ({"));
+      Line(absl::StrCat("^bb0(", ra, ": ", sc, ", ", rb, ": ", sc, "):"));
+      Line(absl::StrCat("  ", rr, " = \"stablehlo.maximum\"(", ra, ", ", rb,
+                        ") : (", sc, ", ", sc, ") -> ", sc));
+      Line(absl::StrCat("  \"stablehlo.return\"(", rr, ") : (", sc, ") -> ()"));
+      Line(absl::StrCat("}) {padding = ", PadMatrix(pads),
+                        ", window_dimensions = ",
+                        I64Array({1, a.window[0], a.window[1], 1}),
+                        ", window_strides = ", I64Array({1, st[0], st[1], 1}),
+                        "} : (", ti, ", ", sc, ") -> ", t));
+      return absl::OkStatus();
+    }
+    case OpCode::kMaxPool2DGrad: {
+      // select_and_scatter picks, per window, the first maximum (GE keeps the
+      // earlier candidate) and adds dy there. The padding is made explicit
+      // with -inf (the lowest value) so that it never wins, then cut off.
+      const ValueType in = type_of(0), dy = type_of(1);
+      if (!IsFloating(in.dtype)) {
+        return Unsupported(id, "max_pool2d_grad of an integer tensor");
+      }
+      TPUSIM_ASSIGN_OR_RETURN(std::string tdy, Ty(dy));
+      std::vector<int64_t> padded = in.shape.dims();
+      std::vector<int64_t> lo(4, 0), hi(4, 0);
+      for (int i = 0; i < 2; ++i) {
+        const auto pr = SamePads(a.padding, in.shape.dim(1 + i), a.window[i],
+                                 st[i], dy.shape.dim(1 + i));
+        lo[1 + i] = pr.first;
+        hi[1 + i] = pr.second;
+        padded[1 + i] += pr.first + pr.second;
+      }
+      std::string xp = x(0);
+      if (padded != in.shape.dims()) {
+        const std::string ninf = Splat(et, {}, -INFINITY);
+        xp = Fresh();
+        Line(absl::StrCat(xp, " = \"stablehlo.pad\"(", x(0), ", ", ninf,
+                          ") {edge_padding_high = ", I64Array(hi),
+                          ", edge_padding_low = ", I64Array(lo),
+                          ", interior_padding = ", I64Array({0, 0, 0, 0}),
+                          "} : (", t, ", ", RawType(et, {}), ") -> ",
+                          RawType(et, padded)));
+      }
+      const std::string zero = Splat(et, {}, 0.0);
+      const std::string sc = RawType(et, {});
+      const std::string out = padded != in.shape.dims() ? Fresh() : V(id);
+      const std::string a1 = Fresh(), b1 = Fresh(), c1 = Fresh();
+      const std::string a2 = Fresh(), b2 = Fresh(), c2 = Fresh();
+      Line(absl::StrCat(out, " = \"stablehlo.select_and_scatter\"(", xp, ", ",
+                        x(1), ", ", zero, ") ({"));
+      Line(absl::StrCat("^bb0(", a1, ": ", sc, ", ", b1, ": ", sc, "):"));
+      Line(absl::StrCat("  ", c1, " = \"stablehlo.compare\"(", a1, ", ", b1,
+                        ") {comparison_direction = "
+                        "#stablehlo<comparison_direction GE>} : (",
+                        sc, ", ", sc, ") -> tensor<i1>"));
+      Line(absl::StrCat("  \"stablehlo.return\"(", c1, ") : (tensor<i1>) -> ()"));
+      Line("}, {");
+      Line(absl::StrCat("^bb0(", a2, ": ", sc, ", ", b2, ": ", sc, "):"));
+      Line(absl::StrCat("  ", c2, " = \"stablehlo.add\"(", a2, ", ", b2,
+                        ") : (", sc, ", ", sc, ") -> ", sc));
+      Line(absl::StrCat("  \"stablehlo.return\"(", c2, ") : (", sc, ") -> ()"));
+      Line(absl::StrCat("}) {window_dimensions = ",
+                        I64Array({1, a.window[0], a.window[1], 1}),
+                        ", window_strides = ", I64Array({1, st[0], st[1], 1}),
+                        "} : (", RawType(et, padded), ", ", tdy, ", ", sc,
+                        ") -> ", RawType(et, padded)));
+      if (out != V(id)) {
+        std::vector<int64_t> limit = in.shape.dims();
+        for (int i = 0; i < 4; ++i) limit[i] += lo[i];
+        Line(absl::StrCat(V(id), " = \"stablehlo.slice\"(", out,
+                          ") {limit_indices = ", I64Array(limit),
+                          ", start_indices = ", I64Array(lo),
+                          ", strides = ", I64Array({1, 1, 1, 1}), "} : (",
+                          RawType(et, padded), ") -> ", t));
+      }
+      return absl::OkStatus();
+    }
+    default:
+      break;
+  }
+  return Unsupported(id, "not a windowed op");
 }
 
 absl::Status Emitter::EmitOp(int id) {
@@ -713,15 +904,25 @@ absl::Status Emitter::EmitOp(int id) {
       return CheckSizesKnown(id);
     }
     case OpCode::kSlice: {
-      TPUSIM_RETURN_IF_ERROR(NoDynamicOperands(id, "slicing a dynamic shape"));
       TPUSIM_ASSIGN_OR_RETURN(std::string in, ot(0));
       std::vector<int64_t> strides = op.attrs.strides;
       if (strides.empty()) strides.assign(op.attrs.start.size(), 1);
+      // A dynamic dim may only be kept whole (the shape rule's condition), so
+      // its padding stays at its end and its size carries over.
+      const ValueType& xt = operand_type(0);
+      for (int d = 0; d < xt.rank(); ++d) {
+        if (!xt.is_dynamic(d)) continue;
+        if (op.attrs.start[d] != 0 || strides[d] != 1 ||
+            op.attrs.limit[d] < xt.shape.dim(d)) {
+          return Unsupported(id, "slicing into a dynamic dim");
+        }
+        Carry(id, d, op.operands[0], d);
+      }
       def(absl::StrCat("\"stablehlo.slice\"(", x(0), ") {start_indices = ",
                        I64Array(op.attrs.start), ", limit_indices = ",
                        I64Array(op.attrs.limit), ", strides = ",
                        I64Array(strides), "} : (", in, ") -> ", t));
-      return absl::OkStatus();
+      return CheckSizesKnown(id);
     }
     case OpCode::kConcat: {
       const int axis = static_cast<int>(op.attrs.axis < 0 ? op.attrs.axis + rt.rank() : op.attrs.axis);
@@ -879,11 +1080,16 @@ absl::Status Emitter::EmitOp(int id) {
       return CheckSizesKnown(id);
     }
     case OpCode::kConv2D:
-    case OpCode::kMaxPool2D:
     case OpCode::kConv2DBackpropInput:
     case OpCode::kConv2DBackpropFilter:
-    case OpCode::kMaxPool2DGrad:
-      return Unsupported(id, "not emitted to StableHLO yet");
+    case OpCode::kMaxPool2D:
+    case OpCode::kMaxPool2DGrad: {
+      for (int o : op.operands) {
+        if (p_.ops()[o].type.any_dynamic())
+          return Unsupported(id, "a convolution or pooling of a dynamic shape");
+      }
+      return EmitWindowed(id, et, t);
+    }
   }
   return Unsupported(id, "unknown op");
 }

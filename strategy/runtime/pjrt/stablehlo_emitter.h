@@ -30,8 +30,14 @@
 // into valid positions (slice, concat along, reshape across, collectives
 // other than all_reduce on a dynamic dim) are Unimplemented, naming the op.
 //
+// conv2d and its gradients are stablehlo.convolution (the input gradient over
+// the stride-dilated dy with the filter reversed, the filter gradient with the
+// batch as the contracted feature); max_pool2d is reduce_window(max) and its
+// gradient select_and_scatter (GE: the first maximum of a window wins, as on
+// the host) over the input padded with -inf.
+//
 // Limits (Unimplemented, naming the op): programs with more than one logical
-// core per replica, conv2d, max_pool2d and their gradients.
+// core per replica; convolutions and pooling of dynamic shapes.
 //
 // Numerics: dot and conv precision is written as the op's precision config
 // (DEFAULT / HIGH / HIGHEST); integer division by zero is not trapped (XLA

@@ -58,6 +58,24 @@ inline Program Movement() {
   return *std::move(b).Build({oh, sm, r, id});
 }
 
+// conv2d, max_pool2d and their gradients, SAME and VALID, strides 1 and 2
+// (1 replica).
+inline Program Windowed() {
+  ProgramBuilder b("windowed", 1);
+  Value x = *b.Parameter(DType::kF32, Shape({2, 5, 5, 3}));
+  Value f = *b.Parameter(DType::kF32, Shape({3, 3, 3, 4}));
+  Value y_same = *b.Conv2D(x, f, {2, 2}, Padding::kSame);    // [2,3,3,4]
+  Value y_valid = *b.Conv2D(x, f, {1, 1}, Padding::kValid);  // [2,3,3,4]
+  Value dx = *b.Conv2DBackpropInput(y_same, f, {2, 5, 5, 3}, {2, 2}, Padding::kSame);
+  Value df = *b.Conv2DBackpropFilter(x, y_valid, {3, 3, 3, 4}, {1, 1}, Padding::kValid);
+  Value df2 = *b.Conv2DBackpropFilter(x, y_same, {3, 3, 3, 4}, {2, 2}, Padding::kSame);
+  Value mp = *b.MaxPool2D(x, {3, 3}, {2, 2}, Padding::kSame);  // [2,3,3,3]
+  Value mpg = *b.MaxPool2DGrad(x, mp, {3, 3}, {2, 2}, Padding::kSame);
+  Value mpv = *b.MaxPool2D(x, {2, 2}, {2, 2}, Padding::kValid);  // [2,2,2,3]
+  Value mpvg = *b.MaxPool2DGrad(x, mpv, {2, 2}, {2, 2}, Padding::kValid);
+  return *std::move(b).Build({y_same, y_valid, dx, df, df2, mp, mpg, mpv, mpvg});
+}
+
 }  // namespace tpusim::runtime::pjrt::testing
 
 #endif  // TPUSIM_TESTS_STRATEGY_RUNTIME_PJRT_EMITTER_PROGRAMS_H_

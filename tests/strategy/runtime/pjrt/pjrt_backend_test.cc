@@ -450,6 +450,36 @@ TEST(PjrtBackendTest, ThePluginsCodeAndMessageComeThrough) {
                              HasSubstr("; emitted line 3: %v1 = \"stablehlo.all_reduce\""))));
 }
 
+// conv2d, max_pool2d and their gradients on the plugin equal the host kernels
+// within 1e-5 relative (the max-pool routing exactly: distinct inputs).
+TEST(PjrtBackendTest, ConvolutionsAndPoolingMatchHostBackend) {
+  Program p = testing::Windowed();
+  std::vector<float> xs(2 * 5 * 5 * 3), fs(3 * 3 * 3 * 4);
+  // Half the inputs are 0 (as after a relu): max-pool windows with ties.
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = std::max(0.0, std::sin(0.7 * i + 0.1));
+  for (size_t i = 0; i < fs.size(); ++i) fs[i] = std::cos(1.3 * i);
+  const std::vector<std::vector<Tensor>> args = {
+      {Tensor::FromVector<float>(Shape({2, 5, 5, 3}), xs),
+       Tensor::FromVector<float>(Shape({3, 3, 3, 4}), fs)}};
+  auto b = Make(1);
+  ASSERT_NE(b, nullptr);
+  auto got = RunProgram(*b, p, args);
+  HostBackend host(1);
+  auto want = RunProgram(host, p, args);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].size(), want[0].size());
+  for (size_t o = 0; o < want[0].size(); ++o) {
+    ASSERT_EQ(got[0][o].shape(), want[0][o].shape()) << "output " << o;
+    for (int64_t i = 0; i < want[0][o].num_elements(); ++i) {
+      const double w = want[0][o].AsDouble(i);
+      EXPECT_LE(std::fabs(got[0][o].AsDouble(i) - w), 1e-5 * std::max(1.0, std::fabs(w)))
+          << "output " << o << " element " << i << ": " << got[0][o].AsDouble(i)
+          << " vs host " << w;
+    }
+  }
+}
+
 TEST(PjrtBackendTest, EveryPluginObjectIsDestroyed) {
   auto plugin = PjrtPlugin::Load(DefaultPjrtPluginPath());
   ASSERT_THAT(plugin, IsOk());

@@ -54,20 +54,23 @@ TEST(StableHloEmitterTest, MovementAndCollectivesMatchTheirGolden) {
   ExpectGolden(testing::Movement(), "movement");
 }
 
-TEST(StableHloEmitterTest, ModelParallelismAndConvolutionsAreNamedUnimplemented) {
+TEST(StableHloEmitterTest, ConvolutionsAndPoolingMatchTheirGolden) {
+  ExpectGolden(testing::Windowed(), "windowed");
+}
+
+TEST(StableHloEmitterTest, ModelParallelismAndPermutingADynamicShapeAreNamedUnimplemented) {
   ProgramBuilder two("two_cores", 1, 2);
   Value x = *two.Parameter(DType::kF32, Shape({2}));
   EXPECT_THAT(EmitStableHlo(*std::move(two).Build({x})).status(),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("has 2 logical cores per replica")));
-  ProgramBuilder conv("conv", 1);
-  Value in = *conv.Parameter(DType::kF32, Shape({1, 4, 4, 1}));
-  Value f = *conv.Parameter(DType::kF32, Shape({2, 2, 1, 1}));
-  Value y = *conv.Conv2D(in, f, {1, 1}, Padding::kValid);
-  EXPECT_THAT(EmitStableHlo(*std::move(conv).Build({y})).status(),
+  ProgramBuilder dyn("dyn_permute", 2);
+  Value d = *dyn.Parameter(DType::kF32, Shape({4, 2}), 0b1);
+  Value cp = *dyn.CollectivePermute(d, {{0, 1}, {1, 0}});
+  EXPECT_THAT(EmitStableHlo(*std::move(dyn).Build({cp})).status(),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("op %2 (conv2d f32[1,3,3,1]): not emitted to "
-                                 "StableHLO yet")));
+                       HasSubstr("op %1 (collective_permute f32[<=4,2]): a "
+                                 "collective other than all_reduce on a dynamic shape")));
 }
 
 TEST(StableHloEmitterTest, AbstractConstantsAreRejected) {
