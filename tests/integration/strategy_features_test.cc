@@ -140,10 +140,6 @@ TEST_P(StrategyFeaturesTest, StepsPerRunRunsTheLoopInOneCall) {
 // 4 replicas x 2 logical cores on v3-8 (computation shape 1x1x2): core 1
 // doubles the input, core 0 adds one.
 TEST_P(StrategyFeaturesTest, ModelParallelismWithTwoCoresPerReplica) {
-  if (GetParam() == "pjrt") {
-    GTEST_SKIP() << "the pjrt backend runs one logical core per replica "
-                    "(PjrtRejectsTwoCoresPerReplicaByName checks the error)";
-  }
   Harness s = Make(GetParam(), "v3-8", {}, {1, 1, 2}, 4);
   EXPECT_EQ(s.strategy->num_cores_per_replica(), 2);
   StepFunction step([](ReplicaContext& ctx,
@@ -211,24 +207,6 @@ TEST_P(StrategyFeaturesTest, ExplicitDeviceAssignmentPlacesTheReplicas) {
   }
 }
 
-#ifdef TPUSIM_HAVE_PJRT
-// Model parallelism is not mapped to PJRT partitions yet: a clear
-// Unimplemented at the first run, not wrong values.
-TEST(StrategyFeaturesPjrtTest, PjrtRejectsTwoCoresPerReplicaByName) {
-  Harness s = Make("pjrt", "v3-8", {}, {1, 1, 2}, 4);
-  StepFunction step([](ReplicaContext& ctx,
-                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
-    TPUSIM_ASSIGN_OR_RETURN(TracedValue y, ctx.Add(Arg(args, 0), Arg(args, 0)));
-    return TracedNest(y);
-  });
-  auto ids = PerReplica<Tensor>::FromFn(4, [](int r) { return F32(r); });
-  EXPECT_THAT(s.strategy->Run(step, ValueNest::Tuple({Value(ids)})),
-              tpusim::testing::StatusIs(
-                  absl::StatusCode::kUnimplemented,
-                  ::testing::HasSubstr("has 2 logical cores per replica; the "
-                                       "pjrt backend runs one core per replica")));
-}
-#endif
 
 TEST(BackendRegistryTest, KnowsHostAndSimAndNamesAnUnknownOne) {
 #ifdef TPUSIM_HAVE_PJRT

@@ -127,6 +127,8 @@ class PjrtBuffer final : public Buffer {
         device_shape_(std::move(device_shape)),
         host_(std::move(host)) {}
   ~PjrtBuffer() override { owner_->DestroyBuffer(buffer_); }
+  // Gives up the plugin buffer (another PjrtBuffer owns it now).
+  void Release() { buffer_ = nullptr; }
 
   const Device& device() const override { return *device_; }
   const TensorSpec& spec() const override { return spec_; }
@@ -506,8 +508,8 @@ absl::StatusOr<std::unique_ptr<Executable>> PjrtBackend::Compile(
   TPUSIM_ASSIGN_OR_RETURN(EmittedModule module, EmitStableHlo(program));
   auto exe = std::make_unique<PjrtExecutable>(this, program, options,
                                               std::move(module));
-  std::vector<int> identity(options.num_replicas);
-  for (int r = 0; r < options.num_replicas; ++r) identity[r] = r;
+  std::vector<int> identity(needed);
+  for (int k = 0; k < needed; ++k) identity[k] = k;
   TPUSIM_ASSIGN_OR_RETURN(
       void* loaded, CompileFor(exe->module_.text, identity, program.name()));
   exe->loaded_[identity] = loaded;
@@ -526,29 +528,33 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
   const Program& program = exe->program_;
   const EmittedModule& module = exe->module_;
   const int R = exe->options_.num_replicas;
+  const int C = exe->options_.num_cores_per_replica;
   auto where = [&] { return absl::StrCat("ExecuteSpmd ", program.name()); };
   if (assignment.num_replicas() != R) {
     return absl::InvalidArgumentError(absl::StrCat(
         where(), ": the assignment has ", assignment.num_replicas(),
         " replicas, the executable needs ", R));
   }
-  std::vector<int> replica_devices;
+  // XLA replica k = r * C + c runs core c of replica r (the emitter's
+  // mapping) on device xla_devices[k].
+  std::vector<int> xla_devices;
   std::set<int> used;
   for (int r = 0; r < R; ++r) {
     const std::vector<int>& devs = assignment.replica_devices[r];
-    if (devs.size() != 1) {
+    if (static_cast<int>(devs.size()) != C) {
       return absl::InvalidArgumentError(
           absl::StrCat(where(), ": replica ", r, " has ", devs.size(),
-                       " devices, needs 1 (num_cores_per_replica)"));
+                       " devices, needs ", C, " (num_cores_per_replica)"));
     }
-    TPUSIM_RETURN_IF_ERROR(
-        CheckDevice(devs[0], absl::StrCat(where(), ": replica ", r)));
-    if (!used.insert(devs[0]).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where(), ": device ", devs[0], " is assigned twice (replica ", r,
-          ")"));
+    for (int d : devs) {
+      TPUSIM_RETURN_IF_ERROR(
+          CheckDevice(d, absl::StrCat(where(), ": replica ", r)));
+      if (!used.insert(d).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where(), ": device ", d, " is assigned twice (replica ", r, ")"));
+      }
+      xla_devices.push_back(d);
     }
-    replica_devices.push_back(devs[0]);
   }
   const std::vector<Value>& params = program.parameters();
   if (static_cast<int>(per_replica_args.size()) != R) {
@@ -556,14 +562,20 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
         absl::StrCat(where(), ": got arguments for ", per_replica_args.size(),
                      " replicas, needs ", R));
   }
-  // Temporaries (padded arguments, sizes) destroyed on every path.
+  // Temporaries (padded arguments, sizes, zeros for other cores' arguments,
+  // outputs of other cores) destroyed on every path.
   std::vector<std::unique_ptr<PjrtBuffer>> temps;
-  std::vector<std::vector<PJRT_Buffer*>> arg_lists(R);
+  auto temp = [&](int dev, const Tensor& value) -> absl::StatusOr<PJRT_Buffer*> {
+    TPUSIM_ASSIGN_OR_RETURN(PJRT_Buffer * b, Upload(dev, value));
+    temps.push_back(std::make_unique<PjrtBuffer>(
+        this, devices_[dev].get(), value.spec(), b, value.shape(), std::nullopt));
+    return b;
+  };
+  std::vector<std::vector<PJRT_Buffer*>> arg_lists(R * C);
   // True parameter types per replica (for the true output types).
   std::vector<std::vector<ValueType>> true_params(R);
   for (int r = 0; r < R; ++r) {
     const std::vector<Buffer*>& args = per_replica_args[r];
-    const int dev = replica_devices[r];
     if (args.size() != params.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           where(), ": replica ", r, " passes ", args.size(),
@@ -571,6 +583,8 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
     }
     for (size_t p = 0; p < params.size(); ++p) {
       const ValueType& want = program.type(params[p]);
+      const int core = program.op(params[p]).logical_core;
+      const int dev = xla_devices[r * C + core];
       const auto* b = dynamic_cast<const PjrtBuffer*>(args[p]);
       if (b == nullptr || b->owner() != this) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -593,72 +607,82 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
         return absl::InvalidArgumentError(absl::StrCat(
             where(), ": replica ", r, " argument ", p, " lives on device ",
             b->device().id(), ", the parameter runs on device ", dev,
-            " (logical core 0)"));
+            " (logical core ", core, ")"));
       }
-      true_params[r].push_back(
-          ValueType(s.dtype, s.shape, want.dynamic_dims));
-      if (b->device_shape() == want.shape) {
-        arg_lists[r].push_back(b->buffer());
-        continue;
+      true_params[r].push_back(ValueType(s.dtype, s.shape, want.dynamic_dims));
+      PJRT_Buffer* arg = b->buffer();
+      if (b->device_shape() != want.shape) {
+        // Pad to the bound (the emitted code masks the padding).
+        Tensor value;
+        if (b->host().has_value()) {
+          value = *b->host();
+        } else {
+          TPUSIM_ASSIGN_OR_RETURN(
+              Tensor full, Download(b->buffer(), s.dtype, b->device_shape()));
+          value = PadOrCrop(full, s.shape);
+        }
+        TPUSIM_ASSIGN_OR_RETURN(arg, temp(dev, PadOrCrop(value, want.shape)));
       }
-      // Pad to the bound (the emitted code masks the padding).
-      Tensor value;
-      if (b->host().has_value()) {
-        value = *b->host();
-      } else {
-        TPUSIM_ASSIGN_OR_RETURN(
-            Tensor full, Download(b->buffer(), s.dtype, b->device_shape()));
-        value = PadOrCrop(full, s.shape);
+      for (int c = 0; c < C; ++c) {
+        if (c == core) {
+          arg_lists[r * C + c].push_back(arg);
+        } else {
+          TPUSIM_ASSIGN_OR_RETURN(
+              PJRT_Buffer * zero,
+              temp(xla_devices[r * C + c], Tensor::Zeros(want.dtype, want.shape)));
+          arg_lists[r * C + c].push_back(zero);
+        }
       }
-      Tensor padded = PadOrCrop(value, want.shape);
-      TPUSIM_ASSIGN_OR_RETURN(PJRT_Buffer * pb, Upload(dev, padded));
-      temps.push_back(std::make_unique<PjrtBuffer>(
-          this, devices_[dev].get(), padded.spec(), pb, want.shape,
-          std::nullopt));
-      arg_lists[r].push_back(pb);
     }
     for (const DynamicDimArg& da : module.dynamic_args) {
       const Tensor size = Tensor::Scalar<int32_t>(static_cast<int32_t>(
           true_params[r][da.parameter].shape.dim(da.dim)));
-      TPUSIM_ASSIGN_OR_RETURN(PJRT_Buffer * sb, Upload(dev, size));
-      temps.push_back(std::make_unique<PjrtBuffer>(
-          this, devices_[dev].get(), size.spec(), sb, size.shape(),
-          std::nullopt));
-      arg_lists[r].push_back(sb);
-    }
-    for (int slot : module.variable_inputs) {
-      auto it = variables_.find({dev, slot});
-      if (it == variables_.end()) {
-        const VariableDecl* decl = program.FindVariable(slot);
-        return absl::FailedPreconditionError(absl::StrCat(
-            where(), ": replica ", r, " reads variable slot ", slot, " (",
-            decl != nullptr ? decl->name : "", ") that was never written on "
-            "device ", dev));
+      for (int c = 0; c < C; ++c) {
+        TPUSIM_ASSIGN_OR_RETURN(PJRT_Buffer * sb, temp(xla_devices[r * C + c], size));
+        arg_lists[r * C + c].push_back(sb);
       }
-      arg_lists[r].push_back(it->second->buffer());
+    }
+    for (const VariableArg& v : module.variable_inputs) {
+      const VariableDecl* decl = program.FindVariable(v.slot);
+      for (int c = 0; c < C; ++c) {
+        const int dev = xla_devices[r * C + c];
+        if (c != v.core) {
+          TPUSIM_ASSIGN_OR_RETURN(
+              PJRT_Buffer * zero, temp(dev, Tensor::Zeros(decl->dtype, decl->shape)));
+          arg_lists[r * C + c].push_back(zero);
+          continue;
+        }
+        auto it = variables_.find({dev, v.slot});
+        if (it == variables_.end()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              where(), ": replica ", r, " reads variable slot ", v.slot, " (",
+              decl != nullptr ? decl->name : "",
+              ") that was never written on device ", dev));
+        }
+        arg_lists[r * C + c].push_back(it->second->buffer());
+      }
     }
   }
   // Compile for this assignment on first use.
-  auto loaded_it = exe->loaded_.find(replica_devices);
+  auto loaded_it = exe->loaded_.find(xla_devices);
   if (loaded_it == exe->loaded_.end()) {
-    TPUSIM_ASSIGN_OR_RETURN(
-        void* loaded,
-        const_cast<PjrtBackend*>(this)->CompileFor(module.text, replica_devices,
-                                                   program.name()));
-    loaded_it = exe->loaded_.emplace(replica_devices, loaded).first;
+    TPUSIM_ASSIGN_OR_RETURN(void* loaded,
+                            CompileFor(module.text, xla_devices, program.name()));
+    loaded_it = exe->loaded_.emplace(xla_devices, loaded).first;
   }
   TPUSIM_PJRT_REQUIRE(plugin_, PJRT_LoadedExecutable_Execute);
+  const int K = R * C;
   const size_t num_outputs =
       program.outputs().size() + module.variable_outputs.size();
   std::vector<std::vector<PJRT_Buffer*>> outs(
-      R, std::vector<PJRT_Buffer*>(num_outputs, nullptr));
-  std::vector<PJRT_Buffer* const*> arg_ptrs(R);
-  std::vector<PJRT_Buffer**> out_ptrs(R);
-  for (int r = 0; r < R; ++r) {
-    arg_ptrs[r] = arg_lists[r].data();
-    out_ptrs[r] = outs[r].data();
+      K, std::vector<PJRT_Buffer*>(num_outputs, nullptr));
+  std::vector<PJRT_Buffer* const*> arg_ptrs(K);
+  std::vector<PJRT_Buffer**> out_ptrs(K);
+  for (int k = 0; k < K; ++k) {
+    arg_ptrs[k] = arg_lists[k].data();
+    out_ptrs[k] = outs[k].data();
   }
-  std::vector<PJRT_Event*> events(R, nullptr);
+  std::vector<PJRT_Event*> events(K, nullptr);
   PJRT_ExecuteOptions eo{};
   eo.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
   PJRT_LoadedExecutable_Execute_Args a{};
@@ -666,7 +690,7 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
   a.executable = static_cast<PJRT_LoadedExecutable*>(loaded_it->second);
   a.options = &eo;
   a.argument_lists = arg_ptrs.data();
-  a.num_devices = R;
+  a.num_devices = K;
   a.num_args = arg_lists[0].size();
   a.output_lists = out_ptrs.data();
   a.device_complete_events = events.data();
@@ -674,16 +698,19 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
       plugin_->api()->PJRT_LoadedExecutable_Execute(&a),
       absl::StrCat(where(), ": PJRT_LoadedExecutable_Execute")));
   // Own every output and event before looking at errors.
-  std::vector<std::vector<std::unique_ptr<PjrtBuffer>>> owned(R);
+  std::vector<std::vector<std::unique_ptr<PjrtBuffer>>> owned(K);
   absl::Status first = absl::OkStatus();
-  for (int r = 0; r < R; ++r) {
+  for (int k = 0; k < K; ++k) {
     for (size_t o = 0; o < num_outputs; ++o) {
-      if (outs[r][o] != nullptr) ++plugin_->live_buffers;
+      if (outs[k][o] != nullptr) ++plugin_->live_buffers;
+      owned[k].push_back(std::make_unique<PjrtBuffer>(
+          this, devices_[xla_devices[k]].get(), TensorSpec(), outs[k][o],
+          Shape(), std::nullopt));
     }
-    if (events[r] != nullptr) {
+    if (events[k] != nullptr) {
       ++plugin_->live_events;
       absl::Status s = plugin_->AwaitAndDestroy(
-          events[r], absl::StrCat(where(), ": replica ", r));
+          events[k], absl::StrCat(where(), ": replica ", k / C));
       if (first.ok()) first = s;
     }
   }
@@ -714,47 +741,62 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
       }
     }
   }
+  if (!first.ok()) return first;
+  // Each value's result comes from the XLA replica of its core.
+  auto take = [&](int k, size_t o, TensorSpec spec, Shape device_shape) {
+    PJRT_Buffer* b = outs[k][o];
+    owned[k][o]->Release();
+    return std::make_unique<PjrtBuffer>(this, devices_[xla_devices[k]].get(),
+                                        std::move(spec), b,
+                                        std::move(device_shape), std::nullopt);
+  };
   SpmdOutputs result(R);
   for (int r = 0; r < R; ++r) {
-    const int dev = replica_devices[r];
     for (size_t o = 0; o < program.outputs().size(); ++o) {
       const Value v = program.outputs()[o];
       const ValueType& bound = program.type(v);
       const ValueType& t = types[r].empty() ? bound : types[r][v.id];
-      result[r].push_back(std::make_unique<PjrtBuffer>(
-          this, devices_[dev].get(), TensorSpec(t.dtype, t.shape),
-          outs[r][o], bound.shape, std::nullopt));
+      result[r].push_back(take(r * C + program.op(v).logical_core, o,
+                               TensorSpec(t.dtype, t.shape), bound.shape));
     }
     for (size_t k = 0; k < module.variable_outputs.size(); ++k) {
-      const int slot = module.variable_outputs[k];
-      const VariableDecl* decl = program.FindVariable(slot);
-      auto buf = std::make_unique<PjrtBuffer>(
-          this, devices_[dev].get(), TensorSpec(decl->dtype, decl->shape),
-          outs[r][program.outputs().size() + k], decl->shape, std::nullopt);
-      if (first.ok()) variables_[{dev, slot}] = std::move(buf);
+      const VariableArg& v = module.variable_outputs[k];
+      const VariableDecl* decl = program.FindVariable(v.slot);
+      const int xk = r * C + v.core;
+      variables_[{xla_devices[xk], v.slot}] =
+          take(xk, program.outputs().size() + k,
+               TensorSpec(decl->dtype, decl->shape), decl->shape);
     }
   }
-  if (!first.ok()) return first;
   const OpCost cost = program.TotalCost();
-  for (int dev : replica_devices) {
+  for (int dev : xla_devices) {
     DeviceTally& t = tally_[dev];
     t.executions += 1;
-    t.total.set_count(t.total.count() + static_cast<int64_t>(program.ops().size()));
-    t.total.set_flops(t.total.flops() + cost.flops);
-    t.total.set_transcendentals(t.total.transcendentals() + cost.transcendentals);
-    t.total.set_bytes_read(t.total.bytes_read() + cost.bytes_read);
-    t.total.set_bytes_written(t.total.bytes_written() + cost.bytes_written);
+  }
+  // The program's op counters on the device of each op's core.
+  for (int r = 0; r < R; ++r) {
     for (size_t i = 0; i < program.ops().size(); ++i) {
+      const Op& op = program.ops()[i];
+      DeviceTally& t = tally_[xla_devices[r * C + op.logical_core]];
       const OpCost c = program.CostOf(Value{static_cast<int>(i)});
-      OpCounters& k =
-          t.per_op[std::string(OpCodeName(program.ops()[i].code))];
-      k.set_count(k.count() + 1);
-      k.set_flops(k.flops() + c.flops);
-      k.set_transcendentals(k.transcendentals() + c.transcendentals);
-      k.set_bytes_read(k.bytes_read() + c.bytes_read);
-      k.set_bytes_written(k.bytes_written() + c.bytes_written);
+      // Bytes moved in from another core (the emitter's collective_permute)
+      // and collective operands, counted as HostBackend counts them.
+      for (int o : op.operands) {
+        if (program.ops()[o].logical_core != op.logical_core)
+          t.cross_core_bytes += program.ops()[o].type.byte_size();
+      }
+      if (IsCollective(op.code))
+        t.collective_bytes += program.ops()[op.operands[0]].type.byte_size();
+      for (OpCounters* k : {&t.total, &t.per_op[std::string(OpCodeName(op.code))]}) {
+        k->set_count(k->count() + 1);
+        k->set_flops(k->flops() + c.flops);
+        k->set_transcendentals(k->transcendentals() + c.transcendentals);
+        k->set_bytes_read(k->bytes_read() + c.bytes_read);
+        k->set_bytes_written(k->bytes_written() + c.bytes_written);
+      }
     }
   }
+  (void)cost;
   StepProfile step;
   step.set_start_ps(start_ps);
   step.set_end_ps(NowPs());
@@ -795,6 +837,8 @@ absl::StatusOr<Profile> PjrtBackend::CollectProfile() const {
     dp->set_executions(tally_[d].executions);
     dp->set_host_to_device_bytes(tally_[d].host_to_device_bytes);
     dp->set_device_to_host_bytes(tally_[d].device_to_host_bytes);
+    dp->set_cross_core_bytes(tally_[d].cross_core_bytes);
+    dp->set_collective_bytes(tally_[d].collective_bytes);
     *dp->mutable_total() = tally_[d].total;
     for (const auto& [name, c] : tally_[d].per_op) (*dp->mutable_per_op())[name] = c;
   }

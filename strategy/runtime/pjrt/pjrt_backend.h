@@ -17,7 +17,8 @@
 // (the CPU plugin gives no coordinates).
 //
 // Execution: ExecuteSpmd is ONE PJRT execute over all replicas (collectives run
-// inside the plugin). ExecuteSpmdLoop runs K executes (not a device loop) and
+// inside the plugin). Model parallelism: replica r's core c is XLA replica
+// r*C + c on device assignment.replica_devices[r][c] (the emitter's mapping). ExecuteSpmdLoop runs K executes (not a device loop) and
 // counts one execution per device per call, as HostBackend does. An
 // executable is compiled for a device assignment the first time it runs on it
 // (Compile compiles for replica r -> device r, so compile errors surface at
@@ -25,8 +26,8 @@
 // execute and replaced by its result. Dynamic dims: padded to the bound on the
 // host, true sizes passed as i32 arguments (see the emitter).
 //
-// Profile: executions, transfer bytes and the program's op counters (cost
-// rules, per execution) per device, and one StepProfileProto per device call
+// Profile: executions, transfer bytes, cross-core and collective bytes and
+// the program's op counters (cost rules, per execution) per device, and one StepProfileProto per device call
 // whose start_ps/end_ps are MEASURED wall time since the backend was created.
 // Spans, MXU/HBM figures and collective breakdowns are not measured (absent).
 //
@@ -149,6 +150,8 @@ class PjrtBackend final : public Backend {
     int64_t executions = 0;
     int64_t host_to_device_bytes = 0;
     int64_t device_to_host_bytes = 0;
+    int64_t cross_core_bytes = 0;
+    int64_t collective_bytes = 0;
     std::map<std::string, OpCounters> per_op;
     OpCounters total;
   };

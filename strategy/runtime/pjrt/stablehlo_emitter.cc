@@ -254,6 +254,42 @@ class Emitter {
   }
 
   absl::Status EmitOp(int id);
+  // Operand k of op `id`, on the op's logical core: a value made on another
+  // core of the replica is moved with a collective_permute from XLA replica
+  // r*C + its core to r*C + this core, for every replica r.
+  std::string Operand(int id, int k) {
+    const Op& op = p_.ops()[id];
+    const int src = op.operands[k];
+    const int from = p_.ops()[src].logical_core, to = op.logical_core;
+    if (from == to) return V(src);
+    auto it = moved_.find({src, to});
+    if (it != moved_.end()) return it->second;
+    std::vector<std::vector<int64_t>> pairs;
+    for (int r = 0; r < p_.num_replicas(); ++r)
+      pairs.push_back({int64_t{r} * cores_ + from, int64_t{r} * cores_ + to});
+    const absl::StatusOr<std::string> t = Ty(p_.ops()[src].type);
+    const std::string out = Fresh();
+    Line(absl::StrCat(out, " = \"stablehlo.collective_permute\"(", V(src),
+                      ") {source_target_pairs = ", I64Matrix(pairs), "} : (",
+                      *t, ") -> ", *t, "  // core ", from, " -> core ", to));
+    moved_[{src, to}] = out;
+    return out;
+  }
+  // The XLA replica groups of a collective on logical core `core`: every
+  // tpusim group g becomes {g_i * C + c} for each core c (the other cores run
+  // the same op on their own copies).
+  std::vector<std::vector<int64_t>> XlaGroups(
+      const std::vector<std::vector<int64_t>>& groups) {
+    if (cores_ == 1) return groups;
+    std::vector<std::vector<int64_t>> out;
+    for (int c = 0; c < cores_; ++c) {
+      for (const auto& g : groups) {
+        std::vector<int64_t>& row = out.emplace_back();
+        for (int64_t r : g) row.push_back(r * cores_ + c);
+      }
+    }
+    return out;
+  }
   // conv2d, its two gradients, max_pool2d and its gradient (NHWC / HWIO).
   absl::Status EmitWindowed(int id, const std::string& et, const std::string& t);
   absl::Status CheckSizesKnown(int id) {
@@ -277,16 +313,16 @@ class Emitter {
   std::string body_;
   int next_tmp_ = 0;
   std::map<std::pair<int, int>, std::string> size_of_;  // (value, dim) -> i32
-  std::map<int, std::string> slot_value_;  // current SSA value of each slot
+  // Current SSA value of each (slot, logical core): each core's device keeps
+  // its own storage of a slot.
+  std::map<std::pair<int, int>, std::string> slot_value_;
+  int cores_ = 1;
+  // Operand values moved to another core (value, core) -> SSA.
+  std::map<std::pair<int, int>, std::string> moved_;
 };
 
 absl::StatusOr<EmittedModule> Emitter::Run() {
-  if (p_.num_cores_per_replica() != 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        "pjrt: program ", p_.name(), " has ", p_.num_cores_per_replica(),
-        " logical cores per replica; the pjrt backend runs one core per "
-        "replica (model parallelism is not mapped to partitions yet)"));
-  }
+  cores_ = p_.num_cores_per_replica();
   EmittedModule m;
   // Arguments: parameters, dynamic sizes, variables read before written.
   std::vector<std::string> args;
@@ -305,39 +341,44 @@ absl::StatusOr<EmittedModule> Emitter::Run() {
       m.dynamic_args.push_back({static_cast<int>(i), d});
     }
   }
-  std::set<int> read_first, written;
+  // Variable storage per (slot, logical core).
+  std::set<std::pair<int, int>> read_first, written;
   for (const Op& op : p_.ops()) {
-    const int slot = static_cast<int>(op.attrs.variable_slot);
+    const std::pair<int, int> key(static_cast<int>(op.attrs.variable_slot),
+                                  op.logical_core);
     if (op.code == OpCode::kVariableRead ||
         op.code == OpCode::kVariableAssignAdd) {
-      if (written.count(slot) == 0) read_first.insert(slot);
+      if (written.count(key) == 0) read_first.insert(key);
     }
     if (op.code == OpCode::kVariableAssign ||
         op.code == OpCode::kVariableAssignAdd) {
-      written.insert(slot);
+      written.insert(key);
     }
   }
-  m.variable_inputs.assign(read_first.begin(), read_first.end());
-  m.variable_outputs.assign(written.begin(), written.end());
+  for (const auto& [slot, core] : read_first) m.variable_inputs.push_back({slot, core});
+  for (const auto& [slot, core] : written) m.variable_outputs.push_back({slot, core});
   const int num_outputs = static_cast<int>(p_.outputs().size());
-  for (int slot : m.variable_inputs) {
-    const VariableDecl* decl = p_.FindVariable(slot);
+  for (const VariableArg& v : m.variable_inputs) {
+    const VariableDecl* decl = p_.FindVariable(v.slot);
     if (decl == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "pjrt: program ", p_.name(), " uses undeclared variable slot ", slot));
+          "pjrt: program ", p_.name(), " uses undeclared variable slot ", v.slot));
     }
     TPUSIM_ASSIGN_OR_RETURN(std::string t,
                             TensorType(decl->dtype, decl->shape.dims()));
-    const std::string name = absl::StrCat("%var", slot);
+    const std::string name = cores_ == 1
+                                 ? absl::StrCat("%var", v.slot)
+                                 : absl::StrCat("%var", v.slot, "_core", v.core);
     std::string arg = absl::StrCat(name, ": ", t);
     for (size_t k = 0; k < m.variable_outputs.size(); ++k) {
-      if (m.variable_outputs[k] == slot) {
+      if (m.variable_outputs[k].slot == v.slot &&
+          m.variable_outputs[k].core == v.core) {
         absl::StrAppend(&arg, " {tf.aliasing_output = ", num_outputs + k,
                         " : i32}");
       }
     }
     args.push_back(arg);
-    slot_value_[slot] = name;
+    slot_value_[{v.slot, v.core}] = name;
   }
   for (int i = 0; i < static_cast<int>(p_.ops().size()); ++i) {
     TPUSIM_RETURN_IF_ERROR(EmitOp(i));
@@ -348,9 +389,9 @@ absl::StatusOr<EmittedModule> Emitter::Run() {
     TPUSIM_ASSIGN_OR_RETURN(std::string t, Ty(p_.type(v)));
     result_types.push_back(t);
   }
-  for (int slot : m.variable_outputs) {
-    const VariableDecl* decl = p_.FindVariable(slot);
-    results.push_back(slot_value_.at(slot));
+  for (const VariableArg& v : m.variable_outputs) {
+    const VariableDecl* decl = p_.FindVariable(v.slot);
+    results.push_back(slot_value_.at({v.slot, v.core}));
     TPUSIM_ASSIGN_OR_RETURN(std::string t,
                             TensorType(decl->dtype, decl->shape.dims()));
     result_types.push_back(t);
@@ -358,7 +399,7 @@ absl::StatusOr<EmittedModule> Emitter::Run() {
   std::string text = absl::StrCat(
       "module @", SymbolName(p_.name()),
       " attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = ",
-      p_.num_replicas(), " : i32} {\n");
+      p_.num_replicas() * cores_, " : i32} {\n");
   absl::StrAppend(&text, "  func.func public @main(",
                   absl::StrJoin(args, ", "), ") -> (",
                   absl::StrJoin(result_types, ", "), ") {\n");
@@ -393,7 +434,7 @@ absl::Status Emitter::EmitWindowed(int id, const std::string& et,
   const OpAttrs& a = op.attrs;
   const ValueType& rt = op.type;
   auto type_of = [&](int k) { return p_.ops()[op.operands[k]].type; };
-  auto x = [&](int k) { return V(op.operands[k]); };
+  auto x = [&](int k) { return Operand(id, k); };
   const std::vector<int64_t>& st = a.window_strides;
   const std::string prec = absl::StrCat(
       "#stablehlo<precision ", PrecisionName(a.precision), ">");
@@ -570,7 +611,7 @@ absl::Status Emitter::EmitOp(int id) {
     return p_.ops()[op.operands[k]].type;
   };
   auto ot = [&](int k) { return Ty(operand_type(k)); };
-  auto x = [&](int k) { return V(op.operands[k]); };
+  auto x = [&](int k) { return Operand(id, k); };
   // Most ops: emit straight into %vN.
   auto def = [&](const std::string& rhs) {
     Line(absl::StrCat(V(id), " = ", rhs));
@@ -612,12 +653,19 @@ absl::Status Emitter::EmitOp(int id) {
     case OpCode::kReplicaId: {
       const std::string r = Fresh();
       Line(absl::StrCat(r, " = \"stablehlo.replica_id\"() : () -> tensor<ui32>"));
-      def(absl::StrCat("\"stablehlo.convert\"(", r, ") : (tensor<ui32>) -> ", t));
+      if (cores_ == 1) {
+        def(absl::StrCat("\"stablehlo.convert\"(", r, ") : (tensor<ui32>) -> ", t));
+        return absl::OkStatus();
+      }
+      // XLA replica r*C + c runs core c of tpusim replica r.
+      const std::string c = Splat("ui32", {}, cores_);
+      const std::string q = Binary("divide", r, c, "tensor<ui32>");
+      def(absl::StrCat("\"stablehlo.convert\"(", q, ") : (tensor<ui32>) -> ", t));
       return absl::OkStatus();
     }
     case OpCode::kVariableRead: {
       const int slot = static_cast<int>(op.attrs.variable_slot);
-      auto it = slot_value_.find(slot);
+      auto it = slot_value_.find({slot, op.logical_core});
       if (it == slot_value_.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "pjrt: program ", p_.name(), " reads slot ", slot, " with no value"));
@@ -627,14 +675,14 @@ absl::Status Emitter::EmitOp(int id) {
     }
     case OpCode::kVariableAssign: {
       alias(x(0));
-      slot_value_[static_cast<int>(op.attrs.variable_slot)] = V(id);
+      slot_value_[{static_cast<int>(op.attrs.variable_slot), op.logical_core}] = V(id);
       return absl::OkStatus();
     }
     case OpCode::kVariableAssignAdd: {
       const int slot = static_cast<int>(op.attrs.variable_slot);
-      def(absl::StrCat("\"stablehlo.add\"(", slot_value_.at(slot), ", ", x(0),
-                       ") : (", t, ", ", t, ") -> ", t));
-      slot_value_[slot] = V(id);
+      def(absl::StrCat("\"stablehlo.add\"(", slot_value_.at({slot, op.logical_core}),
+                       ", ", x(0), ") : (", t, ", ", t, ") -> ", t));
+      slot_value_[{slot, op.logical_core}] = V(id);
       return absl::OkStatus();
     }
     case OpCode::kNeg:
@@ -1031,7 +1079,10 @@ absl::Status Emitter::EmitOp(int id) {
       }
       if (op.code == OpCode::kCollectivePermute) {
         std::vector<std::vector<int64_t>> pairs;
-        for (const auto& [s, d] : op.attrs.source_target_pairs) pairs.push_back({s, d});
+        for (int c = 0; c < cores_; ++c) {
+          for (const auto& [src, dst] : op.attrs.source_target_pairs)
+            pairs.push_back({src * cores_ + c, dst * cores_ + c});
+        }
         def(absl::StrCat("\"stablehlo.collective_permute\"(", x(0),
                          ") {source_target_pairs = ",
                          pairs.empty() ? "dense<> : tensor<0x2xi64>" : I64Matrix(pairs),
@@ -1041,7 +1092,7 @@ absl::Status Emitter::EmitOp(int id) {
       TPUSIM_ASSIGN_OR_RETURN(
           std::vector<std::vector<int64_t>> groups,
           ResolveReplicaGroups(op.code, op.attrs.replica_groups, p_.num_replicas()));
-      const std::string rg = I64Matrix(groups);
+      const std::string rg = I64Matrix(XlaGroups(groups));
       const int64_t group_size = groups.empty() ? 1 : groups[0].size();
       auto norm = [&](int64_t a) { return a < 0 ? a + xt.rank() : a; };
       if (op.code == OpCode::kAllGather) {

@@ -14,8 +14,8 @@
 //  3. one argument per variable slot the program reads before writing it
 //     (`variable_inputs`, ascending slot).
 // Its results: the program's outputs (at their bound shapes; the caller slices
-// a dynamic output to its true size), then the new value of every slot the
-// program writes (`variable_outputs`, ascending slot).
+// a dynamic output to its true size), then the new value of every (slot,
+// core) the program writes (`variable_outputs`).
 //
 // Variables: StableHLO has no mutable state, so a slot's value is threaded
 // through the function: variable_read uses the slot's current SSA value,
@@ -36,8 +36,20 @@
 // gradient select_and_scatter (GE: the first maximum of a window wins, as on
 // the host) over the input padded with -inf.
 //
-// Limits (Unimplemented, naming the op): programs with more than one logical
-// core per replica; convolutions and pooling of dynamic shapes.
+// Model parallelism (C logical cores per replica) maps to XLA replicas with
+// groups: XLA replica r*C + c runs core c of replica r (num_replicas = R*C,
+// one partition). Every XLA replica runs the whole function; an op's value is
+// meaningful on the XLA replicas of its core. A value used on another core is
+// moved there with a collective_permute (pairs r*C+from -> r*C+to); a
+// collective on core c uses groups {g*C + c} (each core's copy communicates
+// with the same core of the other replicas); replica_id is the XLA replica id
+// divided by C; variable storage is per (slot, core). The caller passes, on
+// XLA replica (r, c), the real arguments of the parameters and variables of
+// core c and zeros for the others, and keeps the results of core c.
+//
+// Limits (Unimplemented, naming the op): convolutions and pooling of dynamic
+// shapes; slices into, concatenation along and collectives other than
+// all_reduce over a dynamic dim.
 //
 // Numerics: dot and conv precision is written as the op's precision config
 // (DEFAULT / HIGH / HIGHEST); integer division by zero is not trapped (XLA
@@ -59,11 +71,20 @@ struct DynamicDimArg {
   int dim = 0;
 };
 
+// A variable's storage on the devices of one logical core.
+struct VariableArg {
+  int slot = 0;
+  int core = 0;
+  friend bool operator==(const VariableArg& a, const VariableArg& b) {
+    return a.slot == b.slot && a.core == b.core;
+  }
+};
+
 struct EmittedModule {
   std::string text;
   std::vector<DynamicDimArg> dynamic_args;
-  std::vector<int> variable_inputs;   // slots, ascending
-  std::vector<int> variable_outputs;  // slots, ascending
+  std::vector<VariableArg> variable_inputs;   // ascending (slot, core)
+  std::vector<VariableArg> variable_outputs;  // ascending (slot, core)
 };
 
 // The oldest StableHLO a plugin must read for the emitted text (the 1.x

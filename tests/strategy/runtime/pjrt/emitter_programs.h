@@ -76,6 +76,25 @@ inline Program Windowed() {
   return *std::move(b).Build({y_same, y_valid, dx, df, df2, mp, mpg, mpv, mpvg});
 }
 
+// 2 replicas x 2 logical cores: core 1 holds a variable and computes on the
+// parameter of core 0; core 0 all-reduces what core 1 sent and adds the
+// replica id; core 1 all-gathers its own values.
+inline Program TwoCores() {
+  ProgramBuilder b("two_cores", 2, 2);
+  Value x = *b.Parameter(DType::kF32, Shape({2}));  // core 0
+  (void)b.set_logical_core(1);
+  (void)b.DeclareVariable(0, DType::kF32, Shape({2}), "acc");
+  Value w = *b.VariableRead(0);
+  Value y = *b.Mul(x, w);               // x moves from core 0 to core 1
+  Value acc = *b.VariableAssignAdd(0, y);
+  Value g = *b.AllGather(y, 0);         // among the core-1 devices
+  (void)b.set_logical_core(0);
+  Value s = *b.AllReduce(y, CollectiveReduce::kSum);  // y moves back to core 0
+  Value id = *b.Cast(b.ReplicaId(), DType::kF32);
+  Value out = *b.Add(s, id);
+  return *std::move(b).Build({out, acc, g});
+}
+
 }  // namespace tpusim::runtime::pjrt::testing
 
 #endif  // TPUSIM_TESTS_STRATEGY_RUNTIME_PJRT_EMITTER_PROGRAMS_H_

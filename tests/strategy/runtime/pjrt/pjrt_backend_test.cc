@@ -450,6 +450,59 @@ TEST(PjrtBackendTest, ThePluginsCodeAndMessageComeThrough) {
                              HasSubstr("; emitted line 3: %v1 = \"stablehlo.all_reduce\""))));
 }
 
+// Model parallelism: 2 replicas x 2 cores on 4 devices (replica r on devices
+// {3 - 2r, 2 - 2r}), exactly HostBackend's values, the variable on core 1's
+// devices only.
+TEST(PjrtBackendTest, TwoCoresPerReplicaMatchHostBackend) {
+  Program p = testing::TwoCores();
+  const SpmdAssignment assignment{{{3, 2}, {1, 0}}};
+  const std::vector<std::vector<float>> xs = {{1, 2}, {3, 4}};
+  std::vector<std::vector<std::vector<float>>> results;
+  auto b = Make(4);
+  ASSERT_NE(b, nullptr);
+  HostBackend host(4);
+  for (Backend* be : {static_cast<Backend*>(&host), static_cast<Backend*>(b.get())}) {
+    ASSERT_THAT(be->WriteVariable(2, 0, Tensor::Vector<float>({10, 20})), IsOk());
+    ASSERT_THAT(be->WriteVariable(0, 0, Tensor::Vector<float>({30, 40})), IsOk());
+    auto exe = be->Compile(p, {2, 2});
+    ASSERT_THAT(exe, IsOk());
+    std::vector<std::unique_ptr<Buffer>> owned;
+    std::vector<std::vector<Buffer*>> args(2);
+    for (int r = 0; r < 2; ++r) {
+      auto buf = be->TransferToDevice(assignment.replica_devices[r][0],
+                                      Tensor::Vector<float>(xs[r]));
+      ASSERT_THAT(buf, IsOk());
+      args[r].push_back(buf->get());
+      owned.push_back(std::move(*buf));
+    }
+    for (int step = 0; step < 2; ++step) {
+      auto outs = be->ExecuteSpmd(**exe, assignment, args);
+      ASSERT_THAT(outs, IsOk());
+      auto& res = results.emplace_back();
+      for (int r = 0; r < 2; ++r) {
+        EXPECT_EQ((*outs)[r][0]->device().id(), assignment.replica_devices[r][0]);
+        EXPECT_EQ((*outs)[r][1]->device().id(), assignment.replica_devices[r][1]);
+        for (auto& o : (*outs)[r]) {
+          Tensor t = *be->TransferFromDevice(*o);
+          res.emplace_back(t.values<float>().begin(), t.values<float>().end());
+        }
+      }
+    }
+    EXPECT_THAT(be->ReadVariable(2, 0)->values<float>(), ElementsAre(40, 180));  // w *= 1 + x, twice, x = (1, 2)
+
+    EXPECT_THAT(be->ReadVariable(0, 0)->values<float>(), ElementsAre(480, 1000));  // x = (3, 4)
+    EXPECT_THAT(be->ReadVariable(3, 0).status(),
+                StatusIs(absl::StatusCode::kNotFound, HasSubstr("never written on device 3")));
+  }
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[2], results[0]);
+  EXPECT_EQ(results[3], results[1]);
+  // Step 1, replica 0: y = x * w = [10, 40]; sum over replicas with
+  // [90, 160] = [100, 200]; + replica id 0.
+  EXPECT_THAT(results[2][0], ElementsAre(100, 200));
+  EXPECT_THAT(results[2][3], ElementsAre(101, 201));
+}
+
 // conv2d, max_pool2d and their gradients on the plugin equal the host kernels
 // within 1e-5 relative (the max-pool routing exactly: distinct inputs).
 TEST(PjrtBackendTest, ConvolutionsAndPoolingMatchHostBackend) {

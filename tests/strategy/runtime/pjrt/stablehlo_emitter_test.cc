@@ -46,8 +46,8 @@ TEST(StableHloEmitterTest, MlpStepMatchesItsGolden) {
   // b is read and assign_added: both are inputs and outputs.
   ASSERT_EQ(m->dynamic_args.size(), 2u);
   EXPECT_EQ(m->dynamic_args[1].parameter, 1);
-  EXPECT_EQ(m->variable_inputs, (std::vector<int>{0, 1}));
-  EXPECT_EQ(m->variable_outputs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m->variable_inputs, (std::vector<VariableArg>{{0, 0}, {1, 0}}));
+  EXPECT_EQ(m->variable_outputs, (std::vector<VariableArg>{{0, 0}, {1, 0}}));
 }
 
 TEST(StableHloEmitterTest, MovementAndCollectivesMatchTheirGolden) {
@@ -58,12 +58,16 @@ TEST(StableHloEmitterTest, ConvolutionsAndPoolingMatchTheirGolden) {
   ExpectGolden(testing::Windowed(), "windowed");
 }
 
-TEST(StableHloEmitterTest, ModelParallelismAndPermutingADynamicShapeAreNamedUnimplemented) {
-  ProgramBuilder two("two_cores", 1, 2);
-  Value x = *two.Parameter(DType::kF32, Shape({2}));
-  EXPECT_THAT(EmitStableHlo(*std::move(two).Build({x})).status(),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("has 2 logical cores per replica")));
+TEST(StableHloEmitterTest, TwoCoresPerReplicaMatchTheirGolden) {
+  ExpectGolden(testing::TwoCores(), "two_cores");
+  absl::StatusOr<EmittedModule> m = EmitStableHlo(testing::TwoCores());
+  ASSERT_THAT(m, IsOk());
+  // Slot 0 lives on core 1 (read and assign_added there).
+  EXPECT_EQ(m->variable_inputs, (std::vector<VariableArg>{{0, 1}}));
+  EXPECT_EQ(m->variable_outputs, (std::vector<VariableArg>{{0, 1}}));
+}
+
+TEST(StableHloEmitterTest, PermutingADynamicShapeIsNamedUnimplemented) {
   ProgramBuilder dyn("dyn_permute", 2);
   Value d = *dyn.Parameter(DType::kF32, Shape({4, 2}), 0b1);
   Value cp = *dyn.CollectivePermute(d, {{0, 1}, {1, 0}});
