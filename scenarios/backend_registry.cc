@@ -52,7 +52,9 @@ const std::vector<std::pair<std::string, Factory>>& Registry() {
          const std::string base = slash == std::string::npos
                                       ? o.plugin_path
                                       : o.plugin_path.substr(slash + 1);
-         if (!absl::StartsWith(base, "libtpu")) {
+         if (absl::StartsWith(base, "libtpu")) {
+           o.requires_tpu = true;
+         } else {
            o.cpu_device_count = static_cast<int64_t>(layout.devices.size());
          }
          o.devices = std::move(layout.devices);

@@ -31,8 +31,10 @@ std::vector<std::string> BackendNames();
 struct BackendOptions {
   // "pjrt": the plugin; "" = pjrt::DefaultPjrtPluginPath() ($TPUSIM_PJRT_PLUGIN
   // or the CPU plugin found at configure time). A plugin whose file name
-  // starts with "libtpu" is created without options; any other gets
-  // cpu_device_count = the slice's device count (XLA's CPU plugin).
+  // starts with "libtpu" is created without options, after checking that
+  // the machine has a TPU (FailedPrecondition otherwise, without loading
+  // it); any other gets cpu_device_count = the slice's device count (XLA's
+  // CPU plugin).
   std::string pjrt_plugin;
 };
 

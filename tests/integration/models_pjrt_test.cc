@@ -4,6 +4,7 @@
 // own exp/tanh/rsqrt approximations). Small custom sizes, 2 replicas.
 
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +35,9 @@ struct Case {
   double tolerance;  // |pjrt - host| <= tolerance * max(1, |host|)
   int64_t local_batch = 2;
 };
+
+// The test names show the case's name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 struct Result {
   absl::Status status;

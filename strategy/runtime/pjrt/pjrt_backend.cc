@@ -1,6 +1,10 @@
 #include "strategy/runtime/pjrt/pjrt_backend.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -111,6 +115,24 @@ absl::Status WithEmittedLine(const absl::Status& s, const std::string& text) {
   return s;
 }
 
+// True when some PCI device under `dir` has Google's vendor id (TPUs).
+bool HasTpuPciDevice(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream vendor(dir + "/" + e->d_name + "/vendor");
+    std::string id;
+    if (vendor >> id && id == "0x1ae0") {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
 }  // namespace
 
 // ---- buffers ----
@@ -184,6 +206,14 @@ absl::StatusOr<std::unique_ptr<PjrtBackend>> PjrtBackend::Create(
     PjrtBackendOptions options) {
   if (options.devices.empty()) {
     return absl::InvalidArgumentError("pjrt: the slice has no devices");
+  }
+  if (options.requires_tpu && ::access(options.plugin_path.c_str(), F_OK) == 0 &&
+      !HasTpuPciDevice(options.pci_devices_dir)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "pjrt plugin \"", options.plugin_path,
+        "\" is a TPU plugin, but this machine has no TPU (no PCI device of "
+        "vendor 0x1ae0 under ", options.pci_devices_dir,
+        "); run on a TPU VM, or use XLA's CPU plugin"));
   }
   TPUSIM_ASSIGN_OR_RETURN(PjrtPlugin * plugin,
                           PjrtPlugin::Load(options.plugin_path));

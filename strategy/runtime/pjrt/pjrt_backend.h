@@ -73,6 +73,12 @@ struct PjrtBackendOptions {
   std::vector<DeviceDescription> devices;
   // XLA CPU plugin create option "cpu_device_count"; unset for other plugins.
   std::optional<int64_t> cpu_device_count;
+  // A TPU plugin (libtpu): Create first looks for a TPU among the PCI devices
+  // (vendor 0x1ae0, Google, under `pci_devices_dir`) and fails fast with
+  // FailedPrecondition when there is none, instead of letting libtpu wait for
+  // a cloud metadata server.
+  bool requires_tpu = false;
+  std::string pci_devices_dir = "/sys/bus/pci/devices";
 };
 
 // What the plugin reports about one of its devices.

@@ -162,6 +162,27 @@ TEST(PjrtPluginTest, APluginReadingOnlyOldStableHloIsRejected) {
                                  "StableHLO 1.x: install a newer plugin")));
 }
 
+// A TPU plugin on a machine without a TPU fails at once, before loading it
+// (libtpu would first wait for a cloud metadata server). The PCI tree is a
+// fake one: one device of another vendor.
+TEST(PjrtBackendTest, ATpuPluginWithoutATpuFailsFast) {
+  std::filesystem::create_directories("pci/0000:00:01.0");
+  std::ofstream("pci/0000:00:01.0/vendor") << "0x8086\n";
+  PjrtBackendOptions o = FakeOptions("nodevices");
+  o.requires_tpu = true;
+  o.pci_devices_dir = "pci";
+  EXPECT_THAT(PjrtBackend::Create(o).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is a TPU plugin, but this machine has no TPU "
+                                 "(no PCI device of vendor 0x1ae0 under pci)")));
+  // With a Google device it goes on to the plugin (which has no devices).
+  std::filesystem::create_directories("pci/0000:00:05.0");
+  std::ofstream("pci/0000:00:05.0/vendor") << "0x1ae0\n";
+  EXPECT_THAT(PjrtBackend::Create(o).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("has 0 addressable devices")));
+}
+
 TEST(PjrtBackendTest, APluginWithNoDevicesIsAnErrorNotAHang) {
   auto plugin = PjrtPlugin::Load(FakePlugin("nodevices"));
   ASSERT_THAT(plugin, IsOk());
