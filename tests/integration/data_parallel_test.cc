@@ -46,6 +46,8 @@ std::string SliceFor(int replicas) {
       return "v5litepod-1";
     case 2:
       return "v5litepod-2";
+    case 4:
+      return "v5litepod-4";
     default:
       return "v3-8";  // 8 TensorCores on one host
   }
@@ -294,7 +296,7 @@ std::vector<std::string> Backends() {
 
 INSTANTIATE_TEST_SUITE_P(Backends, DataParallelTest,
                          ::testing::Combine(::testing::ValuesIn(Backends()),
-                                            ::testing::Values(1, 2, 8)),
+                                            ::testing::Values(1, 2, 4, 8)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" +
                                   std::to_string(std::get<1>(info.param)) +
