@@ -798,7 +798,6 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
                TensorSpec(decl->dtype, decl->shape), decl->shape);
     }
   }
-  const OpCost cost = program.TotalCost();
   for (int dev : xla_devices) {
     DeviceTally& t = tally_[dev];
     t.executions += 1;
@@ -826,7 +825,6 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
       }
     }
   }
-  (void)cost;
   StepProfile step;
   step.set_start_ps(start_ps);
   step.set_end_ps(NowPs());
