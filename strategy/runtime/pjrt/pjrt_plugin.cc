@@ -1,6 +1,7 @@
 #include "strategy/runtime/pjrt/pjrt_plugin.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <cstring>
@@ -51,6 +52,9 @@ absl::StatusOr<PjrtPlugin*> PjrtPlugin::Load(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pjrt plugin \"", path, "\" is not a regular file (a shared object)"));
   }
+  // XLA's plugins log INFO lines to stderr; the CLI's stderr is for errors.
+  // Warnings and errors stay; a value the user set wins.
+  ::setenv("TF_CPP_MIN_LOG_LEVEL", "1", /*overwrite=*/0);
   // RTLD_LOCAL: the plugin carries its own Abseil and protobuf, which must not
   // resolve against (or override) tpusim's.
   // A bare file name is the file checked above, not a library search.

@@ -13,6 +13,8 @@
 //    must equal the header's (else FailedPrecondition naming both); any minor
 //    version loads, and Require() checks, before each call, that the function
 //    is inside the plugin's PJRT_Api (PJRT_Api.struct_size) and set.
+//  * Before the first load, TF_CPP_MIN_LOG_LEVEL is set to 1 unless the user
+//    set it (XLA's plugins would print INFO lines on stderr).
 //  * A plugin is loaded and initialised (PJRT_Plugin_Initialize) once per
 //    process per path and never unloaded (XLA plugins do not support
 //    dlclose); Load returns the same object for the same path.
