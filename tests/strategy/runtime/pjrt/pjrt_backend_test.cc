@@ -321,6 +321,18 @@ TEST(PjrtBackendTest, VariablesPersistAcrossExecutions) {
   EXPECT_GT(profile->steps(0).end_ps(), profile->steps(0).start_ps());
 }
 
+TEST(PjrtBackendTest, MoreReplicasThanDevicesIsAnError) {
+  ProgramBuilder pb("wide", 4);
+  Value x = *pb.Parameter(DType::kF32, Shape({2}));
+  Program p = *std::move(pb).Build({x});
+  auto b = Make(2);
+  ASSERT_NE(b, nullptr);
+  EXPECT_THAT(b->Compile(p, {4, 1}).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("4 replicas x 1 cores need 4 devices, the pjrt "
+                                 "backend has 2")));
+}
+
 TEST(PjrtBackendTest, ReadingAnUnsetVariableIsFailedPrecondition) {
   ProgramBuilder pb("read", 1);
   ASSERT_THAT(pb.DeclareVariable(3, DType::kF32, Shape({2}), "w"), IsOk());
