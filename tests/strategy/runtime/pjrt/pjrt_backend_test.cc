@@ -95,7 +95,7 @@ TEST(PjrtPluginTest, MissingPathIsNotFound) {
 }
 
 TEST(PjrtPluginTest, ATextFileIsNotASharedObject) {
-  const std::string path = "not_a_plugin.so";
+  const std::string path = ::testing::TempDir() + "not_a_plugin.so";
   std::ofstream(path) << "hello\n";
   EXPECT_THAT(PjrtPlugin::Load(path).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
@@ -114,7 +114,7 @@ TEST(PjrtPluginTest, ASharedObjectWithoutGetPjrtApiIsRejected) {
 // (a plugin loads once per process per path).
 std::string FakePlugin(const std::string& mode) {
   setenv("TPUSIM_FAKE_PJRT_MODE", mode.c_str(), 1);
-  const std::string path = "fake_pjrt_" + mode + ".so";
+  const std::string path = ::testing::TempDir() + "fake_pjrt_" + mode + ".so";
   // Never rewrites a copy already loaded (mapped) by this process.
   std::error_code ec;
   std::filesystem::copy_file(TPUSIM_FAKE_PJRT_PLUGIN, path,
@@ -166,18 +166,19 @@ TEST(PjrtPluginTest, APluginReadingOnlyOldStableHloIsRejected) {
 // (libtpu would first wait for a cloud metadata server). The PCI tree is a
 // fake one: one device of another vendor.
 TEST(PjrtBackendTest, ATpuPluginWithoutATpuFailsFast) {
-  std::filesystem::create_directories("pci/0000:00:01.0");
-  std::ofstream("pci/0000:00:01.0/vendor") << "0x8086\n";
+  const std::string pci = ::testing::TempDir() + "pci";
+  std::filesystem::create_directories(pci + "/0000:00:01.0");
+  std::ofstream(pci + "/0000:00:01.0/vendor") << "0x8086\n";
   PjrtBackendOptions o = FakeOptions("nodevices");
   o.requires_tpu = true;
-  o.pci_devices_dir = "pci";
+  o.pci_devices_dir = pci;
   EXPECT_THAT(PjrtBackend::Create(o).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("is a TPU plugin, but this machine has no TPU "
-                                 "(no PCI device of vendor 0x1ae0 under pci)")));
+                                 "(no PCI device of vendor 0x1ae0 under " + pci + ")")));
   // With a Google device it goes on to the plugin (which has no devices).
-  std::filesystem::create_directories("pci/0000:00:05.0");
-  std::ofstream("pci/0000:00:05.0/vendor") << "0x1ae0\n";
+  std::filesystem::create_directories(pci + "/0000:00:05.0");
+  std::ofstream(pci + "/0000:00:05.0/vendor") << "0x1ae0\n";
   EXPECT_THAT(PjrtBackend::Create(o).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("has 0 addressable devices")));
