@@ -280,8 +280,10 @@ class Validator {
 
   absl::Status CheckRun(const Cursor& c, const Scenario& sc) {
     const RunSpec& run = sc.run();
-    if (run.has_backend() && run.backend() != "sim" && run.backend() != "host") {
-      return c.Error("backend", Quote(run.backend()), "must be \"sim\" or \"host\"");
+    if (run.has_backend() && run.backend() != "sim" && run.backend() != "host" &&
+        run.backend() != "pjrt") {
+      return c.Error("backend", Quote(run.backend()),
+                     "must be \"sim\", \"host\" or \"pjrt\"");
     }
     if (run.has_steps_per_run() && run.steps_per_run() < 1) {
       return c.Error("steps_per_run", absl::StrCat(run.steps_per_run()),

@@ -774,9 +774,21 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
     }
     TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(pod.slice()));
     TPUSIM_ASSIGN_OR_RETURN(backend, CreateBackend("host", pod.slice()));
+  } else if (result.backend == "pjrt") {
+    if (!pod.has_slice()) {
+      return absl::InvalidArgumentError(
+          "run.backend=\"pjrt\" needs a slice name (run.pod.slice or "
+          "cluster.slice): it gives the devices' layout");
+    }
+    TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(pod.slice()));
+    BackendOptions backend_options;
+    backend_options.pjrt_plugin = options.pjrt_plugin;
+    TPUSIM_ASSIGN_OR_RETURN(
+        backend, CreateBackend("pjrt", pod.slice(), backend_options));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--backend=", result.backend, ": must be \"sim\" or \"host\""));
+        "--backend=", result.backend, ": must be one of ",
+        absl::StrJoin(BackendNames(), ", ")));
   }
   result.slice = layout.name;
   result.generation =

@@ -54,6 +54,9 @@ namespace tpusim::scenarios {
 struct TrainOptions {
   // Overrides run.backend when not empty.
   std::string backend;
+  // The "pjrt" backend's plugin ("" = the default: $TPUSIM_PJRT_PLUGIN or the
+  // plugin found at configure time).
+  std::string pjrt_plugin;
   // Where the scenario's synthetic file sets are written (default:
   // DefaultDataDir()).
   std::string data_dir;

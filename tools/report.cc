@@ -86,6 +86,13 @@ RunStats ComputeRunStats(const std::string& scenario,
   s.step_ms_p50 = per_step[static_cast<size_t>((n - 1) * 0.5)];
   s.step_ms_p99 = per_step[static_cast<size_t>(std::ceil((n - 1) * 0.99))];
   s.examples_per_second = s.global_batch / (s.step_ms_mean * 1e-3);
+  if (r.backend == "pjrt") {
+    s.wall_time_only = true;
+    s.bottleneck =
+        "not measured: the pjrt backend measures wall time per device call "
+        "only (use the plugin's profiler for a breakdown)";
+    return s;
+  }
   // Breakdown: device time per span category (every device's, traced or
   // not: DeviceProfile::category_ps), averaged over the devices that ran and
   // over steps. The sums are of integer picoseconds, exact in int64.
@@ -233,6 +240,12 @@ std::string TextReport(const RunStats& s) {
                         "%.1f examples/s\n",
                         s.step_ms_mean, s.step_ms_p50, s.step_ms_p99,
                         s.examples_per_second);
+  if (s.wall_time_only) {
+    absl::StrAppend(&out,
+                    "breakdown of a step, MFU, HBM, ICI links: not measured\n"
+                    "bottleneck: ", s.bottleneck, "\n");
+    return out;
+  }
   absl::StrAppend(&out, "breakdown of a step (mean per device):\n");
   for (const char* c : {"input", "infeed", "mxu", "vector", "memory",
                         "collective", "host", "idle"}) {
@@ -319,6 +332,13 @@ Json StatsJson(const RunStats& s) {
       {"bottleneck", Json::String(s.bottleneck)},
       {"last_loss", s.has_loss ? Json::Float64(s.last_loss) : Json::Null()},
   };
+  if (s.wall_time_only) {
+    for (const char* k : {"breakdown_ms", "mfu", "hbm_gbps_per_chip",
+                          "peak_hbm_bytes", "hbm_capacity_bytes",
+                          "busiest_links"}) {
+      members.erase(k);
+    }
+  }
   for (auto& [k, v] : extra) members[k] = std::move(v);
   return Json::Object(std::move(members));
 }

@@ -42,6 +42,10 @@ struct RunStats {
   int num_replicas = 0;
   int64_t global_batch = 0;
   int64_t steps = 0;
+  // Only the step time is known (backend "pjrt": measured wall time per
+  // device call); the breakdown, MFU, HBM and link figures are not measured:
+  // the text report says so and stats.json leaves their keys out.
+  bool wall_time_only = false;
   // Per training step (a device call of K steps counts K steps of 1/K of its
   // time), in milliseconds.
   double step_ms_mean = 0;

@@ -65,9 +65,10 @@ absl::Status ParseTraceDevices(const std::string& value,
 
 absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   const std::string backend = args.Get("backend");
-  if (args.Has("backend") && backend != "sim" && backend != "host") {
+  if (args.Has("backend") && backend != "sim" && backend != "host" &&
+      backend != "pjrt") {
     return UsageError(
-        absl::StrCat("--backend=", backend, " must be sim or host"));
+        absl::StrCat("--backend=", backend, " must be sim, host or pjrt"));
   }
   const std::string format = args.Get("format", "text");
   if (format != "text" && format != "json") {
@@ -94,6 +95,7 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
       scenarios::LoadedScenario scenario,
       scenarios::LoadScenarioFile(path, args.GetAll("set")));
   options.backend = backend;
+  options.pjrt_plugin = args.Get("pjrt-plugin");
   // A progress bar on stderr when it is a terminal and the run takes more
   // than 2 s (never in the outputs, which stay deterministic).
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -171,11 +173,16 @@ Subcommand RunCommand() {
   s.name = "run";
   s.summary = "train a scenario's workload and report where the step time goes";
   s.usage =
-      "tpusim run SCENARIO [--backend=host|sim] [--out DIR] [--set "
-      "PATH=VALUE]... [--format=text|json] [--trace-devices=ID,...|all] "
-      "[--memory-limit=SIZE]";
+      "tpusim run SCENARIO [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
+      "[--out DIR] [--set PATH=VALUE]... [--format=text|json] "
+      "[--trace-devices=ID,...|all] [--memory-limit=SIZE]";
   s.flags = {
-      {"backend", true, "sim (default: the simulated pod) or host (values only)"},
+      {"backend", true,
+       "sim (default: the simulated pod), host (values only) or pjrt (a real "
+       "PJRT plugin: values and measured wall time)"},
+      {"pjrt-plugin", true,
+       "the PJRT plugin for --backend=pjrt (default: $TPUSIM_PJRT_PLUGIN, else "
+       "XLA's CPU plugin found at configure time)"},
       {"out", true,
        "write stats.json, stats.textproto, trace.json and report.html there"},
       {"memory-limit", true,

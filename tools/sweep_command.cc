@@ -93,7 +93,8 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     std::vector<std::string> argv = {"run", args.positional()[0],
                                      "--format=json"};
     // `run`'s own flags go to every point as given.
-    for (const char* flag : {"backend", "trace-devices", "memory-limit"}) {
+    for (const char* flag :
+         {"backend", "pjrt-plugin", "trace-devices", "memory-limit"}) {
       if (args.Has(flag)) {
         argv.push_back(absl::StrCat("--", flag, "=", args.Get(flag)));
       }
@@ -217,7 +218,7 @@ Subcommand SweepCommand() {
   s.summary = "run a scenario over values of fields, one process per point";
   s.usage =
       "tpusim sweep SCENARIO --set PATH=V1,V2,... [--set ...] [--jobs N] "
-      "[--format=text|json|csv] [--backend=host|sim] "
+      "[--format=text|json|csv] [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
       "[--trace-devices=ID,...|all] [--memory-limit=SIZE]";
   s.flags = {
       {"set", true, "PATH=V1,V2,...: the values of one field (repeatable: the "
@@ -225,6 +226,7 @@ Subcommand SweepCommand() {
       {"jobs", true, "points run at once (default: every core)"},
       {"format", true, "text (default), json or csv"},
       {"backend", true, "passed to each `tpusim run`"},
+      {"pjrt-plugin", true, "passed to each `tpusim run`"},
       {"trace-devices", true, "passed to each `tpusim run`"},
       {"memory-limit", true, "passed to each `tpusim run`"},
   };

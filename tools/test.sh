@@ -12,7 +12,14 @@ preset="${TPUSIM_PRESET:-release}"
 jobs="$(nproc 2>/dev/null || echo 2)"
 
 tools/setup.sh
-cmake --preset "$preset"
+# The PJRT backend is required (ON) where it can build: XLA's CPU plugin from the pinned wheel is
+# then tested for real. The asan and fuzz presets keep it OFF (the plugin is not instrumented).
+pjrt=()
+case "$preset" in
+  asan|fuzz) ;;
+  *) pjrt=(-DTPUSIM_PJRT=ON) ;;
+esac
+cmake --preset "$preset" "${pjrt[@]}"
 cmake --build --preset "$preset" -j "$jobs"
 ctest --preset "$preset" -j "$jobs" "$@"
 

@@ -6,7 +6,7 @@
 // on exactly the rows TF gives that replica (so a replica fed another shard
 // fails, even though the averaged gradients would not show it).
 // Parameterized over the registered backends (scenarios/backend_registry.h):
-// "host" and "sim". On "sim" the N-replica run must also give exactly (bit for
+// "host", "sim" and (when built) "pjrt". On "sim" the N-replica run must also give exactly (bit for
 // bit) HostBackend's weights and losses; the single-device reference always
 // runs on "host" (one SimBackend per process).
 
@@ -46,6 +46,8 @@ std::string SliceFor(int replicas) {
       return "v5litepod-1";
     case 2:
       return "v5litepod-2";
+    case 4:
+      return "v5litepod-4";
     default:
       return "v3-8";  // 8 TensorCores on one host
   }
@@ -247,22 +249,54 @@ TEST_P(DataParallelTest, EachReplicasLossIsThatOfExactlyItsRows) {
 }
 
 // Every backend gives exactly HostBackend's values (architecture.md "Values
-// and time are separate").
+// and time are separate"); "pjrt" (a real XLA runtime, which may sum in
+// another order and evaluates tanh with its own approximation) within the
+// f32 tolerance kPjrtF32Tolerance relative to max(1, |host|).
+constexpr double kPjrtF32Tolerance = 1e-5;
+
 TEST_P(DataParallelTest, ValuesAreBitIdenticalToHostBackend) {
   const auto& [backend, replicas] = GetParam();
   if (backend == "host") GTEST_SKIP() << "the reference itself";
   const Trained got = Train(backend, replicas);
   const Trained host = Train("host", replicas);
   ASSERT_EQ(got.weights.size(), host.weights.size());
+  if (backend == "pjrt") {
+    auto near = [](double a, double b) {
+      return std::fabs(a - b) <= kPjrtF32Tolerance * std::max(1.0, std::fabs(b));
+    };
+    for (size_t i = 0; i < host.weights.size(); ++i) {
+      EXPECT_TRUE(near(got.weights[i], host.weights[i]))
+          << "weight " << i << ": " << got.weights[i] << " vs host "
+          << host.weights[i];
+    }
+    ASSERT_EQ(got.losses.size(), host.losses.size());
+    for (size_t s = 0; s < host.losses.size(); ++s) {
+      ASSERT_EQ(got.losses[s].size(), host.losses[s].size());
+      for (size_t r = 0; r < host.losses[s].size(); ++r) {
+        EXPECT_TRUE(near(got.losses[s][r], host.losses[s][r]))
+            << "step " << s << " replica " << r;
+      }
+    }
+    return;
+  }
   for (size_t i = 0; i < host.weights.size(); ++i) {
     EXPECT_EQ(got.weights[i], host.weights[i]) << "weight " << i;
   }
   EXPECT_EQ(got.losses, host.losses);
 }
 
+// The registered backends this test runs on.
+std::vector<std::string> Backends() {
+#ifdef TPUSIM_HAVE_PJRT
+  return {"host", "sim", "pjrt"};
+#else
+  return {"host", "sim"};
+#endif
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DataParallelTest,
-                         ::testing::Combine(::testing::Values("host", "sim"),
-                                            ::testing::Values(1, 2, 8)),
+                         ::testing::Combine(::testing::ValuesIn(Backends()),
+                                            ::testing::Values(1, 2, 4, 8)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" +
                                   std::to_string(std::get<1>(info.param)) +

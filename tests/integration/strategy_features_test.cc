@@ -207,19 +207,38 @@ TEST_P(StrategyFeaturesTest, ExplicitDeviceAssignmentPlacesTheReplicas) {
   }
 }
 
+
 TEST(BackendRegistryTest, KnowsHostAndSimAndNamesAnUnknownOne) {
+#ifdef TPUSIM_HAVE_PJRT
+  EXPECT_THAT(scenarios::BackendNames(), ElementsAre("host", "sim", "pjrt"));
+  EXPECT_THAT(scenarios::CreateBackend("tpu", "v3-8"),
+              tpusim::testing::StatusIs(
+                  absl::StatusCode::kInvalidArgument,
+                  "backend \"tpu\" is unknown; known backends: host, sim, pjrt"));
+  scenarios::BackendOptions missing;
+  missing.pjrt_plugin = "/nonexistent/libtpu.so";
+  EXPECT_THAT(scenarios::CreateBackend("pjrt", "v3-8", missing),
+              tpusim::testing::StatusIs(
+                  absl::StatusCode::kNotFound,
+                  ::testing::HasSubstr("\"/nonexistent/libtpu.so\" does not exist")));
+#else
   EXPECT_THAT(scenarios::BackendNames(), ElementsAre("host", "sim"));
   EXPECT_THAT(scenarios::CreateBackend("pjrt", "v3-8"),
               tpusim::testing::StatusIs(
                   absl::StatusCode::kInvalidArgument,
                   "backend \"pjrt\" is unknown; known backends: host, sim"));
+#endif
   EXPECT_THAT(scenarios::CreateBackend("host", "v3-7"),
               tpusim::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                         ::testing::HasSubstr("v3-7")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StrategyFeaturesTest,
+#ifdef TPUSIM_HAVE_PJRT
+                         ::testing::Values("host", "sim", "pjrt"),
+#else
                          ::testing::Values("host", "sim"),
+#endif
                          [](const auto& info) { return info.param; });
 
 }  // namespace
