@@ -261,4 +261,14 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
   return kExitOk;
 }
 
+absl::Status CheckRunBackendFlag(const ParsedArgs& args) {
+  const std::string backend = args.Get("backend");
+  if (args.Has("backend") && backend != "sim" && backend != "host" &&
+      backend != "pjrt") {
+    return UsageError(
+        absl::StrCat("--backend=", backend, " must be sim, host or pjrt"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tpusim::tools

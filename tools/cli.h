@@ -150,6 +150,10 @@ class Cli {
   std::vector<Subcommand> subcommands_;
 };
 
+// `run`'s --backend flag (and `sweep`'s, passed to each point), when given,
+// names a backend `run` runs on: sim, host or pjrt; a usage error otherwise.
+absl::Status CheckRunBackendFlag(const ParsedArgs& args);
+
 }  // namespace tpusim::tools
 
 #endif  // TPUSIM_TOOLS_CLI_H_

@@ -64,12 +64,8 @@ absl::Status ParseTraceDevices(const std::string& value,
 }
 
 absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
+  TPUSIM_RETURN_IF_ERROR(CheckRunBackendFlag(args));
   const std::string backend = args.Get("backend");
-  if (args.Has("backend") && backend != "sim" && backend != "host" &&
-      backend != "pjrt") {
-    return UsageError(
-        absl::StrCat("--backend=", backend, " must be sim, host or pjrt"));
-  }
   const std::string format = args.Get("format", "text");
   if (format != "text" && format != "json") {
     return UsageError(absl::StrCat("--format=", format, " must be text or json"));

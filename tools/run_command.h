@@ -1,6 +1,6 @@
 // tools/run_command.h
 //
-// `tpusim run SCENARIO [--backend host|sim] [--out DIR] [--set PATH=VALUE]...`:
+// `tpusim run SCENARIO [--backend host|sim|pjrt] [--out DIR] [--set PATH=VALUE]...`:
 // trains the scenario's `run` workload (scenarios/train_runner.h) and prints
 // the text report (tools/report.h); --out DIR also writes stats.json,
 // stats.textproto (the run's Profile), trace.json and report.html. Wall time

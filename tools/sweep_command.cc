@@ -58,11 +58,7 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
   // What is the same for every point is checked once here, not by one
   // failing child per point: --backend (as `tpusim run` checks it) and that
   // the scenario file can be read.
-  if (args.Has("backend") && args.Get("backend") != "sim" &&
-      args.Get("backend") != "host") {
-    return UsageError(absl::StrCat("--backend=", args.Get("backend"),
-                                   " must be sim or host"));
-  }
+  TPUSIM_RETURN_IF_ERROR(CheckRunBackendFlag(args));
   TPUSIM_RETURN_IF_ERROR(common::ReadRegularFile(args.positional()[0],
                                                  "scenario file",
                                                  scenarios::kMaxScenarioFileBytes)

@@ -55,8 +55,8 @@ TEST(SweepCommandTest, ScenarioPathAndBackendAreCheckedOnceUpFront) {
             2);
   EXPECT_EQ(out, "");
   EXPECT_EQ(err,
-            "tpusim sweep: INVALID_ARGUMENT: --backend=tpu must be sim or "
-            "host\n");
+            "tpusim sweep: INVALID_ARGUMENT: --backend=tpu must be sim, host "
+            "or pjrt\n");
 }
 
 }  // namespace
