@@ -236,6 +236,8 @@ net::CollectiveOp NetOp(OpCode code) {
       return net::CollectiveOp::kAllGather;
     case OpCode::kReduceScatter:
       return net::CollectiveOp::kReduceScatter;
+    case OpCode::kAllToAll:
+      return net::CollectiveOp::kAllToAll;
     case OpCode::kCollectivePermute:
       return net::CollectiveOp::kCollectivePermute;
     default:
