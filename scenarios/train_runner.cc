@@ -779,6 +779,7 @@ absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
       result.sim_kernels = st.kernels;
       result.sim_collectives = st.collectives;
       result.sim_network_events = st.network_events;
+      result.sim_late_starts = st.late_starts;
     }
   };
   if (pipeline) {

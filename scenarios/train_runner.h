@@ -119,6 +119,7 @@ struct TrainResult {
   int64_t sim_kernels = 0;
   int64_t sim_collectives = 0;
   int64_t sim_network_events = 0;
+  int64_t sim_late_starts = 0;  // SimStats::late_starts
   runtime::Profile profile;
 };
 

@@ -121,8 +121,8 @@ class SimPod {
 
   // Starts that the walk placed before the network's current time (possible
   // only when a device that is behind reaches a collective after the network
-  // was run for another one); they start now. Reported in tests as zero for
-  // symmetric SPMD steps.
+  // was run for another one); they start now. SimStats::late_starts; the
+  // data-parallel and model-parallel tests assert zero.
   int64_t late_starts() const { return late_starts_; }
 
   void ClearCollectives() {
@@ -1056,6 +1056,7 @@ SimBackend::SimStats SimBackend::Stats() const {
   }
   s.network_threads = pod_->network().threads();
   s.network_parallel_batches = pod_->network().parallel_batches();
+  s.late_starts = pod_->late_starts();
   return s;
 }
 

@@ -184,6 +184,10 @@ class SimBackend final : public runtime::Backend {
     int64_t network_messages = 0;
     int network_threads = 1;               // threads the network runs on
     int64_t network_parallel_batches = 0;  // times run on more than one
+    // Collective member starts that the timing walk placed before the
+    // network's clock (started late, at the network's time): a causality
+    // error of the walk. Zero for the SPMD steps the tests run.
+    int64_t late_starts = 0;
   };
   SimStats Stats() const;
 
