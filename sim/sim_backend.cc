@@ -392,9 +392,11 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
   HostOptions host;
   host.threads = options.input_threads;
   host.prefetch_depth = options.prefetch_depth;
-  // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
-  // the v2/v4 figure.
-  host.pcie_bytes_per_second = b->preset_.pcie_gbps.value_or(16.0) * 1e9;
+  // PCIe per chip (sheet A.8); v3 has none published: model_constants.h
+  // pcie_unpublished (chosen).
+  host.pcie_bytes_per_second =
+      b->preset_.pcie_gbps.value_or(ModelConstantValue("pcie_unpublished")) *
+      1e9;
   host.keep_history = options.record_spans;
   TPUSIM_ASSIGN_OR_RETURN(SliceHosts hosts, SliceHosts::Create(b->layout_, host));
   b->hosts_ = std::make_unique<SliceHosts>(std::move(hosts));

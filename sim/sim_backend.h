@@ -77,6 +77,7 @@
 #include "common/units.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
+#include "sim/chip/model_constants.h"
 #include "sim/host/host_model.h"
 #include "sim/net/topology.h"
 #include "strategy/runtime/backend.h"
@@ -96,10 +97,10 @@ class SimPod;
 struct SimBackendOptions {
   // Wraparound of the torus (sheet C.3 rules by default).
   net::WrapMode wrap = net::WrapMode::kGeneration;
-  // Paid once per device call. tpusim choice (the sheet has no figure): 100 us,
-  // the order of TF's TPU host-loop cost per session.run.
+  // Paid once per device call: model_constants.h host_loop_overhead (chosen,
+  // 100 us; the sheet has no figure).
   common::Picoseconds host_loop_overhead =
-      common::Picoseconds::FromMicroseconds(100);
+      ModelConstantTime("host_loop_overhead");
   // Record a span per kernel per device (a 4096-chip run can turn this off to
   // keep memory small; counters and steps are always kept).
   bool record_spans = true;
