@@ -156,11 +156,11 @@ std::vector<ChipPreset> MakePresets() {
   // (A.4) and 4 for v5p (A.6); the others are not published (chosen).
   for (ChipPreset& preset : p) {
     const std::string name(preset.name());
-    preset.vpu_alus_per_lane = static_cast<int>(ModelConstantValue(
+    preset.vpu_alus_per_lane = ModelConstantValue(
         name == "v4"    ? "vpu_alus_per_lane_v4"
         : name == "v5p" ? "vpu_alus_per_lane_v5p"
-                        : "vpu_alus_per_lane_unpublished"));
-    TPUSIM_CHECK(preset.vpu_alus_per_lane >= 1) << name;
+                        : "vpu_alus_per_lane_unpublished");
+    TPUSIM_CHECK(preset.vpu_alus_per_lane > 0) << name;
   }
   return p;
 }

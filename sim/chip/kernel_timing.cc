@@ -37,9 +37,10 @@ DeviceRates DeviceRates::FromPreset(const ChipPreset& preset) {
   r.tile = preset.mxu_dim;
   r.clock_hz = preset.clock_ghz * 1e9;
   // Each lane/sublane pair has vpu_alus_per_lane ALUs (sheet A.4, A.6).
-  r.vector_elements_per_cycle = static_cast<int64_t>(preset.vpu_lanes) *
-                                preset.vpu_sublanes *
-                                preset.vpu_alus_per_lane * r.cores;
+  // (A fraction of an ALU only under `validate --sensitivity`.)
+  r.vector_elements_per_cycle = std::max<int64_t>(
+      1, std::llround(preset.vpu_lanes * preset.vpu_sublanes *
+                      preset.vpu_alus_per_lane * r.cores));
   r.transcendentals_per_cycle = static_cast<int64_t>(preset.vpu_lanes) * r.cores;
   // HBM is split evenly between the devices of a chip (v2/v3: each core has
   // its own half, sheet A.2/A.3), at the achievable fraction of the peak
