@@ -36,6 +36,7 @@ struct Row {
   double published;  // in `unit` (the C.4 rows: the ratio 1)
   const char* unit;  // "ms", "us" or "ratio"
   const char* source;
+  const char* generation;  // the preset it runs on ("v4")
   // The sheet's band [lo, hi] in `unit`, or {0, 0}: `relative` applies.
   double band_lo = 0, band_hi = 0;
   double relative = 0;  // 0.10 or 0.15
@@ -78,21 +79,21 @@ const std::vector<Row>& Rows() {
       {"B.6-matmul",
        "v2-8 FFW matmul [32,1024,8192]x[8192,32768] bf16, 4 DP x 2 MP, per "
        "core (single op)",
-       96, "ms", "sheet B.6 (scaling book, profile)", 0, 0, 0.10,
+       96, "ms", "sheet B.6 (scaling book, profile)", "v2", 0, 0, 0.10,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(double s, sim::B6FfwMatmulSeconds());
          return s * 1e3;
        }},
       {"B.6-reduce-scatter",
        "v2 reduce-scatter of 134 MB between neighbouring chips (single op)",
-       1.13, "ms", "sheet B.6 (scaling book, profile)", 0, 0, 0.15,
+       1.13, "ms", "sheet B.6 (scaling book, profile)", "v2", 0, 0, 0.15,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(double s, sim::B6ReduceScatterSeconds());
          return s * 1e3;
        }},
       {"B.5-all-gather",
        "v5e 8x4 all_gather over Y, bf16[2048,8192] (single op)", 680, "us",
-       "sheet B.5 (scaling book)", 560, 680, 0,
+       "sheet B.5 (scaling book)", "v5e", 560, 680, 0,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(double s,
                                  sim::B5AllGatherSeconds(2048LL * 8192 * 2));
@@ -100,7 +101,7 @@ const std::vector<Row>& Rows() {
        }},
       {"B.5-all-gather-small",
        "v5e 8x4 all_gather over Y, bf16[256,256] (single op)", 8, "us",
-       "sheet B.5 (scaling book)", 0, 0, 0.15,
+       "sheet B.5 (scaling book)", "v5e", 0, 0, 0.15,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(double s,
                                  sim::B5AllGatherSeconds(256 * 256 * 2));
@@ -108,7 +109,8 @@ const std::vector<Row>& Rows() {
        }},
       {"C.4-v3-32",
        "data-parallel MLP step (steady) / the C.4 analytic model, v3-32", 1,
-       "ratio", "sheet C.4 with C.1 rooflines and C.3's all-reduce", 0, 0,
+       "ratio", "sheet C.4 with C.1 rooflines and C.3's all-reduce", "v3",
+       0, 0,
        0.10,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(sim::C4Result r,
@@ -117,7 +119,8 @@ const std::vector<Row>& Rows() {
        }},
       {"C.4-v4-32",
        "data-parallel MLP step (steady) / the C.4 analytic model, v4-32", 1,
-       "ratio", "sheet C.4 with C.1 rooflines and C.3's all-reduce", 0, 0,
+       "ratio", "sheet C.4 with C.1 rooflines and C.3's all-reduce", "v4",
+       0, 0,
        0.10,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(sim::C4Result r,
@@ -127,13 +130,13 @@ const std::vector<Row>& Rows() {
       {"B.2",
        "MLPerf v2.0 ResNet-50 step on v4-8192, batch 8/chip (steady: median "
        "of 3 after a warm-up call)",
-       4.3, "ms", "sheet B.2 (MLPerf v2.0 result log)", 0, 0, 0.10,
+       4.3, "ms", "sheet B.2 (MLPerf v2.0 result log)", "v4", 0, 0, 0.10,
        &B2SteadyStepMs},
       {"B.7", "MaxText MFU on v5p (32B on v5p-128: 67.8%)", 67.8, "%MFU",
-       "sheet B.7 (MaxText README)", 0, 0, 0, nullptr,
+       "sheet B.7 (MaxText README)", "v5p", 0, 0, 0, nullptr,
        "not expressible: MaxText's v5p 32B config (global_parameter_scale=32: 32 layers, d_model 8192, 64 heads, gated MLP 28672, seq 2048, 7 sequences per chip, FSDP x tensor 4, remat minimal, flash attention) run as transformer_lm with FSDP needs 449 GB of HBM per chip (the [7,64,2048,2048] attention scores of every layer stay live for the backward pass); the workload has neither rematerialisation, flash attention nor tensor parallelism"},
       {"B.9", "v4 480B dense transformer, 63% computational efficiency", 63,
-       "%", "sheet B.9 (Google blog, secondary)", 0, 0, 0, nullptr,
+       "%", "sheet B.9 (Google blog, secondary)", "v4", 0, 0, 0, nullptr,
        "a 480B dense model on 2048 chips needs pipeline or tensor parallelism and rematerialisation, which the workloads do not express"},
   };
   return *rows;
@@ -202,21 +205,23 @@ std::string ConstantsText(bool markdown) {
         "tpusim's choice, and `tpusim validate --sensitivity` reruns every "
         "validation row with it scaled (additive: 0, 1/2, 1, 2x; rates and "
         "efficiencies: 1/2, 1, 2x, an efficiency capped at 1).\n\n"
-        "| name | value | unit | kind | chosen | source or reason |\n"
-        "|---|---|---|---|---|---|\n";
+        "| name | value | unit | kind | chosen | read for | source or reason |\n"
+        "|---|---|---|---|---|---|---|\n";
     for (const sim::ModelConstant& c : sim::ModelConstants()) {
-      absl::StrAppendFormat(&s, "| `%s` | %g | %s | %s | %s | %s |\n", c.name,
-                            c.value, c.unit, sim::ConstantKindName(c.kind),
-                            c.chosen ? "yes" : "no", MarkdownCell(c.source));
+      absl::StrAppendFormat(
+          &s, "| `%s` | %g | %s | %s | %s | %s | %s |\n", c.name, c.value,
+          c.unit, sim::ConstantKindName(c.kind), c.chosen ? "yes" : "no",
+          *c.generations ? c.generations : "all", MarkdownCell(c.source));
     }
     return s;
   }
-  s = absl::StrFormat("%-38s %8s %-12s %-10s %-6s %s\n", "constant", "value",
-                      "unit", "kind", "chosen", "source");
+  s = absl::StrFormat("%-38s %8s %-12s %-10s %-6s %-14s %s\n", "constant",
+                      "value", "unit", "kind", "chosen", "read for", "source");
   for (const sim::ModelConstant& c : sim::ModelConstants()) {
-    absl::StrAppendFormat(&s, "%-38s %8g %-12s %-10s %-6s %s\n", c.name,
+    absl::StrAppendFormat(&s, "%-38s %8g %-12s %-10s %-6s %-14s %s\n", c.name,
                           c.value, c.unit, sim::ConstantKindName(c.kind),
-                          c.chosen ? "yes" : "no", c.source);
+                          c.chosen ? "yes" : "no",
+                          *c.generations ? c.generations : "all", c.source);
   }
   return s;
 }
@@ -228,11 +233,19 @@ absl::Status RunSensitivity(int jobs, std::ostream& out) {
   }
   std::vector<std::pair<size_t, std::string>> cases;
   for (size_t i : runnable) cases.push_back({i, ""});
+  // A case that cannot differ from the baseline is not run: a constant its
+  // row's generation does not read, or a factor whose value equals the
+  // baseline's (an efficiency capped at 1).
+  auto same_as_baseline = [](const sim::ModelConstant& c, const Row& row,
+                             double f) {
+    return f == 1 || !sim::ConstantApplies(c, row.generation) ||
+           sim::ScaledValue(c, f) == c.value;
+  };
   for (const sim::ModelConstant& c : sim::ModelConstants()) {
     if (!c.chosen) continue;
     for (double f : sim::SensitivityFactors(c)) {
-      if (f == 1) continue;
       for (size_t i : runnable) {
+        if (same_as_baseline(c, Rows()[i], f)) continue;
         cases.push_back({i, absl::StrCat(c.name, "=", f)});
       }
     }
@@ -251,15 +264,23 @@ absl::Status RunSensitivity(int jobs, std::ostream& out) {
       std::string line = absl::StrFormat("%-38s %-22s", c.name, row.id);
       for (double f : sim::SensitivityFactors(c)) {
         const Outcome& o =
-            by_case[{i, f == 1 ? "" : absl::StrCat(c.name, "=", f)}];
+            by_case[{i, same_as_baseline(c, row, f)
+                            ? ""
+                            : absl::StrCat(c.name, "=", f)}];
         if (!o.ok) {
           all_ran = false;
           absl::StrAppendFormat(&line, "  x%g: FAILED (%s)", f, o.error);
         } else {
-          absl::StrAppendFormat(&line, "  x%g: %.4g", f, o.value);
+          absl::StrAppendFormat(&line, "  x%g: %.6g", f, o.value);
         }
       }
-      absl::StrAppend(&line, " ", row.unit, "\n");
+      absl::StrAppend(&line, " ", row.unit);
+      if (!sim::ConstantApplies(c, row.generation)) {
+        absl::StrAppend(&line, "  (not read on ", row.generation, ")");
+      } else if (c.kind == sim::ConstantKind::kEfficiency) {
+        absl::StrAppend(&line, "  (capped at 1)");
+      }
+      absl::StrAppend(&line, "\n");
       out << line;
     }
   }

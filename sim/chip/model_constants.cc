@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/check.h"
 
 namespace tpusim::sim {
@@ -27,8 +28,9 @@ constexpr ModelConstant kTable[] = {
      true},
     {"on_chip_core_latency", 0.1, "us", ConstantKind::kAdditive, true,
      "chosen: no source gives the v2/v3 path between a chip's two "
-     "TensorCores; a tenth of the hop latency",
-     true},
+     "TensorCores; a tenth of the hop latency (> 0: a link needs a minimum "
+     "latency)",
+     false, "v2,v3"},
     {"collective_forwarding_granule", 64, "KiB", ConstantKind::kAdditive, true,
      "chosen: a ring step forwards a received chunk granule by granule, as a "
      "DMA engine does; the sheet gives no granule",
@@ -36,12 +38,12 @@ constexpr ModelConstant kTable[] = {
     {"on_chip_core_rate", 2, "x raw link", ConstantKind::kRate, true,
      "chosen: sheet A.2 only says on-board links are \"2x faster\" [M], "
      "between chips; the v2/v3 core-to-core path at 2x the raw link rate",
-     false},
+     false, "v2,v3"},
     {"ici_achieved_fraction_v2_v3", 0.9, "fraction", ConstantKind::kEfficiency,
      true,
      "chosen: v2/v3 achieved link rates are not published; 90% of raw, the "
      "ratio of v4 45/50, v5e 45/50, v5p and v6e 90/100 (A.9 item 1)",
-     false},
+     false, "v2,v3"},
     {"hbm_achievable_fraction", 1.0, "fraction", ConstantKind::kEfficiency,
      true,
      "chosen: achievable HBM bandwidth is not in the sheet; kernels and DMA "
@@ -53,19 +55,19 @@ constexpr ModelConstant kTable[] = {
      "incoming data) per VPU ALU per cycle; the sheet gives no reduce rate",
      false},
     {"vpu_alus_per_lane_v4", 2, "ALU/lane", ConstantKind::kRate, false,
-     "sheet A.4 [V]: 2 ALUs per lane/sublane pair (SB-tpus)", false},
+     "sheet A.4 [V]: 2 ALUs per lane/sublane pair (SB-tpus)", false, "v4"},
     {"vpu_alus_per_lane_v5p", 4, "ALU/lane", ConstantKind::kRate, false,
      "sheet A.6 [V], C.1: 4 independent FP ALUs per lane/sublane pair "
      "(SB-tpus)",
-     false},
+     false, "v5p"},
     {"vpu_alus_per_lane_unpublished", 1, "ALU/lane", ConstantKind::kRate, true,
      "chosen: the sheet gives no ALU count for v2, v3, v5e, v6e; 1 per lane "
      "(the fewest a lane can have)",
-     false},
+     false, "v2,v3,v5e,v6e"},
     {"pcie_unpublished", 16, "GB/s", ConstantKind::kRate, true,
      "chosen: v3's host PCIe rate is not in the sheet (A.8 \"?\"); 16 GB/s, "
      "the v2/v4 figure",
-     false},
+     false, "v3"},
 };
 
 std::map<std::string, double>& Scales() {
@@ -96,14 +98,26 @@ const char* ConstantKindName(ConstantKind kind) {
 
 absl::Span<const ModelConstant> ModelConstants() { return kTable; }
 
+bool ConstantApplies(const ModelConstant& c, absl::string_view generation) {
+  if (std::string(c.generations).empty()) return true;
+  for (absl::string_view g : absl::StrSplit(c.generations, ',')) {
+    if (g == generation) return true;
+  }
+  return false;
+}
+
+double ScaledValue(const ModelConstant& c, double factor) {
+  double v = c.value * factor;
+  if (c.kind == ConstantKind::kEfficiency) v = std::min(v, 1.0);
+  return v;
+}
+
 double ModelConstantValue(absl::string_view name) {
   const ModelConstant* c = Find(name);
   TPUSIM_CHECK(c != nullptr) << "no model constant " << std::string(name);
   auto it = Scales().find(c->name);
   if (it == Scales().end()) return c->value;
-  double v = c->value * it->second;
-  if (c->kind == ConstantKind::kEfficiency) v = std::min(v, 1.0);
-  return v;
+  return ScaledValue(*c, it->second);
 }
 
 common::Picoseconds ModelConstantTime(absl::string_view name) {

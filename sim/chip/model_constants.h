@@ -44,7 +44,14 @@ struct ModelConstant {
   bool chosen;         // true: tpusim's choice (no source gives the value)
   const char* source;  // the sheet entry, or why it was chosen
   bool zero_allowed;   // additive constants that may be scaled to 0
+  // The generations whose model reads it ("v2,v3"), or "" for every one.
+  const char* generations = "";
 };
+
+// Whether the model of generation `generation` ("v4") reads constant `c`.
+bool ConstantApplies(const ModelConstant& c, absl::string_view generation);
+// The value `c` takes when scaled by `factor` (an efficiency capped at 1).
+double ScaledValue(const ModelConstant& c, double factor);
 
 // The table, in a fixed order.
 absl::Span<const ModelConstant> ModelConstants();

@@ -98,6 +98,25 @@ TEST(ModelConstantsTest, ScalingIsForChosenConstantsOnly) {
             common::Picoseconds::FromNanoseconds(500));
 }
 
+TEST(ModelConstantsTest, ConstantsSayWhichGenerationsReadThem) {
+  for (const ModelConstant& c : ModelConstants()) {
+    const std::string name = c.name;
+    if (name == "on_chip_core_rate") {
+      EXPECT_TRUE(ConstantApplies(c, "v3"));
+      EXPECT_FALSE(ConstantApplies(c, "v4"));
+    }
+    if (name == "host_loop_overhead") EXPECT_TRUE(ConstantApplies(c, "v6e"));
+    if (name == "vpu_alus_per_lane_unpublished") {
+      EXPECT_TRUE(ConstantApplies(c, "v5e"));
+      EXPECT_FALSE(ConstantApplies(c, "v5p"));
+    }
+    if (name == "hbm_achievable_fraction") {
+      EXPECT_EQ(ScaledValue(c, 2), 1.0);
+      EXPECT_EQ(ScaledValue(c, 0.5), 0.5);
+    }
+  }
+}
+
 TEST(ModelConstantsTest, SensitivityFactorsFollowTheKind) {
   for (const ModelConstant& c : ModelConstants()) {
     const std::string name = c.name;
