@@ -187,7 +187,9 @@ class SimBackend final : public runtime::Backend {
     int64_t network_parallel_batches = 0;  // times run on more than one
     // Collective member starts that the timing walk placed before the
     // network's clock (started late, at the network's time): a causality
-    // error of the walk. Zero for the SPMD steps the tests run.
+    // error of the walk. Zero for the shipped scenarios and the data- and
+    // model-parallel tests; a program with collectives on two logical cores
+    // can make them (sim_backend_test ...CountedAsLate).
     int64_t late_starts = 0;
   };
   SimStats Stats() const;
