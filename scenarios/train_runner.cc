@@ -872,6 +872,7 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
       result.sim_network_events = st.network_events;
       result.memory_estimate_bytes = std::max(
           result.memory_estimate_bytes, sim_backend->memory_estimate_bytes());
+      result.sim_late_starts = st.late_starts;
     }
   };
   if (pipeline) {

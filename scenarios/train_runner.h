@@ -134,6 +134,7 @@ struct TrainResult {
   // The estimate of this process's memory for the run (sim/memory_estimate.h;
   // the sim backend's for its programs, else the pod's before it was built).
   int64_t memory_estimate_bytes = 0;
+  int64_t sim_late_starts = 0;  // SimStats::late_starts
   runtime::Profile profile;
 };
 

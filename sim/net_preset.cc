@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sim/chip/model_constants.h"
 
 namespace tpusim::sim {
 
@@ -24,14 +25,19 @@ absl::StatusOr<net::NetConfig> NetConfigFromPreset(const ChipPreset& p) {
     c.on_chip_bytes_per_second = *p.on_chip_core_gbps * 1e9;
     c.on_chip_latency = p.on_chip_core_latency;
   }
-  // tpusim choice: a device's vector unit reduces one f32 element (4 bytes of
-  // incoming data) per lane and sublane per cycle on each of its cores
-  // (sheet A.4/A.6: 8 sublanes x 128 lanes with 2-4 ALUs each, so this is
-  // conservative).
+  // A device's vector unit reduces collective_reduce_bytes_per_alu_cycle
+  // bytes of incoming data (chosen: one f32 element) per ALU per cycle on
+  // each of its cores: 8 sublanes x 128 lanes x vpu_alus_per_lane (sheet
+  // A.4/A.6 for v4 and v5p).
   const int cores_per_device =
       p.generation->cores_per_chip / p.generation->devices_per_chip;
   c.vector_reduce_bytes_per_second =
-      4.0 * p.vpu_lanes * p.vpu_sublanes * cores_per_device * p.clock_ghz * 1e9;
+      ModelConstantValue("collective_reduce_bytes_per_alu_cycle") *
+      p.vpu_lanes * p.vpu_sublanes * p.vpu_alus_per_lane * cores_per_device *
+      p.clock_ghz * 1e9;
+  // The forwarding granule of pipelined ring steps (chosen).
+  c.pipeline_chunk_bytes = static_cast<int64_t>(
+      ModelConstantValue("collective_forwarding_granule") * 1024);
   return c;
 }
 

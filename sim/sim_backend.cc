@@ -121,8 +121,8 @@ class SimPod {
 
   // Starts that the walk placed before the network's current time (possible
   // only when a device that is behind reaches a collective after the network
-  // was run for another one); they start now. Reported in tests as zero for
-  // symmetric SPMD steps.
+  // was run for another one); they start now. SimStats::late_starts; the
+  // data-parallel and model-parallel tests assert zero.
   int64_t late_starts() const { return late_starts_; }
 
   void ClearCollectives() {
@@ -236,6 +236,8 @@ net::CollectiveOp NetOp(OpCode code) {
       return net::CollectiveOp::kAllGather;
     case OpCode::kReduceScatter:
       return net::CollectiveOp::kReduceScatter;
+    case OpCode::kAllToAll:
+      return net::CollectiveOp::kAllToAll;
     case OpCode::kCollectivePermute:
       return net::CollectiveOp::kCollectivePermute;
     default:
@@ -417,9 +419,11 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
   HostOptions host;
   host.threads = options.input_threads;
   host.prefetch_depth = options.prefetch_depth;
-  // PCIe per chip (sheet A.8); v3 has none published: tpusim choice, 16 GB/s,
-  // the v2/v4 figure.
-  host.pcie_bytes_per_second = b->preset_.pcie_gbps.value_or(16.0) * 1e9;
+  // PCIe per chip (sheet A.8); v3 has none published: model_constants.h
+  // pcie_unpublished (chosen).
+  host.pcie_bytes_per_second =
+      b->preset_.pcie_gbps.value_or(ModelConstantValue("pcie_unpublished")) *
+      1e9;
   host.keep_history = options.record_spans;
   TPUSIM_ASSIGN_OR_RETURN(SliceHosts hosts, SliceHosts::Create(b->layout_, host));
   b->hosts_ = std::make_unique<SliceHosts>(std::move(hosts));
@@ -1193,6 +1197,7 @@ SimBackend::SimStats SimBackend::Stats() const {
   }
   s.network_threads = pod_->network().threads();
   s.network_parallel_batches = pod_->network().parallel_batches();
+  s.late_starts = pod_->late_starts();
   return s;
 }
 

@@ -79,6 +79,7 @@
 #include "sim/chip/chip.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
+#include "sim/chip/model_constants.h"
 #include "sim/host/host_model.h"
 #include "sim/memory_estimate.h"
 #include "sim/net/topology.h"
@@ -99,10 +100,10 @@ class SimPod;
 struct SimBackendOptions {
   // Wraparound of the torus (sheet C.3 rules by default).
   net::WrapMode wrap = net::WrapMode::kGeneration;
-  // Paid once per device call. tpusim choice (the sheet has no figure): 100 us,
-  // the order of TF's TPU host-loop cost per session.run.
+  // Paid once per device call: model_constants.h host_loop_overhead (chosen,
+  // 100 us; the sheet has no figure).
   common::Picoseconds host_loop_overhead =
-      common::Picoseconds::FromMicroseconds(100);
+      ModelConstantTime("host_loop_overhead");
   // Record spans (a span per kernel, wait and host-loop overhead) for the
   // traced devices; off: none at all. Counters, steps and each device's time
   // per span category are always kept, for every device.
@@ -226,6 +227,12 @@ class SimBackend final : public runtime::Backend {
     int64_t network_messages = 0;
     int network_threads = 1;               // threads the network runs on
     int64_t network_parallel_batches = 0;  // times run on more than one
+    // Collective member starts that the timing walk placed before the
+    // network's clock (started late, at the network's time): a causality
+    // error of the walk. Zero for the shipped scenarios and the data- and
+    // model-parallel tests; a program with collectives on two logical cores
+    // can make them (sim_backend_test ...CountedAsLate).
+    int64_t late_starts = 0;
   };
   SimStats Stats() const;
 

@@ -19,6 +19,11 @@
 namespace tpusim::sim {
 namespace {
 
+// Steady state (issue 18): the first device call is the warm-up (as `run`
+// defines it); the median of the next three is the step.
+constexpr int kWarmUpCalls = 1;
+constexpr int kSteadySteps = 3;
+
 using runtime::DType;
 using runtime::Program;
 using runtime::ProgramBuilder;
@@ -26,11 +31,11 @@ using runtime::Shape;
 using runtime::Tensor;
 using runtime::Value;
 
-// Compiles and runs `p` once on `sim` with abstract arguments; returns the
-// profile.
+// Compiles `p` and runs it `calls` times on `sim` with abstract arguments;
+// returns the profile (one step per call).
 absl::StatusOr<runtime::Profile> RunAbstract(
     SimBackend& sim, const Program& p,
-    const runtime::SpmdAssignment& assignment) {
+    const runtime::SpmdAssignment& assignment, int calls = 1) {
   TPUSIM_ASSIGN_OR_RETURN(
       auto exe, sim.Compile(p, {p.num_replicas(), p.num_cores_per_replica()}));
   std::vector<std::unique_ptr<runtime::Buffer>> owned;
@@ -46,7 +51,9 @@ absl::StatusOr<runtime::Profile> RunAbstract(
       owned.push_back(std::move(b));
     }
   }
-  TPUSIM_RETURN_IF_ERROR(sim.ExecuteSpmd(*exe, assignment, args).status());
+  for (int c = 0; c < calls; ++c) {
+    TPUSIM_RETURN_IF_ERROR(sim.ExecuteSpmd(*exe, assignment, args).status());
+  }
   return sim.CollectProfile();
 }
 
@@ -91,6 +98,82 @@ absl::StatusOr<double> TimeOne(Net& n, net::CollectiveOp op, int64_t bytes,
       net::RunCollectives(*n.session, *n.network,
                           {{r, net::AllDevices(*n.topology)}}));
   return (res[0].end - res[0].start).seconds();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Sheet C.4's step model, independent of the simulator's schedule and
+// network: every op at its C.1 roofline max(FLOPs / peak, HBM bytes / HBM
+// peak) one after another in program order on the device, except that an op
+// using an all-reduce's result runs after all the ops that do not (the
+// weight updates go last, as XLA schedules them); each all-reduce runs on
+// the network from when its operand is ready (and the previous one is done)
+// for C.3's time: 2V / (k·W_bidi) over the k chip axes the group spans (x2
+// when they have no wraparound, C.3 "missing wraparound roughly doubles"),
+// plus T_hop·Σ|X_i| (the hop latency of a reduce-scatter and an all-gather,
+// C.3 "Multi-axis"). W_uni is the preset's achieved link rate, T_hop its hop
+// latency. The exchange between the two cores of a v2/v3 chip is not
+// counted (C.3 covers the chip torus only).
+void C4Model(const Program& p, const ChipPreset& preset,
+             const net::Topology& topology, const DeviceRates& rates,
+             C4Result& r) {
+  const double hbm = preset.hbm_gbps * 1e9 / preset.generation->devices_per_chip;
+  const double vpu =
+      static_cast<double>(rates.vector_elements_per_cycle) * rates.clock_hz;
+  const double w_bidi = 2 * *preset.ici_link_achieved_gbps * 1e9;
+  int k = 0, hops = 0;
+  bool wraps = true;
+  for (int a = 0; a < 3; ++a) {
+    if (topology.dims()[a] <= 1) continue;
+    ++k;
+    hops += topology.dims()[a];
+    wraps = wraps && topology.wraps(a);
+  }
+  const size_t num_ops = p.ops().size();
+  std::vector<bool> after_collective(num_ops, false);
+  std::vector<double> ready(num_ops, 0);
+  auto roofline = [&](size_t i) {
+    const runtime::OpCost c = p.CostOf(Value{static_cast<int>(i)});
+    const double compute = p.ops()[i].code == runtime::OpCode::kDot
+                               ? c.flops / rates.peak_flops_per_second
+                               : c.flops / vpu;
+    return std::max(compute, (c.bytes_read + c.bytes_written) / hbm);
+  };
+  double t = 0, network = 0, all_reduce = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < num_ops; ++i) {
+      const runtime::Op& op = p.ops()[i];
+      if (pass == 0) {
+        for (int o : op.operands) {
+          if (after_collective[o] || runtime::IsCollective(p.ops()[o].code)) {
+            after_collective[i] = true;
+          }
+        }
+      }
+      if (after_collective[i] != (pass == 1)) continue;
+      if (op.code == runtime::OpCode::kParameter) continue;
+      double start = t;
+      for (int o : op.operands) start = std::max(start, ready[o]);
+      if (runtime::IsCollective(op.code)) {
+        const runtime::OpCost c = p.CostOf(Value{op.operands[0]});
+        const double v = static_cast<double>(c.bytes_written);
+        const double ar = 2 * v / (std::max(1, k) * w_bidi) * (wraps ? 1 : 2) +
+                          hops * preset.ici_hop_latency.seconds();
+        all_reduce += ar;
+        network = std::max(network, start) + ar;
+        ready[i] = network;
+        continue;
+      }
+      t = start + roofline(i);
+      ready[i] = t;
+    }
+  }
+  r.model = std::max(t, network);
+  r.model_all_reduce = all_reduce;
 }
 
 }  // namespace
@@ -194,35 +277,29 @@ absl::StatusOr<C4Result> C4DataParallelStep(absl::string_view slice) {
   std::vector<std::vector<int>> assignment;
   for (int r = 0; r < n; ++r) assignment.push_back({r});
   TPUSIM_ASSIGN_OR_RETURN(runtime::Profile profile,
-                          RunAbstract(*sim, p, {assignment}));
-  if (profile.steps_size() != 1) {
-    return absl::InternalError("C.4: expected one device call");
+                          RunAbstract(*sim, p, {assignment}, kWarmUpCalls + kSteadySteps));
+  if (profile.steps_size() != kWarmUpCalls + kSteadySteps) {
+    return absl::InternalError("C.4: expected one step per device call");
   }
-  const runtime::StepProfile& step = profile.steps(0);
-  const DeviceRates& rates = sim->rates();
-  double model = 0;
-  for (size_t i = 0; i < p.ops().size(); ++i) {
-    const runtime::Op& op = p.ops()[i];
-    if (op.code == runtime::OpCode::kParameter ||
-        runtime::IsCollective(op.code)) {
-      continue;
-    }
-    const runtime::OpCost c = p.CostOf(Value{static_cast<int>(i)});
-    const double compute =
-        op.code == runtime::OpCode::kDot
-            ? c.flops / rates.peak_flops_per_second
-            : c.flops / (rates.vector_elements_per_cycle * rates.clock_hz);
-    const double hbm =
-        (c.bytes_read + c.bytes_written) / rates.hbm_bytes_per_second;
-    model += std::max(compute, hbm);
+  // Steady state: the median device time (without the host loop) of the
+  // calls after the warm-up.
+  std::vector<double> device;
+  for (int c = kWarmUpCalls; c < profile.steps_size(); ++c) {
+    const runtime::StepProfile& st = profile.steps(c);
+    device.push_back((st.end_ps() - st.start_ps() - st.host_overhead_ps()) *
+                     1e-12);
   }
+  const runtime::StepProfile& last = profile.steps(profile.steps_size() - 1);
   C4Result r;
-  r.exposed_collective = step.exposed_collective_ps() * 1e-12;
-  r.hidden_collective = step.hidden_collective_ps() * 1e-12;
-  model += r.exposed_collective + step.infeed_wait_ps() * 1e-12;
-  r.model = model;
-  r.simulated =
-      (step.end_ps() - step.start_ps() - step.host_overhead_ps()) * 1e-12;
+  r.simulated = Median(device);
+  r.exposed_collective = last.exposed_collective_ps() * 1e-12;
+  r.hidden_collective = last.hidden_collective_ps() * 1e-12;
+  TPUSIM_ASSIGN_OR_RETURN(const ChipPreset* preset,
+                          FindChipPreset(sim->layout().generation->name));
+  TPUSIM_ASSIGN_OR_RETURN(
+      net::Topology topology,
+      net::Topology::Create(sim->layout(), net::WrapMode::kGeneration));
+  C4Model(p, *preset, topology, sim->rates(), r);
   return r;
 }
 

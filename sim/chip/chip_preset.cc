@@ -1,10 +1,12 @@
 #include "sim/chip/chip_preset.h"
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/check.h"
+#include "sim/chip/model_constants.h"
 
 namespace tpusim::sim {
 namespace {
@@ -25,13 +27,13 @@ const runtime::TpuGeneration* Generation(absl::string_view name) {
 constexpr int kVpuLanes = 128;
 constexpr int kVpuSublanes = 8;
 
-// Per-hop ICI latency: ~1 us (sheet A.5 and A.9 item 6 [C]: newer scaling-book
-// value preferred over the older 0.5 us). Not a hardware spec; the sheet
-// publishes no per-generation value, so tpusim choice: 1 us for every
-// generation.
-constexpr Picoseconds kHopLatency = Picoseconds::FromMicroseconds(1);
-
 std::vector<ChipPreset> MakePresets() {
+  // Per-hop ICI latency (model_constants.h, ici_hop_latency: sheet A.5 and A.9
+  // item 6 [C], ~1 us, every generation).
+  const Picoseconds kHopLatency = ModelConstantTime("ici_hop_latency");
+  // Achieved ICI rate of v2/v3 links as a fraction of raw (model_constants.h,
+  // ici_achieved_fraction_v2_v3: chosen, not published).
+  const double kAchievedV2V3 = ModelConstantValue("ici_achieved_fraction_v2_v3");
   std::vector<ChipPreset> p;
   // ---- v2 (sheet A.2, A.8) ----
   p.push_back(ChipPreset{
@@ -48,9 +50,8 @@ std::vector<ChipPreset> MakePresets() {
                          // 600 (wiki)
       /*ici_ports=*/4,   // A.2 [M]: 4 external links
       /*ici_link_gbps=*/62,  // A.2 [M]: 496 Gbit/s = 62 GB/s per direction
-      // Not published. tpusim choice: 90% of raw (A.9 item 1: ~10% protocol
-      // overhead; the same ratio as v4 45/50, v5e 45/50, v5p and v6e 90/100).
-      /*ici_link_achieved_gbps=*/0.9 * 62,
+      // Not published: model_constants.h ici_achieved_fraction_v2_v3.
+      /*ici_link_achieved_gbps=*/kAchievedV2V3 * 62,
       /*pcie_gbps=*/16,           // A.2 [M]: ~16 GB/s per chip
       /*dcn_gbps=*/std::nullopt,  // A.8: "?"
       kVpuLanes, kVpuSublanes, kHopLatency});
@@ -68,16 +69,17 @@ std::vector<ChipPreset> MakePresets() {
       4,               // A.3 [V]
       82,  // A.3 [C]: 82 GB/s (CACM20 656 Gbit/s and Cloud's 340 TB/s agree)
            // over 100
-      0.9 * 82,      // not published; tpusim choice: 90% of raw, as for v2
+      kAchievedV2V3 * 82,  // not published: as for v2
       std::nullopt,  // A.8: PCIe "?"
       std::nullopt,  // A.8: DCN "?"
       kVpuLanes, kVpuSublanes, kHopLatency});
   // The on-chip path between the two TensorCores of a v2/v3 chip: no source
-  // gives it (A.2 only mentions on-board links "2x faster" [M], between
-  // chips). tpusim choice: twice the raw link rate, a tenth of the hop latency.
+  // gives it (model_constants.h: on_chip_core_rate x the raw link rate,
+  // on_chip_core_latency; both chosen).
   for (ChipPreset& preset : p) {
-    preset.on_chip_core_gbps = 2 * preset.ici_link_gbps;
-    preset.on_chip_core_latency = Picoseconds::FromNanoseconds(100);
+    preset.on_chip_core_gbps =
+        ModelConstantValue("on_chip_core_rate") * preset.ici_link_gbps;
+    preset.on_chip_core_latency = ModelConstantTime("on_chip_core_latency");
   }
   // ---- v4 (sheet A.4, A.8) ----
   p.push_back(
@@ -150,6 +152,16 @@ std::vector<ChipPreset> MakePresets() {
                  32,              // A.7 [V]: ~3.2e10 B/s (PCIe Gen5)
                  12.5,            // A.7 [V]: ~1.25e10 B/s per chip
                  kVpuLanes, kVpuSublanes, kHopLatency});
+  // VPU ALUs per lane/sublane pair (model_constants.h): the sheet's 2 for v4
+  // (A.4) and 4 for v5p (A.6); the others are not published (chosen).
+  for (ChipPreset& preset : p) {
+    const std::string name(preset.name());
+    preset.vpu_alus_per_lane = ModelConstantValue(
+        name == "v4"    ? "vpu_alus_per_lane_v4"
+        : name == "v5p" ? "vpu_alus_per_lane_v5p"
+                        : "vpu_alus_per_lane_unpublished");
+    TPUSIM_CHECK(preset.vpu_alus_per_lane > 0) << name;
+  }
   return p;
 }
 

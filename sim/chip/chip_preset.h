@@ -54,6 +54,9 @@ struct ChipPreset {
   // direction); nullopt / zero for chips with one device.
   std::optional<double> on_chip_core_gbps = std::nullopt;
   common::Picoseconds on_chip_core_latency = common::Picoseconds(0);
+  // FP ALUs per lane/sublane pair of the vector unit (model_constants.h:
+  // sheet A.4 for v4, A.6 for v5p; chosen elsewhere).
+  double vpu_alus_per_lane = 1;
 
   absl::string_view name() const { return generation->name; }
   // cores x MXUs x 2·dim² x clock: the MXU throughput identity (sheet A, "MXU

@@ -4,16 +4,10 @@
 #include <cmath>
 
 #include "common/check.h"
+#include "sim/chip/model_constants.h"
 
 namespace tpusim::sim {
 namespace {
-
-// tpusim choice: the sheet gives no per-kernel issue cost. 1 us per kernel,
-// every generation: the sequencer's launch plus the pipeline start of one
-// fused HLO kernel (the order of the published "a few microseconds per small
-// op" figures for XLA:TPU; not a fitted value).
-constexpr common::Picoseconds kKernelIssueOverhead =
-    common::Picoseconds::FromMicroseconds(1);
 
 int64_t CeilDiv(int64_t a, int64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 
@@ -42,15 +36,21 @@ DeviceRates DeviceRates::FromPreset(const ChipPreset& preset) {
   r.mxus = r.cores * preset.mxus_per_core;
   r.tile = preset.mxu_dim;
   r.clock_hz = preset.clock_ghz * 1e9;
-  r.vector_elements_per_cycle =
-      static_cast<int64_t>(preset.vpu_lanes) * preset.vpu_sublanes * r.cores;
+  // Each lane/sublane pair has vpu_alus_per_lane ALUs (sheet A.4, A.6).
+  // (A fraction of an ALU only under `validate --sensitivity`.)
+  r.vector_elements_per_cycle = std::max<int64_t>(
+      1, std::llround(preset.vpu_lanes * preset.vpu_sublanes *
+                      preset.vpu_alus_per_lane * r.cores));
   r.transcendentals_per_cycle = static_cast<int64_t>(preset.vpu_lanes) * r.cores;
   // HBM is split evenly between the devices of a chip (v2/v3: each core has
-  // its own half, sheet A.2/A.3).
-  r.hbm_bytes_per_second = preset.hbm_gbps * 1e9 / g.devices_per_chip;
+  // its own half, sheet A.2/A.3), at the achievable fraction of the peak
+  // (model_constants.h hbm_achievable_fraction: chosen, not in the sheet).
+  r.hbm_bytes_per_second = preset.hbm_gbps * 1e9 / g.devices_per_chip *
+                           ModelConstantValue("hbm_achievable_fraction");
   r.hbm_capacity =
       common::Bytes(preset.hbm_capacity.count() / g.devices_per_chip);
-  r.issue_overhead = kKernelIssueOverhead;
+  // model_constants.h kernel_issue_overhead (chosen: the sheet has none).
+  r.issue_overhead = ModelConstantTime("kernel_issue_overhead");
   r.peak_flops_per_second =
       static_cast<double>(r.mxus) * 2.0 * r.tile * r.tile * r.clock_hz;
   return r;

@@ -254,7 +254,11 @@ absl::StatusOr<Algorithm> ResolveAlgorithm(const Topology& t,
   const bool aligned = r.groups->aligned(group);
   switch (r.algorithm) {
     case Algorithm::kAuto:
-      return aligned ? Algorithm::kTorus : Algorithm::kBidirRing;
+      // The auto rule (collective.h): several axes at once when the group
+      // spans several, as on TPUs (sheet C.3 "Multi-axis").
+      if (!aligned) return Algorithm::kBidirRing;
+      return r.groups->span_axes(group).size() >= 2 ? Algorithm::kMultiAxis
+                                                    : Algorithm::kTorus;
     case Algorithm::kRing:
     case Algorithm::kBidirRing:
       return r.algorithm;

@@ -35,9 +35,18 @@
 //   the torus algorithm with the axis order rotated by j.
 // * direct: all_to_all sends S/N straight to every member (routed),
 //   collective_permute sends S from each source to its target.
-// Auto rule (per group): all_to_all and permute use direct; otherwise torus
-// for an aligned sub-torus, else bidir_ring (the best ring: half the data per
-// direction).
+// Auto rule (per group), the choice a TPU runtime makes as the sheet describes
+// it (C.3 "Multi-axis": a collective over k mesh axes runs on all k at once,
+// dividing the bandwidth term by k): all_to_all and permute use direct (the
+// only algorithm they have); an aligned sub-torus spanning two or more axes
+// (the v2/v3 core axis counts) uses multi_axis, one spanning a single axis
+// uses torus (a bidirectional ring along it); any other group uses bidir_ring
+// (the best ring: half the data per direction). For 16 MiB and more this is
+// within 1.3x of CollectiveLowerBound on the wrapped slices v4-128, v5p-128
+// and v5e 16x16 (tested); without wraparound the bound is out of reach (see
+// docs/collectives.md). On v2/v3 a whole-slice all_gather is ~2% slower with
+// multi_axis than with torus (its core-axis part); the rule does not special
+// case it.
 //
 // Pipelining: a chunk received in ring step s is reduced (or stored) and
 // forwarded in step s+1 granule by granule, as a DMA engine does; the data

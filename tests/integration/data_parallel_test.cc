@@ -22,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenarios/backend_registry.h"
+#include "sim/sim_backend.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/data/dataset.h"
 #include "strategy/input_iterator.h"
@@ -76,6 +77,10 @@ data::Dataset GlobalBatches(int in) {
 struct Trained {
   std::vector<float> weights;
   std::vector<std::vector<float>> losses;  // [step][replica]
+  // On "sim": collective member starts, and those placed before the
+  // network's clock (SimStats::late_starts).
+  int64_t collectives = 0;
+  int64_t late_starts = 0;
 };
 
 Trained Train(const std::string& backend_name, int replicas) {
@@ -130,6 +135,11 @@ Trained Train(const std::string& backend_name, int replicas) {
     for (const runtime::Tensor& part : *parts)
       EXPECT_EQ(part, (*parts)[0]) << v->name();
     for (float w : (*parts)[0].values<float>()) weights.push_back(w);
+  }
+  if (const auto* sim = dynamic_cast<const sim::SimBackend*>(backend.get())) {
+    const sim::SimBackend::SimStats stats = sim->Stats();
+    out.collectives = stats.collectives;
+    out.late_starts = stats.late_starts;
   }
   return out;
 }
@@ -203,7 +213,13 @@ TEST_P(DataParallelTest,
        TwentySgdStepsMatchSingleDeviceTrainingOnTheGlobalBatch) {
   const auto& [backend, replicas] = GetParam();
   const std::vector<float> single = Train("host", 1).weights;
-  const std::vector<float> parallel = Train(backend, replicas).weights;
+  const Trained trained = Train(backend, replicas);
+  const std::vector<float>& parallel = trained.weights;
+  if (backend == "sim") {
+    // Every gradient all-reduce of every step ran, none started late.
+    EXPECT_GT(trained.collectives, 0);
+    EXPECT_EQ(trained.late_starts, 0);
+  }
   ASSERT_EQ(parallel.size(), single.size());
   for (size_t i = 0; i < single.size(); ++i) {
     const double b = single[i];

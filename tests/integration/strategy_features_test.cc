@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scenarios/backend_registry.h"
+#include "sim/sim_backend.h"
 #include "strategy/cluster_resolver.h"
 #include "strategy/device_assignment.h"
 #include "strategy/tpu_strategy.h"
@@ -162,6 +163,41 @@ TEST_P(StrategyFeaturesTest, ModelParallelismWithTwoCoresPerReplica) {
   ASSERT_THAT(profile, IsOk());
   const int core1 = s.strategy->input_workers().replica_device_ids[0][1];
   EXPECT_GT(profile->devices(core1).cross_core_bytes(), 0);
+}
+
+// The same model-parallel replicas with a cross-replica all-reduce on core 0:
+// every replica gets (0+1) + (2+1) + (4+1) + (6+1) = 16, and on "sim" no
+// collective member starts before the network's clock (SimStats::late_starts
+// counts the walk's causality errors; they are started late, never dropped).
+TEST_P(StrategyFeaturesTest, ModelParallelAllReduceStartsNoCollectiveLate) {
+  Harness s = Make(GetParam(), "v3-8", {}, {1, 1, 2}, 4);
+  StepFunction step([](ReplicaContext& ctx,
+                       const TracedNest& args) -> absl::StatusOr<TracedNest> {
+    TracedValue doubled;
+    {
+      TPUSIM_ASSIGN_OR_RETURN(LogicalCoreScope on_core1,
+                              ctx.AssignToLogicalCore(1));
+      TPUSIM_ASSIGN_OR_RETURN(doubled, ctx.Add(Arg(args, 0), Arg(args, 0)));
+    }
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue one, ctx.ScalarConstant(1));
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue out, ctx.Add(doubled, one));
+    TPUSIM_ASSIGN_OR_RETURN(TracedValue sum,
+                            ctx.AllReduce(ReduceOp::kSum, out));
+    return TracedNest(sum);
+  });
+  auto ids = PerReplica<Tensor>::FromFn(4, [](int r) { return F32(r); });
+  for (int call = 0; call < 3; ++call) {
+    auto out = s.strategy->Run(step, ValueNest::Tuple({Value(ids)}));
+    ASSERT_THAT(out, IsOk());
+    EXPECT_THAT(ReplicaScalars(out->leaf()), ElementsAre(16, 16, 16, 16));
+  }
+  if (GetParam() == "sim") {
+    const auto* sim = dynamic_cast<const sim::SimBackend*>(s.backend.get());
+    ASSERT_NE(sim, nullptr);
+    const sim::SimBackend::SimStats stats = sim->Stats();
+    EXPECT_EQ(stats.collectives, 3 * 4);
+    EXPECT_EQ(stats.late_starts, 0);
+  }
 }
 
 // Two replicas placed by hand on devices (1,1,1) and (1,0,0) of v3-8: the

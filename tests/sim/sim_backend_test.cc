@@ -864,3 +864,51 @@ TEST(SimBackendTest, RepeatedTraceDevicesAreAnError) {
 
 }  // namespace
 }  // namespace tpusim::sim
+
+namespace tpusim::sim {
+namespace {
+// SimStats::late_starts counts what it says. Two logical cores per replica:
+// core 0 all-reduces 16 MiB, core 1 a small buffer and then, after a kernel
+// on its result, a second small one. The compiled order puts core 0's done
+// before core 1's: resolving it runs the network to the big all-reduce's
+// end, and core 1's second start, at an earlier simulated time, is placed
+// behind the network's clock: each replica's start is late (started at the
+// network's time). The shipped scenarios and the data- and model-parallel
+// tests have none; this program shows the walk can make them and that they
+// are reported (issue 18: to become impossible or an error).
+TEST(SimBackendTest, ACollectiveStartBehindTheNetworkIsCountedAsLate) {
+  auto sim = SimBackend::Create("v3-8");
+  ASSERT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = 4;
+  ProgramBuilder b("late", n, 2);
+  ASSERT_THAT(b.set_logical_core(0), IsOk());
+  Value big = *b.Parameter(DType::kF32, Shape({4 << 20}));
+  Value sum0 = *b.AllReduce(big, runtime::CollectiveReduce::kSum);
+  Value used0 = *b.ReduceSum(sum0, {0});
+  ASSERT_THAT(b.set_logical_core(1), IsOk());
+  Value small = *b.Parameter(DType::kF32, Shape({1024}));
+  Value first1 = *b.AllReduce(small, runtime::CollectiveReduce::kSum);
+  Value sum1 = *b.AllReduce(*b.Neg(first1), runtime::CollectiveReduce::kSum);
+  Program p = *std::move(b).Build({used0, sum1});
+  auto exe = s.Compile(p, {n, 2});
+  ASSERT_THAT(exe, IsOk());
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> args(n);
+  std::vector<std::vector<int>> assignment;
+  for (int r = 0; r < n; ++r) {
+    assignment.push_back({2 * r, 2 * r + 1});
+    owned.push_back(*s.TransferToDevice(
+        2 * r, Tensor::Abstract(DType::kF32, Shape({4 << 20}))));
+    args[r].push_back(owned.back().get());
+    owned.push_back(*s.TransferToDevice(
+        2 * r + 1, Tensor::Abstract(DType::kF32, Shape({1024}))));
+    args[r].push_back(owned.back().get());
+  }
+  ASSERT_THAT(s.ExecuteSpmd(**exe, {assignment}, args), IsOk());
+  const SimBackend::SimStats st = s.Stats();
+  EXPECT_EQ(st.collectives, 3 * n);
+  EXPECT_EQ(st.late_starts, n);
+}
+}  // namespace
+}  // namespace tpusim::sim
