@@ -51,8 +51,7 @@ absl::Status ParseTraceDevices(const std::string& value,
   }
   for (absl::string_view part : absl::StrSplit(value, ',')) {
     int id = 0;
-    if (part.empty() || !absl::SimpleAtoi(part, &id) ||
-        part.find_first_of(" +\t") != absl::string_view::npos) {
+    if (!ParseExactInt(part, &id)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--trace-devices=", value, ": '", part,
           "' is not a device id; give device ids (0..N-1, as `tpusim topo` "
