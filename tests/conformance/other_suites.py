@@ -1,0 +1,2 @@
+def run(part, tf, tpusim, driver, workdir, seed):
+    raise SystemExit("todo")
