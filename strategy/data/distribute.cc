@@ -376,7 +376,8 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
     for (int i = 0; i < w; ++i) {
       if (static_cast<int>(workers.replicas_per_worker[i].size()) != r) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "semantics 2.4 needs the same number of replicas on every worker; "
+            "semantics ", SemanticsVersionName(version),
+            " needs the same number of replicas on every worker; "
             "worker 0 has ",
             r, ", worker ", i, " has ", workers.replicas_per_worker[i].size()));
       }
@@ -395,14 +396,14 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
           const std::vector<int64_t> sizes =
               BatchSizesForWorker(global_batch, w, r, i);
           rebatch = "batch_sizes";
-          detail = absl::StrCat("2.4: global batch ", global_batch, ", ", w,
+          detail = absl::StrCat(SemanticsVersionName(version), ": global batch ", global_batch, ", ", w,
                                 " workers x ", r,
                                 " replicas: RebatchDatasetV2(batch_sizes=[",
                                 absl::StrJoin(sizes, ", "), "]) on worker ", i);
         } else {
           rebatch = "legacy_split";
           detail = absl::StrCat(
-              "2.4: the global batch size is not known statically: the legacy "
+              SemanticsVersionName(version), ": the global batch size is not known statically: the legacy "
               "RebatchDataset(num_replicas=",
               n, ") splits every batch into ", n, " pieces");
         }

@@ -34,10 +34,36 @@ def import_tf(logical_cpus=8):
     if tf.__version__ != PINNED_TF:
         return fail_or_skip("TensorFlow %s is installed, the suite is pinned to %s "
                             "(tools/requirements.txt)" % (tf.__version__, PINNED_TF))
+    tf.get_logger().setLevel("ERROR")
+    tf.autograph.set_verbosity(0)
     cpus = tf.config.list_physical_devices("CPU")
     tf.config.set_logical_device_configuration(
         cpus[0], [tf.config.LogicalDeviceConfiguration()] * logical_cpus)
     return tf
+
+
+class QuietStderr:
+    """Sends fd 2 to a file while TF runs (its C++ logs the rewritten graphs)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        sys.stderr.flush()
+        self.saved = os.dup(2)
+        self.f = open(self.path, "ab")
+        os.dup2(self.f.fileno(), 2)
+        # Python's own messages (tracebacks) still reach the real stderr.
+        self.py = sys.stderr
+        sys.stderr = os.fdopen(os.dup(self.saved), "w", buffering=1)
+
+    def __exit__(self, *a):
+        sys.stderr.flush()
+        sys.stderr.close()
+        sys.stderr = self.py
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.f.close()
 
 
 def fail_or_skip(reason):

@@ -25,12 +25,71 @@ def _has(stages, cls, pred=lambda s: True):
     return any(isinstance(s, cls) and pred(s) for s in stages)
 
 
-ENTRIES = []
+def _stages(case):
+    return getattr(case, "stages", case)
 
 
-def classify(suite, stages, problem):
+def _shard_after_repeat(suite, case, problem):
+    stages = _stages(case)
+    if suite == "dist" and case.api == "DISTRIBUTE_DATASET" and case.policy in ("DATA", "AUTO") \
+            and _has(stages, tc.Count, lambda s: s.kind == "repeat"):
+        return True  # the DATA policy's shard goes after the repeat
+    seen_repeat = False
+    for s in stages:
+        if isinstance(s, tc.Count) and s.kind == "repeat":
+            seen_repeat = True
+        if isinstance(s, tc.Shard) and seen_repeat:
+            return True
+    return False
+
+
+ENTRIES = [
+    Known("shard_after_repeat", "pending (issue 22 part 2, branch defects)",
+          "a shard after a repeat (also through a prefetch, also shard(1, 0)) yields nothing: "
+          "tpusim ends at step 0, TF gives the shard's elements",
+          "range(3).repeat(1).shard(2, 0): TF [0, 2], tpusim []; and through the DATA "
+          "policy's shard: W=1 R=1 DATA (semantics 2.21), range(3).batch(1).repeat(1)",
+          _shard_after_repeat),
+]
+
+# Differences found in the tf.data part, with their minimal reproducers.
+
+
+def _end(problem, tf_code, tp_code):
+    return problem.startswith("end: TF %s" % tf_code) and (", tpusim %s" % tp_code) in problem
+
+
+ENTRIES += [
+    Known("skip_all_reads_nothing", "fixed on this branch",
+          "TF 2.21's skip(-1) ends at once without reading its input (an endless or failing "
+          "input gives an empty dataset); tpusim read the input to its end",
+          "range(9).batch(5).batch(5).skip(-1): TF [], tpusim INVALID_ARGUMENT (Cannot batch "
+          "tensors with different shapes); range(3).repeat().skip(-1): TF [] at once",
+          lambda suite, case, p: _has(_stages(case), tc.Count, lambda s: s.kind == "skip" and s.n < 0)
+          and _end(p, "OUT_OF_RANGE", "INVALID_ARGUMENT")),
+    Known("map_and_batch_checks_dropped_rows", "open",
+          "map_and_batch copies each row into its batch as it arrives: rows of different shapes "
+          "fail (InvalidArgument) even in a final partial batch that drop_remainder=true drops; "
+          "tpusim (like plain batch) drops the partial batch without looking",
+          "range(7).batch(5).map_and_batch(identity, 3, drop_remainder=True): TF "
+          "INVALID_ARGUMENT, tpusim []",
+          lambda suite, case, p: _has(_stages(case), tc.MapAndBatch, lambda s: s.drop)
+          and _end(p, "INVALID_ARGUMENT", "OUT_OF_RANGE")),
+    Known("window_over_failing_batch", "open",
+          "TF 2.21's window over a batch whose rows have different shapes yields no window and "
+          "no error (range(9).batch(5).batch(5).window(1) is empty); a map error is raised. "
+          "tpusim raises the batch's InvalidArgument",
+          "range(9).batch(5).batch(5).window(1).flat_map(lambda w: w.batch(1)): TF [], tpusim "
+          "INVALID_ARGUMENT",
+          lambda suite, case, p: _has(_stages(case), tc.Window)
+          and _end(p, "OUT_OF_RANGE", "INVALID_ARGUMENT") and "Cannot batch" in p),
+]
+
+
+def classify(suite, case, problem):
+    """case: the tf.data stage list, or a dist_suite.Case."""
     for k in ENTRIES:
-        if k.match(suite, stages, problem):
+        if k.match(suite, case, problem):
             return k
     return None
 

@@ -46,9 +46,6 @@ def main():
     known.expect_fixed(args.expect_fixed)
 
     tf = harness.import_tf(8)
-    import tfdata_suite  # noqa: E402 (after TF's device setup)
-    import dist_suite  # noqa: E402
-    import other_suites  # noqa: E402
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="tpusim-conformance-")
     os.makedirs(workdir, exist_ok=True)
@@ -59,14 +56,12 @@ def main():
     all_diffs = []
     for part in parts:
         t0 = time.time()
-        if part == "tfdata":
-            counts, ops, diffs = tfdata_suite.run(tf, args.tpusim, workdir, seed, args.tfdata_cases, print)
-        elif part == "dist":
-            counts, ops, diffs = dist_suite.run(tf, args.tpusim, workdir, seed, args.dist_cases)
-        elif part in ("interop", "devassign", "reduce"):
-            counts, ops, diffs = other_suites.run(part, tf, args.tpusim, args.driver, workdir, seed)
-        else:
-            raise SystemExit("--parts: unknown part %r" % part)
+        quiet = harness.QuietStderr(os.path.join(workdir, "tf-stderr.log"))
+        quiet.__enter__()
+        try:
+            counts, ops, diffs = run_part(part, tf, args, workdir, seed)
+        finally:
+            quiet.__exit__()
         dt = time.time() - t0
         print("conformance[%s]: %.1f s; %s" % (part, dt, ", ".join(
             "%s %d" % kv for kv in sorted(counts.items()))))
@@ -105,6 +100,19 @@ def main():
         shutil.rmtree(workdir, ignore_errors=True)
     print("conformance: %s" % ("FAIL" if failed else "PASS"))
     return 1 if failed else 0
+
+
+def run_part(part, tf, args, workdir, seed):
+    import tfdata_suite
+    import dist_suite
+    import other_suites
+    if part == "tfdata":
+        return tfdata_suite.run(tf, args.tpusim, workdir, seed, args.tfdata_cases, print)
+    if part == "dist":
+        return dist_suite.run(tf, args.tpusim, workdir, seed, args.dist_cases)
+    if part in ("interop", "devassign", "reduce"):
+        return other_suites.run(part, tf, args.tpusim, args.driver, workdir, seed)
+    raise SystemExit("--parts: unknown part %r" % part)
 
 
 def describe(stages):

@@ -747,8 +747,17 @@ class Generator:
     # -- sources --
     def source(self):
         f = self.files
-        kind = self.rng.choice(["range", "range", "slices", "slices", "tfrecord", "text",
-                                "fixed", "list_files", "zip", "interleave", "tensors"])
+        kind = self.rng.choice(["range", "range", "slices", "slices", "tfrecord", "tfrecord",
+                                "examples", "examples", "text", "fixed", "list_files", "zip",
+                                "interleave", "tensors"])
+        if kind == "examples":  # TFRecord files of tf.train.Example, parsed
+            comp = self.rng.choice(["", "GZIP", "ZLIB"])
+            files = self.rng.sample(f.tfrecord[comp], self.r(1, f.NUM))
+            stages = [Reader("tfrecord", files, comp, n=len(files) * f.RECORDS)]
+            if self.chance(0.5):
+                stages.append(Batch(self.r(1, 4), self.chance(0.2)))
+            stages.append(self.parse(stages))
+            return stages
         if kind == "range":
             step = self.rng.choice([1, 1, 1, 2, 3, -1])
             if step > 0:
@@ -821,11 +830,18 @@ class Generator:
     # -- one transformation valid for `spec` (None: none fits) --
     def transform(self, stages, spec, n):
         choices = ["batch", "batch", "take", "skip", "repeat", "shard", "cache", "prefetch",
-                   "map", "map_and_batch", "padded_batch", "window", "tf_only"]
-        if spec.min_rank() >= 1 and not spec.any_sparse():
+                   "map", "map_and_batch", "padded_batch", "window"]
+        if self.chance(0.012):
+            choices = ["tf_only"]
+        # TF 2.21 crashes (SIGSEGV) in unbatch of a tensor with a zero-sized
+        # inner dimension, e.g. from_tensors(np.zeros((1, 0))).unbatch(): no
+        # unbatch after a parse that can make one (a FixedLenSequence).
+        zero_inner = any(isinstance(st, ParseExample) and
+                         any(f[3] == "fixed_len_sequence" for f in st.features) for st in stages)
+        if spec.min_rank() >= 1 and not spec.any_sparse() and not zero_inner:
             choices += ["unbatch", "unbatch"]
         if spec.int_scalar():
-            choices += ["filter", "filter", "concatenate"]
+            choices += ["filter", "filter", "filter", "concatenate", "concatenate"]
         if spec.string_scalar() and self._is_examples(stages):
             choices += ["parse", "parse", "parse"]
         op = self.rng.choice(choices)
@@ -892,6 +908,12 @@ class Generator:
             a = self.r(-5, 10)
             return Concatenate([Range(a, a + self.r(0, 8), 1)])
         if op == "parse":
+            return self.parse(stages)
+        return TfOnly(self.rng.choice(["enumerate", "map(lambda x: x * 3)", "scan", "take_while"]))
+
+    def parse(self, stages):
+        spec = pipeline_spec(stages)
+        if True:
             feats = []
             pool = [("id", "int64", [], "fixed_len"), ("x", "float32", [2], "fixed_len"),
                     ("name", "string", [], "fixed_len"), ("tokens", "int64", [], "var_len"),
@@ -906,7 +928,6 @@ class Generator:
             if self.chance(0.06):  # an invalid spec: a FixedLen over a feature of other length
                 feats = [("tokens", "int64", [], "fixed_len")]
             return ParseExample(feats, batched=bool(spec.leaves[0][2]))
-        return TfOnly(self.rng.choice(["enumerate", "map(lambda x: x * 3)", "scan", "take_while"]))
 
     @staticmethod
     def _is_examples(stages):
@@ -941,7 +962,7 @@ class Generator:
     def shuffle_case(self):
         """(prefix stages, shuffle stage, epochs): the prefix is deterministic."""
         f = self.files
-        if self.chance(0.2):
+        if self.chance(0.35):
             prefix = [ListFiles(os.path.join(f.dir, self.rng.choice(
                 ["ex-*.tfrecord", "text-*.txt", "fixed-*.bin"])), f.NUM,
                 shuffle=True, seed=self.r(0, 1000))]

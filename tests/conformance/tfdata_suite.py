@@ -108,7 +108,10 @@ def run(tf, tpusim, workdir, seed, cases, log):
     wait = harness.run_tpusim_batch(tpusim, [p for p, _, _ in items], workdir, "tfdata", STEPS)
 
     tf_results = []
+    trace = os.environ.get("TPUSIM_CONFORMANCE_TRACE")
     for path, stages, sh in items:
+        if trace:
+            print("conformance: TF runs", path, flush=True)
         if sh is None:
             tf_results.append(tf_listing(tf, stages))
         else:
