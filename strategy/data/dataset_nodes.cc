@@ -1842,6 +1842,18 @@ std::vector<NodeAttr> SkipNode::attrs() const {
 
 absl::StatusOr<IteratorPtr> SkipNode::DoMakeIterator(
     const IteratorContext& ctx) const {
+  if (count_ < 0) {
+    // TF's skip(-1) ("skip all") iterator is empty: it never makes the input
+    // iterator, so an endless or failing input gives an empty dataset at once
+    // (checked against TF 2.21 by tests/conformance/).
+    class Empty final : public DatasetIterator {
+     public:
+      absl::StatusOr<std::optional<Element>> GetNext() override {
+        return std::optional<Element>();
+      }
+    };
+    return IteratorPtr(std::make_unique<Empty>());
+  }
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:

@@ -220,6 +220,15 @@ void FindFileShards(const NodePtr& root, std::vector<int64_t>* files,
 
 std::string ShardReason(AutoShardPolicy requested, const AutoShardResult& r,
                         int workers, int index) {
+  if (workers == 1 && r.applied == AutoShardPolicy::kData) {
+    return absl::StrCat(
+        requested == AutoShardPolicy::kAuto
+            ? "AUTO: FILE sharding found nothing to shard, fallback to DATA; "
+            : "DATA: ",
+        "one input worker, semantics 2.21: the DATA rewrite still runs (the "
+        "RebatchDatasetV2 becomes the legacy RebatchDataset; shard(1, 0) "
+        "keeps every element)");
+  }
   if (workers == 1) return "one input worker: the pipeline is not sharded";
   if (requested == AutoShardPolicy::kOff)
     return "policy OFF: every worker reads the whole pipeline";

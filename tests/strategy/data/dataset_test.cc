@@ -319,6 +319,29 @@ TEST(DatasetTest, ShardStillRaisesTheErrorOfASkippedBatch) {
                                       "shapes in component 0")));
 }
 
+// TF 2.21 (tests/conformance/, known difference skip_all_reads_nothing):
+// skip(-1) never reads its input, so neither an endless input nor a failing
+// batch is touched; skip(n) with n >= 0 still raises the skipped batch's
+// error.
+TEST(DatasetTest, SkipAllReadsNothingOfItsInput) {
+  EXPECT_THAT(Scalars(Dataset::Range(3).Repeat(-1).Skip(-1)), IsEmpty());
+  MapFunction ragged;
+  ragged.name = "ragged";
+  ragged.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape({-1})});
+  ragged.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    const int64_t n = e.leaf().AsInt64(0);
+    return Element(Tensor::FromVector<int64_t>(Shape({n}), Ints(n, n)));
+  };
+  absl::StatusOr<std::vector<Element>> all =
+      Dataset::Range(4).Map(ragged).Batch(2).Skip(-1).Collect();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(*all, IsEmpty());
+  EXPECT_THAT(Dataset::Range(4).Map(ragged).Batch(2).Skip(1).Collect(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Cannot batch tensors with different "
+                                 "shapes in component 0")));
+}
+
 TEST(DatasetTest, ShardValidatesNumShardsAndIndex) {
   EXPECT_THAT(Dataset::Range(10).Shard(0, 0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
