@@ -197,7 +197,7 @@ def tf_error_code(tf, e):
             tf.errors.UnimplementedError: "UNIMPLEMENTED",
             tf.errors.InternalError: "INTERNAL",
         }.get(type(e), type(e).__name__)
-    if isinstance(e, (ValueError, TypeError)):
+    if isinstance(e, (ValueError, TypeError, AssertionError)):
         return "INVALID_ARGUMENT"
     if isinstance(e, NotImplementedError):
         return "UNIMPLEMENTED"
