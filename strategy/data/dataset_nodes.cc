@@ -378,7 +378,8 @@ absl::StatusOr<NodePtr> TensorSliceNode::WithInputs(
 // ---------------------------------------------------------------------------------------------
 // BatchNode
 
-BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
+BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder,
+                     bool check_dropped_rows)
     : DatasetNode({input}, input->element_spec().Map([&](const TensorSpec& s) {
         return s.WithShape(s.shape.rank_known()
                                ? s.shape.Prepend(drop_remainder
@@ -387,10 +388,12 @@ BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
                                : s.shape);
       })),
       batch_size_(batch_size),
-      drop_remainder_(drop_remainder) {}
+      drop_remainder_(drop_remainder),
+      check_dropped_rows_(check_dropped_rows) {}
 
 absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
-                                        bool drop_remainder) {
+                                        bool drop_remainder,
+                                        bool check_dropped_rows) {
   if (batch_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch: batch_size must be greater than zero, got ", batch_size));
@@ -408,7 +411,8 @@ absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
     }
   }
   return NodePtr(std::make_shared<BatchNode>(std::move(input), batch_size,
-                                             drop_remainder));
+                                             drop_remainder,
+                                             check_dropped_rows));
 }
 
 std::vector<NodeAttr> BatchNode::attrs() const {
@@ -565,12 +569,13 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
   class It final : public DatasetIterator {
    public:
     It(IteratorPtr input, int64_t b, bool drop, common::Bytes budget,
-       bool uniform)
+       bool uniform, bool check_dropped)
         : input_(std::move(input)),
           b_(b),
           drop_(drop),
           budget_(budget),
-          uniform_(uniform) {}
+          uniform_(uniform),
+          check_dropped_(check_dropped) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (done_) return std::optional<Element>();
       batch_.Reset();
@@ -595,6 +600,10 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
       }
       if (batch_.size() == 0 ||
           (drop_ && static_cast<int64_t>(batch_.size()) < b_)) {
+        if (check_dropped_ && batch_.size() > 1 && !uniform_) {
+          absl::StatusOr<Element> rows = batch_.Finish();
+          if (!rows.ok()) return rows.status();
+        }
         batch_.Reset();
         return std::optional<Element>();
       }
@@ -628,18 +637,19 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
     bool drop_;
     common::Bytes budget_;
     bool uniform_;
+    bool check_dropped_;
     bool done_ = false;
     BatchAssembler batch_{/*pooled=*/true};
   };
   return IteratorPtr(std::make_unique<It>(
       std::move(input), batch_size_, drop_remainder_, ctx.max_memory,
-      SpecFullyDefined(inputs()[0]->element_spec())));
+      SpecFullyDefined(inputs()[0]->element_spec()), check_dropped_rows_));
 }
 
 absl::StatusOr<NodePtr> BatchNode::WithInputs(
     std::vector<NodePtr> inputs) const {
   TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
-  return Make(inputs[0], batch_size_, drop_remainder_);
+  return Make(inputs[0], batch_size_, drop_remainder_, check_dropped_rows_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1588,7 +1598,8 @@ absl::StatusOr<NodePtr> MapAndBatchNode::Make(NodePtr input, MapFunction fn,
   map_fn.num_parallel_calls = num_parallel_calls;
   TPUSIM_ASSIGN_OR_RETURN(NodePtr map, MapNode::Make(input, std::move(map_fn)));
   absl::StatusOr<NodePtr> batch =
-      BatchNode::Make(std::move(map), batch_size, drop_remainder);
+      BatchNode::Make(std::move(map), batch_size, drop_remainder,
+                      /*check_dropped_rows=*/true);
   if (!batch.ok()) {
     return absl::Status(
         batch.status().code(),

@@ -38,6 +38,10 @@ SEMANTICS = os.environ.get("TPUSIM_CONFORMANCE_SEMANTICS", "2.21")
 
 POLICIES = ["AUTO", "FILE", "DATA", "OFF"]
 
+REQUIRED_OPS = ["policy_AUTO", "policy_FILE", "policy_DATA", "policy_OFF", "partial_batches",
+                "drop_remainder", "unknown_batch_size", "from_function", "empty_replica",
+                "multi_worker", "file_source"]
+
 
 class Case:
     pass
@@ -267,6 +271,10 @@ def run(tf, tpusim, workdir, seed, cases):
             problem = "end: TF %s after %d steps, tpusim %s after %d (%s)" % (
                 wcode, len(want), code, len(got), msg)
         desc = describe(c)
+        if any(comp[2] and comp[2][0] == 0 for st in want for rep in st for comp in rep):
+            c.ops.add("empty_replica")
+        if c.W > 1:
+            c.ops.add("multi_worker")
         if problem is None:
             counts["matched"] += 1
             op_counts.update(c.ops)

@@ -342,6 +342,33 @@ TEST(DatasetTest, SkipAllReadsNothingOfItsInput) {
                                  "shapes in component 0")));
 }
 
+// TF 2.21 (tests/conformance/, map_and_batch_checks_dropped_rows):
+// map_and_batch copies each row into its batch as it arrives, so rows of
+// different shapes fail even in the partial batch drop_remainder drops;
+// plain batch drops that batch without stacking it.
+TEST(DatasetTest, MapAndBatchChecksTheRowsOfADroppedPartialBatch) {
+  MapFunction identity;
+  identity.name = "identity";
+  identity.output_spec =
+      ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})});
+  identity.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  // range(7).batch(5): rows [0..4] and [5, 6].
+  EXPECT_THAT(Dataset::Range(7).Batch(5).MapAndBatch(identity, 3, true)
+                  .Collect(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Cannot batch tensors with different "
+                                 "shapes in component 0")));
+  absl::StatusOr<std::vector<Element>> plain =
+      Dataset::Range(7).Batch(5).Batch(3, true).Collect();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(*plain, IsEmpty());
+  // Rows of one shape: the partial batch is dropped as before.
+  absl::StatusOr<std::vector<Element>> same =
+      Dataset::Range(8).Batch(4).MapAndBatch(identity, 3, true).Collect();
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_THAT(*same, IsEmpty());
+}
+
 TEST(DatasetTest, ShardValidatesNumShardsAndIndex) {
   EXPECT_THAT(Dataset::Range(10).Shard(0, 0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
