@@ -52,6 +52,18 @@ ENTRIES = [
           "policy's shard: W=1 R=1 DATA (semantics 2.21), range(3).batch(1).repeat(1)",
           _shard_after_repeat),
 ]
+ENTRIES.append(Known(
+    "padded_batch_smaller_than_element", "pending (issue 22 part 2, branch defects)",
+    "padded_batch to a fixed size smaller than an element: TF DATA_LOSS, tpusim INVALID_ARGUMENT",
+    "range(10).batch(3).padded_batch(2, padded_shapes=[2]): TF DATA_LOSS, tpusim "
+    "INVALID_ARGUMENT",
+    lambda suite, case, p: _has(_stages(case), tc.PaddedBatch, lambda s: s.shapes is not None)
+    and _end(p, "DATA_LOSS", "INVALID_ARGUMENT")))
+
+
+def _end(problem, tf_code, tp_code):
+    return problem.startswith("end: TF %s" % tf_code) and (", tpusim %s" % tp_code) in problem
+
 
 # Differences found in the tf.data part, with their minimal reproducers.
 

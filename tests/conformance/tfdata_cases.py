@@ -879,7 +879,10 @@ class Generator:
             if self.chance(0.5):
                 shapes = []
                 for _, _, sh, _ in spec.leaves:
-                    shapes.append([-1 if d is None or self.chance(0.5) else d + self.r(0, 2)
+                    # An unknown dimension padded to a small fixed size can be
+                    # smaller than an element (an error TF raises at run time).
+                    shapes.append([(self.r(1, 2) if self.chance(0.15) else -1) if d is None
+                                   else (-1 if self.chance(0.5) else d + self.r(0, 2))
                                    for d in sh])
             value = self.rng.choice([None, -1, 7])
             return PaddedBatch(self.r(1, 4), self.chance(0.2), shapes, value, len(spec.leaves))
