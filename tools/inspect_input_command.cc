@@ -290,7 +290,7 @@ Subcommand InspectInputCommand() {
       "slice name or\n"
       "workers x replicas_per_worker), the dataset pipeline stage by stage, "
       "the shard policy,\n"
-      "the semantics version (2.2 or 2.4) and the distribution API. The "
+      "the semantics version (2.2, 2.4 or 2.21) and the distribution API. The "
       "pipeline is\n"
       "distributed as TPUStrategy does (rebatch, per-worker clone, auto-shard, "
       "round-robin\n"
