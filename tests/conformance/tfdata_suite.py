@@ -26,9 +26,18 @@ REQUIRED_OPS = ["range", "tensor_slices", "tfrecord", "tfrecord_gzip", "tfrecord
                 "parse_fixed_len_sequence"]  # elements compared per case (tpusim --steps; TF reads one more)
 
 
+# Errors whose message is documented (tpusim's message contains TF's key
+# phrase, spec "tpusim conventions"): when TF's message has one of these, so
+# must tpusim's.
+DOCUMENTED_MESSAGES = [
+    "Cannot batch tensors with different shapes in component",
+]
+
+
 def tf_listing(tf, stages, steps=STEPS):
     """(elements, end code): end code OUT_OF_RANGE, OK (more than `steps`
-    elements), or the error class of what TF raised."""
+    elements), or the error class of what TF raised (its message is kept in
+    LAST_TF_ERROR)."""
     elems = []
     try:
         it = iter(tc.build_tf(tf, stages))
@@ -43,7 +52,11 @@ def tf_listing(tf, stages, steps=STEPS):
     except StopIteration:
         return elems, "OUT_OF_RANGE"
     except Exception as e:  # noqa: BLE001 - the error class is the result
+        LAST_TF_ERROR[id(stages)] = str(e)
         return elems, harness.tf_error_code(tf, e)
+
+
+LAST_TF_ERROR = {}
 
 
 def tp_listing(result):
@@ -138,6 +151,11 @@ def run(tf, tpusim, workdir, seed, cases, log):
             if code != wcode:
                 problem = "end: TF %s after %d elements, tpusim %s after %d (%s)" % (
                     wcode, len(want), code, len(got), msg)
+            else:
+                tf_msg = LAST_TF_ERROR.get(id(stages), "")
+                for phrase in DOCUMENTED_MESSAGES:
+                    if phrase in tf_msg and phrase not in msg:
+                        problem = "message: TF says %r, tpusim %r" % (phrase, msg)
             if problem is None or len(got) != len(want):
                 for j in range(min(len(got), len(want))):
                     if not harness.same_components(got[j], want[j]):
