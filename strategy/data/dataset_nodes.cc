@@ -410,6 +410,15 @@ absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
           " elements: ", bytes.status().message()));
     }
   }
+  // TF's default static optimization map_and_batch_fusion turns a map
+  // directly followed by a batch into one MapAndBatchDataset, which checks the
+  // rows of a dropped partial batch (found by tests/conformance/ in TF 2.21).
+  // An identity map is removed first (TF's noop elimination), so it does not
+  // fuse: a MapFunction named "identity" is taken to be one.
+  if (input->op() == MapNode::kOp &&
+      static_cast<const MapNode&>(*input).function().name != "identity") {
+    check_dropped_rows = true;
+  }
   return NodePtr(std::make_shared<BatchNode>(std::move(input), batch_size,
                                              drop_remainder,
                                              check_dropped_rows));

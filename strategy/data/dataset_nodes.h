@@ -227,7 +227,10 @@ class BatchNode final : public DatasetNode {
   // batch): a final partial batch that drop_remainder drops must still stack
   // (TF's MapAndBatchDataset copies every row into its batch as it arrives,
   // so rows of different shapes fail with InvalidArgument even there; plain
-  // batch drops them unseen).
+  // batch drops them unseen). A batch directly after a map checks too: TF's
+  // default map_and_batch_fusion makes the pair one MapAndBatchDataset
+  // (unless the map is an identity, which TF removes first: a MapFunction
+  // named "identity").
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t batch_size,
                                       bool drop_remainder,
                                       bool check_dropped_rows = false);

@@ -362,6 +362,25 @@ TEST(DatasetTest, MapAndBatchChecksTheRowsOfADroppedPartialBatch) {
       Dataset::Range(7).Batch(5).Batch(3, true).Collect();
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_THAT(*plain, IsEmpty());
+  // TF's default map_and_batch_fusion makes map + batch one map_and_batch:
+  // a batch directly after a (non-identity) map checks too; with a prefetch
+  // between, or after an identity map (which TF removes), not. TF 2.21:
+  // range(7).batch(5).map(lambda x: x * x).batch(3, drop_remainder=True)
+  // fails, .map(lambda x: x) and .map(f).prefetch(1) give [].
+  MapFunction square = identity;
+  square.name = "square";
+  square.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  EXPECT_THAT(Dataset::Range(7).Batch(5).Map(square).Batch(3, true).Collect(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Cannot batch tensors with different "
+                                 "shapes in component 0")));
+  for (const Dataset& ds :
+       {Dataset::Range(7).Batch(5).Map(identity).Batch(3, true),
+        Dataset::Range(7).Batch(5).Map(square).Prefetch(1).Batch(3, true)}) {
+    absl::StatusOr<std::vector<Element>> dropped = ds.Collect();
+    ASSERT_TRUE(dropped.ok()) << dropped.status();
+    EXPECT_THAT(*dropped, IsEmpty());
+  }
   // Rows of one shape: the partial batch is dropped as before.
   absl::StatusOr<std::vector<Element>> same =
       Dataset::Range(8).Batch(4).MapAndBatch(identity, 3, true).Collect();
