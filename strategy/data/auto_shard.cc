@@ -226,10 +226,11 @@ absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,
   if (policy == AutoShardPolicy::kOff) return result;
   if (num_workers == 1) {
     // TF 2.21 (seen by tests/conformance/): one worker still gets the DATA
-    // rewrite (the V2 rebatch becomes the legacy N-piece split; the shard(1,
-    // 0) it adds changes nothing), under DATA and under AUTO when FILE finds
-    // no reader; FILE, and AUTO that finds one, change nothing. Older
-    // versions skip auto-shard for one worker.
+    // rewrite (the V2 rebatch becomes the legacy N-piece split), under DATA
+    // and under AUTO when FILE finds no reader; FILE, and AUTO that finds
+    // one, change nothing. Older versions skip auto-shard for one worker.
+    // The shard(1, 0) TF's rewrite also appends keeps every element and is
+    // left out.
     if (version != SemanticsVersion::k2_21 ||
         policy == AutoShardPolicy::kFile) {
       return result;
@@ -238,8 +239,7 @@ absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,
         ShardByFile(root, num_workers, index, nullptr, version).ok()) {
       return result;
     }
-    TPUSIM_ASSIGN_OR_RETURN(result.node, ShardByData(root, num_workers, index,
-                                                     num_replicas, version));
+    TPUSIM_ASSIGN_OR_RETURN(result.node, RebatchV2ToLegacy(root, num_replicas));
     result.applied = AutoShardPolicy::kData;
     return result;
   }

@@ -226,8 +226,8 @@ std::string ShardReason(AutoShardPolicy requested, const AutoShardResult& r,
             ? "AUTO: FILE sharding found nothing to shard, fallback to DATA; "
             : "DATA: ",
         "one input worker, semantics 2.21: the DATA rewrite still runs (the "
-        "RebatchDatasetV2 becomes the legacy RebatchDataset; shard(1, 0) "
-        "keeps every element)");
+        "RebatchDatasetV2 becomes the legacy RebatchDataset; its shard(1, 0) "
+        "would keep every element and is left out)");
   }
   if (workers == 1) return "one input worker: the pipeline is not sharded";
   if (requested == AutoShardPolicy::kOff)
