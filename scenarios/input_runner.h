@@ -53,7 +53,7 @@ struct InputStep {
 
 struct InputListing {
   std::string name;          // the scenario's name ("" when unset)
-  std::string semantics;     // "2.2" / "2.4"
+  std::string semantics;     // "2.2" / "2.4" / "2.21"
   std::string shard_policy;  // "AUTO", ...
   std::string api;           // "DISTRIBUTE_DATASET", ...
   int workers = 0;

@@ -328,9 +328,9 @@ class Validator {
     TPUSIM_RETURN_IF_ERROR(
         CheckCluster(root.Child(sc.cluster(), "cluster"), sc.cluster()));
     if (sc.has_semantics() && sc.semantics() != "2.2" &&
-        sc.semantics() != "2.4") {
+        sc.semantics() != "2.4" && sc.semantics() != "2.21") {
       return root.Error("semantics", Quote(sc.semantics()),
-                        "must be \"2.2\" or \"2.4\"");
+                        "must be \"2.2\", \"2.4\" or \"2.21\"");
     }
     if (sc.has_global_batch_size() && sc.global_batch_size() < 1) {
       return root.Error("global_batch_size",

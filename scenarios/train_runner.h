@@ -78,7 +78,7 @@ struct InputSummary {
   // False: synthetic batches (no `pipeline`).
   bool pipeline = false;
   std::string api;               // "DISTRIBUTE_DATASET", ...
-  std::string semantics;         // "2.2" / "2.4"
+  std::string semantics;         // "2.2" / "2.4" / "2.21"
   std::string requested_policy;  // the scenario's shard_policy
   int workers = 0;
   // Per input worker: the shard policy applied and why

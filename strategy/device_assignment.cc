@@ -277,6 +277,14 @@ absl::StatusOr<DeviceAssignment> DeviceAssignment::Build(
                        ") = ", needed, " exceeds the ", topology.num_devices(),
                        " devices of a topology with missing devices"));
     }
+    if (num_replicas == 0) {
+      // TF 2.21 builds the empty list into a (0,)-shaped array and its
+      // constructor rejects it (seen by tests/conformance/); a full mesh
+      // reshapes to (0, K, rank) instead and gives an empty assignment.
+      return absl::InvalidArgumentError(
+          "core_assignment must be a rank 3 numpy array, got shape (0,) "
+          "(num_replicas=0 on a topology with missing devices)");
+    }
     const int per_task = topology.num_tpus_per_task();
     for (int r = 0; r < num_replicas; ++r) {
       std::vector<std::vector<int>> replica;
@@ -347,9 +355,13 @@ absl::StatusOr<DeviceAssignment> DeviceAssignment::Build(
       }
       assignment.push_back(std::move(replica));
     }
-  } else if (rank == 4 && computation_shape[3] == 2 && full_unit) {
+  } else if (rank == 4 && computation_shape[3] == mesh[3] && full_unit) {
     // TF 2.3+ 3-D tiling: replicas along a ring over the (x, y, z) replica
-    // grid.
+    // grid. The condition is TF's `computation_shape[-1] == mesh_shape[-1]`
+    // (the whole core dimension; read in TF 2.21's device_assignment.py and
+    // checked by tests/conformance/): on a megacore mesh (core dimension 1,
+    // v4/v5p) full replication takes the ring too. Logical core k sits at
+    // inner ring position k div mesh[3], core k mod mesh[3].
     const std::vector<Triple> inner = Ring3d(
         computation_shape[0], computation_shape[1], computation_shape[2]);
     const std::vector<Triple> outer =
@@ -362,10 +374,11 @@ absl::StatusOr<DeviceAssignment> DeviceAssignment::Build(
     for (int r = 0; r < num_replicas; ++r) {
       std::vector<std::vector<int>> replica;
       for (int k = 0; k < cores_per_replica; ++k) {
-        const Triple& in = inner[k / 2];
+        const Triple& in = inner[k / mesh[3]];
         replica.push_back({outer[r][0] * computation_shape[0] + in[0],
                            outer[r][1] * computation_shape[1] + in[1],
-                           outer[r][2] * computation_shape[2] + in[2], k % 2});
+                           outer[r][2] * computation_shape[2] + in[2],
+                           k % mesh[3]});
       }
       assignment.push_back(std::move(replica));
     }

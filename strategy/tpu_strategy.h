@@ -114,9 +114,9 @@ struct TPUStrategyOptions {
   // replica, so there every leaf is a PerReplica when N > 1: set false for
   // that behaviour.
   bool unwrap_replica_independent_results = true;
-  // Input semantics (spec "tpusim conventions"): "2.2" (default) or "2.4" (the
-  // balanced RebatchDatasetV2 path). Anything else is kInvalidArgument from the
-  // input entry points.
+  // Input semantics (spec "tpusim conventions"): "2.2" (default), "2.4" (the
+  // balanced RebatchDatasetV2 path) or "2.21" (TF 2.21, docs/semantics.md).
+  // Anything else is kInvalidArgument from the input entry points.
   std::string semantics_version = "2.2";
 };
 

@@ -6,10 +6,13 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
 #include "common/file_io.h"
 #include "common/status_macros.h"
@@ -18,6 +21,7 @@
 #include "scenarios/scenario_loader.h"
 #include "strategy/data/dataset.h"
 #include "tools/inspect_input_report.h"
+#include "tools/json_writer.h"
 
 namespace tpusim::tools {
 namespace {
@@ -80,6 +84,78 @@ class CommandSink final : public scenarios::ListingSink {
   JsonListingCollector* json_;
 };
 
+// tpusim choice: a --batch list file larger than this is refused, and so is
+// a list of more scenarios than kMaxBatchScenarios.
+constexpr int64_t kMaxBatchListBytes = int64_t{16} << 20;
+constexpr int64_t kMaxBatchScenarios = 100000;
+
+// --batch: the positional argument is a file listing scenario paths, one per
+// line (blank lines skipped). Each scenario is loaded and listed in this
+// process; the output is one JSON array with one object per scenario, in list
+// order: {"listing": <the --format=json document>, "scenario": PATH} or, when
+// the scenario cannot be loaded or run, {"error": {"code": "...", "message":
+// "..."}, "scenario": PATH}. An error that ends a listing is its "end", as in
+// the single-scenario document. Exit 0 unless the list itself cannot be read.
+// (The differential suite against TensorFlow, tests/conformance/, lists
+// thousands of scenarios this way with few processes.)
+absl::Status RunInspectInputBatch(const ParsedArgs& args, std::ostream& out,
+                                  const scenarios::RunInputOptions& options) {
+  for (const char* flag : {"golden", "update-golden", "explain"}) {
+    if (args.Has(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " is not allowed with --batch (one listing per scenario "
+          "in a JSON array)"));
+    }
+  }
+  if (args.Get("format", "text") != "json") {
+    return absl::InvalidArgumentError(
+        "--batch needs --format=json (the output is a JSON array)");
+  }
+  const std::string& list_path = args.positional()[0];
+  TPUSIM_ASSIGN_OR_RETURN(
+      const std::string list,
+      common::ReadRegularFile(list_path, "scenario list", kMaxBatchListBytes));
+  std::vector<std::string> paths;
+  for (absl::string_view line : absl::StrSplit(list, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    if (static_cast<int64_t>(paths.size()) == kMaxBatchScenarios) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--batch list ", list_path, " names more than ", kMaxBatchScenarios,
+          " scenarios (tpusim's cap); split it"));
+    }
+    paths.emplace_back(line);
+  }
+  out << "[";
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    out << (i == 0 ? "\n" : ",\n") << "{\"scenario\": " << JsonQuote(path)
+        << ", ";
+    absl::Status status;
+    absl::StatusOr<scenarios::LoadedScenario> scenario =
+        scenarios::LoadScenarioFile(path, args.GetAll("set"));
+    if (scenario.ok()) {
+      JsonListingCollector collector;
+      CommandSink sink(nullptr, &collector);
+      absl::StatusOr<scenarios::InputListing> listing =
+          scenarios::RunInputScenario(*scenario, options, sink);
+      if (listing.ok()) {
+        out << "\"listing\": "
+            << FormatListingJson(collector.Finish(*listing)) << "}";
+        continue;
+      }
+      status = listing.status();
+    } else {
+      status = scenario.status();
+    }
+    out << "\"error\": {\"code\": "
+        << JsonQuote(absl::StatusCodeToString(status.code()))
+        << ", \"message\": " << JsonQuote(status.message()) << "}}";
+  }
+  out << "\n]\n";
+  return absl::OkStatus();
+}
+
 absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
   const std::string format = args.Get("format", "text");
   if (format != "text" && format != "json") {
@@ -98,13 +174,14 @@ absl::Status RunInspectInput(const ParsedArgs& args, std::ostream& out) {
         "--golden= is not allowed; expected a file name");
   }
   const std::string& path = args.positional()[0];
-  TPUSIM_ASSIGN_OR_RETURN(scenarios::LoadedScenario scenario,
-                          scenarios::LoadScenarioFile(path, args.GetAll("set")));
   scenarios::RunInputOptions options;
   options.max_steps = steps;
   options.data_dir = args.Get("data-dir");
   options.max_memory = max_memory;
   options.explain = args.Has("explain");
+  if (args.Has("batch")) return RunInspectInputBatch(args, out, options);
+  TPUSIM_ASSIGN_OR_RETURN(scenarios::LoadedScenario scenario,
+                          scenarios::LoadScenarioFile(path, args.GetAll("set")));
   // The text listing is printed step by step; the JSON document (also what a
   // golden compares) is held until complete, within a bounded size.
   const bool text = format == "text";
@@ -178,7 +255,7 @@ Subcommand InspectInputCommand() {
       "tpusim inspect-input SCENARIO [--format=text|json] [--steps K] "
       "[--golden FILE] "
       "[--update-golden] [--data-dir DIR] [--max-memory BYTES] "
-      "[--set PATH=VALUE]... [--explain]";
+      "[--set PATH=VALUE]... [--explain] [--batch]";
   s.flags = {
       {"format", true, "text (default) or json"},
       {"steps", true, "list at most K steps (K >= 1; default 1000)"},
@@ -196,6 +273,11 @@ Subcommand InspectInputCommand() {
        "also print, per worker, the pipeline before and after the auto-shard "
        "and rebatch rewrites, the shard policy applied and why, and the "
        "rebatch case with its numbers (JSON: an \"explain\" object)"},
+      {"batch", false,
+       "SCENARIO is a file listing scenario paths, one per line; with "
+       "--format=json prints one JSON array of {\"scenario\", \"listing\"} "
+       "(or {\"scenario\", \"error\"}) objects, one per scenario, in "
+       "order"},
       {"set", true,
        "PATH=VALUE: change one scenario field before validation, e.g. "
        "global_batch_size=64 or pipeline[1].batch.drop_remainder=true "
@@ -211,7 +293,7 @@ Subcommand InspectInputCommand() {
       "slice name or\n"
       "workers x replicas_per_worker), the dataset pipeline stage by stage, "
       "the shard policy,\n"
-      "the semantics version (2.2 or 2.4) and the distribution API. The "
+      "the semantics version (2.2, 2.4 or 2.21) and the distribution API. The "
       "pipeline is\n"
       "distributed as TPUStrategy does (rebatch, per-worker clone, auto-shard, "
       "round-robin\n"

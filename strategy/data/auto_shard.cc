@@ -177,7 +177,7 @@ absl::StatusOr<NodePtr> MakeRequireNonEmptyShard(NodePtr input,
                                                  int64_t index,
                                                  SemanticsVersion version) {
   return ShardNode::Make(std::move(input), num_shards, index,
-                         version == SemanticsVersion::k2_4
+                         version != SemanticsVersion::k2_2
                              ? ShardNonEmpty::kTf24Wording
                              : ShardNonEmpty::kTf22Wording);
 }
@@ -198,7 +198,7 @@ absl::StatusOr<NodePtr> ShardByData(const NodePtr& root, int64_t num_workers,
                                     int64_t index, int64_t num_replicas,
                                     SemanticsVersion version) {
   NodePtr node = root;
-  if (version == SemanticsVersion::k2_4) {
+  if (version != SemanticsVersion::k2_2) {
     TPUSIM_ASSIGN_OR_RETURN(node, RebatchV2ToLegacy(root, num_replicas));
   }
   return MakeRequireNonEmptyShard(node, num_workers, index, version);
@@ -223,7 +223,26 @@ absl::StatusOr<AutoShardResult> AutoShard(const NodePtr& root,
   }
   AutoShardResult result;
   result.node = root;
-  if (num_workers == 1 || policy == AutoShardPolicy::kOff) return result;
+  if (policy == AutoShardPolicy::kOff) return result;
+  if (num_workers == 1) {
+    // TF 2.21 (seen by tests/conformance/): one worker still gets the DATA
+    // rewrite (the V2 rebatch becomes the legacy N-piece split), under DATA
+    // and under AUTO when FILE finds no reader; FILE, and AUTO that finds
+    // one, change nothing. Older versions skip auto-shard for one worker.
+    // The shard(1, 0) TF's rewrite also appends keeps every element and is
+    // left out.
+    if (version != SemanticsVersion::k2_21 ||
+        policy == AutoShardPolicy::kFile) {
+      return result;
+    }
+    if (policy == AutoShardPolicy::kAuto &&
+        ShardByFile(root, num_workers, index, nullptr, version).ok()) {
+      return result;
+    }
+    TPUSIM_ASSIGN_OR_RETURN(result.node, RebatchV2ToLegacy(root, num_replicas));
+    result.applied = AutoShardPolicy::kData;
+    return result;
+  }
   switch (policy) {
     case AutoShardPolicy::kFile: {
       TPUSIM_ASSIGN_OR_RETURN(

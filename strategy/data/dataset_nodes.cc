@@ -378,7 +378,8 @@ absl::StatusOr<NodePtr> TensorSliceNode::WithInputs(
 // ---------------------------------------------------------------------------------------------
 // BatchNode
 
-BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
+BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder,
+                     bool check_dropped_rows)
     : DatasetNode({input}, input->element_spec().Map([&](const TensorSpec& s) {
         return s.WithShape(s.shape.rank_known()
                                ? s.shape.Prepend(drop_remainder
@@ -387,10 +388,12 @@ BatchNode::BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
                                : s.shape);
       })),
       batch_size_(batch_size),
-      drop_remainder_(drop_remainder) {}
+      drop_remainder_(drop_remainder),
+      check_dropped_rows_(check_dropped_rows) {}
 
 absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
-                                        bool drop_remainder) {
+                                        bool drop_remainder,
+                                        bool check_dropped_rows) {
   if (batch_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch: batch_size must be greater than zero, got ", batch_size));
@@ -407,8 +410,18 @@ absl::StatusOr<NodePtr> BatchNode::Make(NodePtr input, int64_t batch_size,
           " elements: ", bytes.status().message()));
     }
   }
+  // TF's default static optimization map_and_batch_fusion turns a map
+  // directly followed by a batch into one MapAndBatchDataset, which checks the
+  // rows of a dropped partial batch (found by tests/conformance/ in TF 2.21).
+  // An identity map is removed first (TF's noop elimination), so it does not
+  // fuse: a MapFunction named "identity" is taken to be one.
+  if (input->op() == MapNode::kOp &&
+      static_cast<const MapNode&>(*input).function().name != "identity") {
+    check_dropped_rows = true;
+  }
   return NodePtr(std::make_shared<BatchNode>(std::move(input), batch_size,
-                                             drop_remainder));
+                                             drop_remainder,
+                                             check_dropped_rows));
 }
 
 std::vector<NodeAttr> BatchNode::attrs() const {
@@ -565,12 +578,13 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
   class It final : public DatasetIterator {
    public:
     It(IteratorPtr input, int64_t b, bool drop, common::Bytes budget,
-       bool uniform)
+       bool uniform, bool check_dropped)
         : input_(std::move(input)),
           b_(b),
           drop_(drop),
           budget_(budget),
-          uniform_(uniform) {}
+          uniform_(uniform),
+          check_dropped_(check_dropped) {}
     absl::StatusOr<std::optional<Element>> GetNext() override {
       if (done_) return std::optional<Element>();
       batch_.Reset();
@@ -595,6 +609,10 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
       }
       if (batch_.size() == 0 ||
           (drop_ && static_cast<int64_t>(batch_.size()) < b_)) {
+        if (check_dropped_ && batch_.size() > 1 && !uniform_) {
+          absl::StatusOr<Element> rows = batch_.Finish();
+          if (!rows.ok()) return rows.status();
+        }
         batch_.Reset();
         return std::optional<Element>();
       }
@@ -628,18 +646,19 @@ absl::StatusOr<IteratorPtr> BatchNode::DoMakeIterator(
     bool drop_;
     common::Bytes budget_;
     bool uniform_;
+    bool check_dropped_;
     bool done_ = false;
     BatchAssembler batch_{/*pooled=*/true};
   };
   return IteratorPtr(std::make_unique<It>(
       std::move(input), batch_size_, drop_remainder_, ctx.max_memory,
-      SpecFullyDefined(inputs()[0]->element_spec())));
+      SpecFullyDefined(inputs()[0]->element_spec()), check_dropped_rows_));
 }
 
 absl::StatusOr<NodePtr> BatchNode::WithInputs(
     std::vector<NodePtr> inputs) const {
   TPUSIM_RETURN_IF_ERROR(CheckInputCount(kOp, inputs, 1));
-  return Make(inputs[0], batch_size_, drop_remainder_);
+  return Make(inputs[0], batch_size_, drop_remainder_, check_dropped_rows_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1594,7 +1613,8 @@ absl::StatusOr<NodePtr> MapAndBatchNode::Make(NodePtr input, MapFunction fn,
   map_fn.num_parallel_calls = num_parallel_calls;
   TPUSIM_ASSIGN_OR_RETURN(NodePtr map, MapNode::Make(input, std::move(map_fn)));
   absl::StatusOr<NodePtr> batch =
-      BatchNode::Make(std::move(map), batch_size, drop_remainder);
+      BatchNode::Make(std::move(map), batch_size, drop_remainder,
+                      /*check_dropped_rows=*/true);
   if (!batch.ok()) {
     return absl::Status(
         batch.status().code(),
@@ -1851,6 +1871,18 @@ std::vector<NodeAttr> SkipNode::attrs() const {
 
 absl::StatusOr<IteratorPtr> SkipNode::DoMakeIterator(
     const IteratorContext& ctx) const {
+  if (count_ < 0) {
+    // TF's skip(-1) ("skip all") iterator is empty: it never makes the input
+    // iterator, so an endless or failing input gives an empty dataset at once
+    // (checked against TF 2.21 by tests/conformance/).
+    class Empty final : public DatasetIterator {
+     public:
+      absl::StatusOr<std::optional<Element>> GetNext() override {
+        return std::optional<Element>();
+      }
+    };
+    return IteratorPtr(std::make_unique<Empty>());
+  }
   TPUSIM_ASSIGN_OR_RETURN(IteratorPtr input, inputs()[0]->MakeIterator(ctx));
   class It final : public DatasetIterator {
    public:

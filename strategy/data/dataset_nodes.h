@@ -223,9 +223,17 @@ absl::StatusOr<Element> StackElements(std::vector<Element> elements);
 class BatchNode final : public DatasetNode {
  public:
   static constexpr absl::string_view kOp = "BatchDatasetV2";
-  // batch_size <= 0 → InvalidArgument.
+  // batch_size <= 0 → InvalidArgument. `check_dropped_rows` (map_and_batch's
+  // batch): a final partial batch that drop_remainder drops must still stack
+  // (TF's MapAndBatchDataset copies every row into its batch as it arrives,
+  // so rows of different shapes fail with InvalidArgument even there; plain
+  // batch drops them unseen). A batch directly after a map checks too: TF's
+  // default map_and_batch_fusion makes the pair one MapAndBatchDataset
+  // (unless the map is an identity, which TF removes first: a MapFunction
+  // named "identity").
   static absl::StatusOr<NodePtr> Make(NodePtr input, int64_t batch_size,
-                                      bool drop_remainder);
+                                      bool drop_remainder,
+                                      bool check_dropped_rows = false);
   absl::string_view op() const override { return kOp; }
   std::vector<NodeAttr> attrs() const override;
   absl::StatusOr<IteratorPtr> DoMakeIterator(
@@ -235,12 +243,13 @@ class BatchNode final : public DatasetNode {
   int64_t batch_size() const { return batch_size_; }
   bool drop_remainder() const { return drop_remainder_; }
 
-  BatchNode(NodePtr input, int64_t batch_size,
-            bool drop_remainder);  // use Make
+  BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder,
+            bool check_dropped_rows);  // use Make
 
  private:
   int64_t batch_size_;
   bool drop_remainder_;
+  bool check_dropped_rows_;
 };
 
 // padded_batch(batch_size, padded_shapes, padding_values, drop_remainder):

@@ -220,6 +220,15 @@ void FindFileShards(const NodePtr& root, std::vector<int64_t>* files,
 
 std::string ShardReason(AutoShardPolicy requested, const AutoShardResult& r,
                         int workers, int index) {
+  if (workers == 1 && r.applied == AutoShardPolicy::kData) {
+    return absl::StrCat(
+        requested == AutoShardPolicy::kAuto
+            ? "AUTO: FILE sharding found nothing to shard, fallback to DATA; "
+            : "DATA: ",
+        "one input worker, semantics 2.21: the DATA rewrite still runs (the "
+        "RebatchDatasetV2 becomes the legacy RebatchDataset; its shard(1, 0) "
+        "would keep every element and is left out)");
+  }
   if (workers == 1) return "one input worker: the pipeline is not sharded";
   if (requested == AutoShardPolicy::kOff)
     return "policy OFF: every worker reads the whole pipeline";
@@ -376,7 +385,8 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
     for (int i = 0; i < w; ++i) {
       if (static_cast<int>(workers.replicas_per_worker[i].size()) != r) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "semantics 2.4 needs the same number of replicas on every worker; "
+            "semantics ", SemanticsVersionName(version),
+            " needs the same number of replicas on every worker; "
             "worker 0 has ",
             r, ", worker ", i, " has ", workers.replicas_per_worker[i].size()));
       }
@@ -395,14 +405,14 @@ absl::StatusOr<DistributedDataset> DistributeDataset(
           const std::vector<int64_t> sizes =
               BatchSizesForWorker(global_batch, w, r, i);
           rebatch = "batch_sizes";
-          detail = absl::StrCat("2.4: global batch ", global_batch, ", ", w,
+          detail = absl::StrCat(SemanticsVersionName(version), ": global batch ", global_batch, ", ", w,
                                 " workers x ", r,
                                 " replicas: RebatchDatasetV2(batch_sizes=[",
                                 absl::StrJoin(sizes, ", "), "]) on worker ", i);
         } else {
           rebatch = "legacy_split";
           detail = absl::StrCat(
-              "2.4: the global batch size is not known statically: the legacy "
+              SemanticsVersionName(version), ": the global batch size is not known statically: the legacy "
               "RebatchDataset(num_replicas=",
               n, ") splits every batch into ", n, " pieces");
         }

@@ -49,7 +49,7 @@
 namespace tpusim::data {
 
 struct DistributeOptions {
-  // "2.2" (default) or "2.4"; anything else → InvalidArgument from every entry
+  // "2.2" (default), "2.4" or "2.21"; anything else → InvalidArgument from every entry
   // point.
   std::string semantics_version = "2.2";
   // TPUStrategy forces experimental_enable_get_next_as_optional on; it is only

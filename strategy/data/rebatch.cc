@@ -423,14 +423,23 @@ absl::StatusOr<SemanticsVersion> ParseSemanticsVersion(
     absl::string_view version) {
   if (version == "2.2") return SemanticsVersion::k2_2;
   if (version == "2.4") return SemanticsVersion::k2_4;
+  if (version == "2.21") return SemanticsVersion::k2_21;
   return absl::InvalidArgumentError(
       absl::StrCat("semantics version \"", version,
                    "\" is not supported; allowed: \"2.2\" "
-                   "(default), \"2.4\""));
+                   "(default), \"2.4\", \"2.21\""));
 }
 
 absl::string_view SemanticsVersionName(SemanticsVersion version) {
-  return version == SemanticsVersion::k2_2 ? "2.2" : "2.4";
+  switch (version) {
+    case SemanticsVersion::k2_2:
+      return "2.2";
+    case SemanticsVersion::k2_4:
+      return "2.4";
+    case SemanticsVersion::k2_21:
+      return "2.21";
+  }
+  return "2.2";
 }
 
 absl::Status CheckNoScalarComponents(const ElementSpec& spec) {

@@ -35,14 +35,19 @@ namespace tpusim::data {
 
 // Which TensorFlow release's input semantics to reproduce (spec "tpusim
 // conventions").
-enum class SemanticsVersion { k2_2, k2_4 };
+// k2_21 is TF 2.21 (the version the differential suite tests/conformance/
+// runs): 2.4's input pipeline, except that with one input worker the DATA
+// policy (and AUTO when FILE finds no reader) still applies the auto-shard
+// rewrite, which turns the RebatchDatasetV2 back into the legacy N-piece
+// rebatch (docs/semantics.md).
+enum class SemanticsVersion { k2_2, k2_4, k2_21 };
 
-// "2.2" → k2_2, "2.4" → k2_4; anything else → InvalidArgument naming the value
-// and the allowed ones.
+// "2.2" → k2_2, "2.4" → k2_4, "2.21" → k2_21; anything else → InvalidArgument
+// naming the value and the allowed ones.
 absl::StatusOr<SemanticsVersion> ParseSemanticsVersion(
     absl::string_view version);
 absl::string_view SemanticsVersionName(
-    SemanticsVersion version);  // "2.2" / "2.4"
+    SemanticsVersion version);  // "2.2" / "2.4" / "2.21"
 
 // InvalidArgument (TF's ValueError) when any component of `spec` is a scalar:
 // distributing needs elements of rank >= 1 (add `batch`). Components of unknown

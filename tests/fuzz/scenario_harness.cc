@@ -45,7 +45,8 @@ void FuzzScenario(absl::string_view input) {
               "scenario", "ResolveCluster accepted ", cluster->workers,
               " workers x ", cluster->replicas_per_worker, " replicas");
   const std::string semantics = scenarios::SemanticsOf(loaded->proto);
-  FUZZ_EXPECT(semantics == "2.2" || semantics == "2.4", "scenario",
+  FUZZ_EXPECT(semantics == "2.2" || semantics == "2.4" || semantics == "2.21",
+              "scenario",
               "validation accepted semantics \"", semantics, "\"");
 }
 

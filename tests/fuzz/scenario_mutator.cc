@@ -13,7 +13,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size,
   static const auto* prototype = new tpusim::scenarios::Scenario;
   // Names the validator knows (and a few it must reject).
   static const auto* words = new std::vector<std::string>{
-      "2.2",     "2.4",        "float32",  "float64",       "bfloat16",
+      "2.2",     "2.4",        "2.21",     "float32",  "float64",       "bfloat16",
       "int32",   "int64",      "uint8",    "string",        "identity",
       "square",  "negate",     "add_one",  "parse_example", "even",
       "odd",     "positive",   "tfrecord", "text_line",     "fixed_length",

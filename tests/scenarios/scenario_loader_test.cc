@@ -448,7 +448,7 @@ TEST(ScenarioLoaderTest, UnknownSemanticsVersion) {
       ErrorOf(std::string(kCluster) + "semantics: \"2.3\"\n"
                                       "pipeline { range { stop: 4 } }\n"),
       StatusIs(absl::StatusCode::kInvalidArgument,
-               "s.textproto:2: semantics=\"2.3\": must be \"2.2\" or \"2.4\""));
+               "s.textproto:2: semantics=\"2.3\": must be \"2.2\", \"2.4\" or \"2.21\""));
 }
 
 TEST(ScenarioLoaderTest, UnknownFileSetIsRejected) {

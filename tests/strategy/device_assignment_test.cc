@@ -372,16 +372,34 @@ TEST(DeviceAssignmentTest, RankFourThreeDimensionalRing) {
   EXPECT_EQ((*big)[63][0], (std::vector<int>{0, 0, 1, 0}));
 }
 
-TEST(DeviceAssignmentTest, RankFourV4NumbersReplicasXFastest) {
+// Full replication on a megacore mesh (core dimension 1) takes TF's 3-D ring:
+// TF 2.21's condition is computation_shape[-1] == mesh_shape[-1], not == 2.
+// Expected values printed by TF 2.21 (DeviceAssignment.build(Topology(
+// mesh_shape=[2, 2, 4, 1], host t owning z = t), num_replicas=16)); checked
+// again by tests/conformance/ (part devassign).
+TEST(DeviceAssignmentTest, RankFourV4FullReplicationFollowsThe3dRing) {
   absl::StatusOr<DeviceAssignment> da =
       DeviceAssignment::Build(SliceTopology("v4-32"), {}, {}, 16);
   ASSERT_THAT(da, IsOk());
-  for (int r = 0; r < 16; ++r) {
+  const std::vector<std::vector<int>> tf = {
+      {0, 0, 0, 0}, {1, 0, 0, 0}, {1, 1, 0, 0}, {0, 1, 0, 0},
+      {0, 1, 1, 0}, {1, 1, 1, 0}, {1, 0, 1, 0}, {1, 0, 2, 0},
+      {1, 1, 2, 0}, {0, 1, 2, 0}, {0, 1, 3, 0}, {1, 1, 3, 0},
+      {1, 0, 3, 0}, {0, 0, 3, 0}, {0, 0, 2, 0}, {0, 0, 1, 0}};
+  for (int r = 0; r < 16; ++r) EXPECT_EQ(da->coordinates(r, 0), tf[r]) << r;
+  EXPECT_EQ(*da->LookupReplicas(3, 0), (std::vector<int>{10, 11, 12, 13}));
+}
+
+// Below full replication the general branch numbers replicas x fastest.
+TEST(DeviceAssignmentTest, RankFourV4NumbersReplicasXFastest) {
+  absl::StatusOr<DeviceAssignment> da =
+      DeviceAssignment::Build(SliceTopology("v4-32"), {}, {}, 8);
+  ASSERT_THAT(da, IsOk());
+  for (int r = 0; r < 8; ++r) {
     EXPECT_EQ(da->coordinates(r, 0),
               (std::vector<int>{r % 2, (r / 2) % 2, r / 4, 0}))
         << r;
   }
-  EXPECT_EQ(*da->LookupReplicas(3, 0), (std::vector<int>{12, 13, 14, 15}));
 }
 
 Topology RankFourWithHoles() {
@@ -394,6 +412,15 @@ Topology RankFourWithHoles() {
                                                                 {0, 1, 0, 1}}});
   EXPECT_THAT(t, IsOk());
   return *t;
+}
+
+// TF 2.21: num_replicas=0 with missing devices is the constructor's rank
+// error (a full mesh gives an empty assignment); tests/conformance/ found it.
+TEST(DeviceAssignmentTest, ZeroReplicasWithMissingDevicesIsTfsRankError) {
+  EXPECT_THAT(BuildCA(RankFourWithHoles(), {1, 1, 1, 1}, {}, 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("core_assignment must be a rank 3 numpy "
+                                 "array, got shape (0,)")));
 }
 
 TEST(DeviceAssignmentTest, RankFourWithMissingDevicesAssignsInTaskOrder) {

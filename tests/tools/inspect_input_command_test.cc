@@ -79,6 +79,38 @@ TEST(InspectInputCommandTest, JsonMatchesTheGoldenFile) {
   EXPECT_EQ(r.out, ReadFile(Golden("default")));
 }
 
+TEST(InspectInputCommandTest, BatchListsEveryScenarioInOneArrayInOrder) {
+  const std::string list = ::testing::TempDir() + "/batch_list.txt";
+  {
+    std::ofstream o(list);
+    o << Scenario("default") << "\n\n  " << SourceDir()
+      << "/no/such.textproto\n"
+      << Scenario("default") << "\n";
+  }
+  const Result r = RunCommand({list, "--batch", "--format=json"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string golden = ReadFile(Golden("default"));
+  EXPECT_EQ(r.out,
+            "[\n{\"scenario\": \"" + Scenario("default") + "\", \"listing\": " +
+                golden + "},\n{\"scenario\": \"" + SourceDir() +
+                "/no/such.textproto\", \"error\": {\"code\": \"NOT_FOUND\", "
+                "\"message\": \"cannot read scenario file \\\"" +
+                SourceDir() +
+                "/no/such.textproto\\\": No such file or directory\"}},\n"
+                "{\"scenario\": \"" +
+                Scenario("default") + "\", \"listing\": " + golden + "}\n]\n");
+}
+
+TEST(InspectInputCommandTest, BatchNeedsJsonAndNoGolden) {
+  const Result text = RunCommand({Scenario("default"), "--batch"});
+  EXPECT_EQ(text.code, 1);
+  EXPECT_THAT(text.err, HasSubstr("--batch needs --format=json"));
+  const Result golden = RunCommand({Scenario("default"), "--batch",
+                                    "--format=json", "--golden", "x.json"});
+  EXPECT_EQ(golden.code, 1);
+  EXPECT_THAT(golden.err, HasSubstr("--golden is not allowed with --batch"));
+}
+
 TEST(InspectInputCommandTest, TwoRunsGiveIdenticalBytes) {
   for (const char* name : {"default", "file_sharding", "dict_elements"}) {
     const Result a = RunCommand({Scenario(name), "--format=json"});

@@ -319,6 +319,75 @@ TEST(DatasetTest, ShardStillRaisesTheErrorOfASkippedBatch) {
                                       "shapes in component 0")));
 }
 
+// TF 2.21 (tests/conformance/, known difference skip_all_reads_nothing):
+// skip(-1) never reads its input, so neither an endless input nor a failing
+// batch is touched; skip(n) with n >= 0 still raises the skipped batch's
+// error.
+TEST(DatasetTest, SkipAllReadsNothingOfItsInput) {
+  EXPECT_THAT(Scalars(Dataset::Range(3).Repeat(-1).Skip(-1)), IsEmpty());
+  MapFunction ragged;
+  ragged.name = "ragged";
+  ragged.output_spec = ElementSpec(TensorSpec{DType::kI64, Shape({-1})});
+  ragged.fn = [](const Element& e) -> absl::StatusOr<Element> {
+    const int64_t n = e.leaf().AsInt64(0);
+    return Element(Tensor::FromVector<int64_t>(Shape({n}), Ints(n, n)));
+  };
+  absl::StatusOr<std::vector<Element>> all =
+      Dataset::Range(4).Map(ragged).Batch(2).Skip(-1).Collect();
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(*all, IsEmpty());
+  EXPECT_THAT(Dataset::Range(4).Map(ragged).Batch(2).Skip(1).Collect(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Cannot batch tensors with different "
+                                 "shapes in component 0")));
+}
+
+// TF 2.21 (tests/conformance/, map_and_batch_checks_dropped_rows):
+// map_and_batch copies each row into its batch as it arrives, so rows of
+// different shapes fail even in the partial batch drop_remainder drops;
+// plain batch drops that batch without stacking it.
+TEST(DatasetTest, MapAndBatchChecksTheRowsOfADroppedPartialBatch) {
+  MapFunction identity;
+  identity.name = "identity";
+  identity.output_spec =
+      ElementSpec(TensorSpec{DType::kI64, Shape({runtime::kUnknownDim})});
+  identity.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  // range(7).batch(5): rows [0..4] and [5, 6].
+  EXPECT_THAT(Dataset::Range(7).Batch(5).MapAndBatch(identity, 3, true)
+                  .Collect(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Cannot batch tensors with different "
+                                 "shapes in component 0")));
+  absl::StatusOr<std::vector<Element>> plain =
+      Dataset::Range(7).Batch(5).Batch(3, true).Collect();
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(*plain, IsEmpty());
+  // TF's default map_and_batch_fusion makes map + batch one map_and_batch:
+  // a batch directly after a (non-identity) map checks too; with a prefetch
+  // between, or after an identity map (which TF removes), not. TF 2.21:
+  // range(7).batch(5).map(lambda x: x * x).batch(3, drop_remainder=True)
+  // fails, .map(lambda x: x) and .map(f).prefetch(1) give [].
+  MapFunction square = identity;
+  square.name = "square";
+  square.fn = [](const Element& e) -> absl::StatusOr<Element> { return e; };
+  EXPECT_THAT(Dataset::Range(7).Batch(5).Map(square).Batch(3, true).Collect(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Cannot batch tensors with different "
+                                 "shapes in component 0")));
+  for (const Dataset& ds :
+       {Dataset::Range(7).Batch(5).Map(identity).Batch(3, true),
+        Dataset::Range(7).Batch(5).Map(square).Prefetch(1).Batch(3, true)}) {
+    absl::StatusOr<std::vector<Element>> dropped = ds.Collect();
+    ASSERT_TRUE(dropped.ok()) << dropped.status();
+    EXPECT_THAT(*dropped, IsEmpty());
+  }
+  // Rows of one shape: the partial batch is dropped as before.
+  absl::StatusOr<std::vector<Element>> same =
+      Dataset::Range(8).Batch(4).MapAndBatch(identity, 3, true).Collect();
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_THAT(*same, IsEmpty());
+}
+
 TEST(DatasetTest, ShardValidatesNumShardsAndIndex) {
   EXPECT_THAT(Dataset::Range(10).Shard(0, 0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
