@@ -45,20 +45,20 @@ def _shard_after_repeat(suite, case, problem):
 
 
 ENTRIES = [
-    Known("shard_after_repeat", "pending (issue 22 part 2, branch defects)",
+    Known("shard_after_repeat", "fixed (issue 22 part 2: repeat's skip of 0 ended it)",
           "a shard after a repeat (also through a prefetch, also shard(1, 0)) yields nothing: "
           "tpusim ends at step 0, TF gives the shard's elements",
           "range(3).repeat(1).shard(2, 0): TF [0, 2], tpusim []; and through the DATA "
           "policy's shard: W=1 R=1 DATA (semantics 2.21), range(3).batch(1).repeat(1)",
-          _shard_after_repeat),
+          _shard_after_repeat, fixed=True),
 ]
 ENTRIES.append(Known(
-    "padded_batch_smaller_than_element", "pending (issue 22 part 2, branch defects)",
+    "padded_batch_smaller_than_element", "fixed (issue 22 part 2: DATA_LOSS as in TF)",
     "padded_batch to a fixed size smaller than an element: TF DATA_LOSS, tpusim INVALID_ARGUMENT",
     "range(10).batch(3).padded_batch(2, padded_shapes=[2]): TF DATA_LOSS, tpusim "
     "INVALID_ARGUMENT",
     lambda suite, case, p: _has(_stages(case), tc.PaddedBatch, lambda s: s.shapes is not None)
-    and _end(p, "DATA_LOSS", "INVALID_ARGUMENT")))
+    and _end(p, "DATA_LOSS", "INVALID_ARGUMENT"), fixed=True))
 
 
 def _map_then_batch(stages):
