@@ -21,6 +21,7 @@
 #define TPUSIM_STRATEGY_RUNTIME_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -127,6 +128,22 @@ struct TransferOptions {
 };
 // InvalidArgument naming a negative host cost; OK otherwise.
 absl::Status ValidateTransferOptions(const TransferOptions& options);
+
+class Backend;
+
+// The checks of ExecuteSpmd's contract (Backend::ExecuteSpmd) that every
+// backend makes alike, named "ExecuteSpmd <program>": the assignment has
+// `replicas` replicas of `cores` devices each, every device one of
+// `backend`'s and none twice; every replica passes one argument per
+// parameter, not null, owned by the backend (`owned(buffer)`: OK, or the
+// backend's error naming the buffer), of the parameter's dtype and rank with
+// its static dims and at most its dynamic bounds, on the device of the
+// parameter's logical core. The first failing check's InvalidArgument.
+absl::Status CheckSpmdCall(
+    const Backend& backend, const Program& program, int replicas, int cores,
+    const SpmdAssignment& assignment,
+    absl::Span<const std::vector<Buffer*>> per_replica_args,
+    const std::function<absl::Status(const Buffer&)>& owned);
 
 // A swappable provider of TPU devices.
 //

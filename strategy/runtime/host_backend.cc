@@ -340,39 +340,11 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   const Program& program = exe->program_;
   const int R = exe->options_.num_replicas;
   const int cores = exe->options_.num_cores_per_replica;
-  auto where = [&] { return absl::StrCat("ExecuteSpmd ", program.name()); };
-  // ---- validate the assignment ----
-  if (assignment.num_replicas() != R) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where(), ": the assignment has ", assignment.num_replicas(),
-        " replicas, the executable needs ", R));
-  }
-  std::vector<bool> used(devices_.size(), false);
-  for (int r = 0; r < R; ++r) {
-    const std::vector<int>& devs = assignment.replica_devices[r];
-    if (static_cast<int>(devs.size()) != cores) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where(), ": replica ", r, " has ", devs.size(),
-                       " devices, needs ", cores, " (num_cores_per_replica)"));
-    }
-    for (int d : devs) {
-      if (d < 0 || d >= static_cast<int>(devices_.size())) {
-        return CheckDevice(d, absl::StrCat(where(), ": replica ", r));
-      }
-      if (used[d]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": device ", d, " is assigned twice (replica ", r, ")"));
-      }
-      used[d] = true;
-    }
-  }
-  // ---- validate the arguments ----
+  // ---- validate the assignment and the arguments ----
+  TPUSIM_RETURN_IF_ERROR(CheckSpmdCall(
+      *this, program, R, cores, assignment, per_replica_args,
+      [&](const Buffer& b) { return BufferTensor(b).status(); }));
   const std::vector<Value>& params = program.parameters();
-  if (static_cast<int>(per_replica_args.size()) != R) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where(), ": got arguments for ", per_replica_args.size(),
-                     " replicas, needs ", R));
-  }
   const std::vector<Op>& ops = program.ops();
   const int n = static_cast<int>(ops.size());
   // Per op, its value on every replica (allocated when the op runs, freed
@@ -387,37 +359,9 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   };
   for (int r = 0; r < R; ++r) {
     const std::vector<Buffer*>& args = per_replica_args[r];
-    if (args.size() != params.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where(), ": replica ", r, " passes ", args.size(),
-          " arguments, the program has ", params.size(), " parameters"));
-    }
     for (size_t p = 0; p < params.size(); ++p) {
-      const Op& op = ops[params[p].id];
-      if (args[p] == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": replica ", r, " argument ", p, " is null"));
-      }
       TPUSIM_ASSIGN_OR_RETURN(Tensor t, BufferTensor(*args[p]));
-      const ValueType& want = op.type;
-      bool ok = t.dtype() == want.dtype && t.rank() == want.rank();
-      for (int d = 0; ok && d < t.rank(); ++d) {
-        ok = want.is_dynamic(d) ? t.shape().dim(d) <= want.shape.dim(d)
-                                : t.shape().dim(d) == want.shape.dim(d);
-      }
-      if (!ok) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where(), ": replica ", r, " argument ", p, " is ",
-                         t.spec().ToString(), ", the parameter is ",
-                         want.ToString(), " (dynamic dims may be smaller)"));
-      }
-      const int want_dev = assignment.replica_devices[r][op.logical_core];
-      if (args[p]->device().id() != want_dev) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": replica ", r, " argument ", p, " lives on device ",
-            args[p]->device().id(), ", the parameter runs on device ", want_dev,
-            " (logical core ", op.logical_core, ")"));
-      }
+      const ValueType& want = ops[params[p].id].type;
       if (dynamic)
         typ(r, params[p].id) =
             ValueType(t.dtype(), t.shape(), want.dynamic_dims);

@@ -560,38 +560,23 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
   const int R = exe->options_.num_replicas;
   const int C = exe->options_.num_cores_per_replica;
   auto where = [&] { return absl::StrCat("ExecuteSpmd ", program.name()); };
-  if (assignment.num_replicas() != R) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where(), ": the assignment has ", assignment.num_replicas(),
-        " replicas, the executable needs ", R));
-  }
+  TPUSIM_RETURN_IF_ERROR(CheckSpmdCall(
+      *this, program, R, C, assignment, per_replica_args,
+      [&](const Buffer& b) -> absl::Status {
+        const auto* pb = dynamic_cast<const PjrtBuffer*>(&b);
+        if (pb == nullptr || pb->owner() != this) {
+          return absl::InvalidArgumentError(
+              "not a buffer of this pjrt backend");
+        }
+        return absl::OkStatus();
+      }));
   // XLA replica k = r * C + c runs core c of replica r (the emitter's
   // mapping) on device xla_devices[k].
   std::vector<int> xla_devices;
-  std::set<int> used;
   for (int r = 0; r < R; ++r) {
-    const std::vector<int>& devs = assignment.replica_devices[r];
-    if (static_cast<int>(devs.size()) != C) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where(), ": replica ", r, " has ", devs.size(),
-                       " devices, needs ", C, " (num_cores_per_replica)"));
-    }
-    for (int d : devs) {
-      TPUSIM_RETURN_IF_ERROR(
-          CheckDevice(d, absl::StrCat(where(), ": replica ", r)));
-      if (!used.insert(d).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": device ", d, " is assigned twice (replica ", r, ")"));
-      }
-      xla_devices.push_back(d);
-    }
+    for (int d : assignment.replica_devices[r]) xla_devices.push_back(d);
   }
   const std::vector<Value>& params = program.parameters();
-  if (static_cast<int>(per_replica_args.size()) != R) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where(), ": got arguments for ", per_replica_args.size(),
-                     " replicas, needs ", R));
-  }
   // Temporaries (padded arguments, sizes, zeros for other cores' arguments,
   // outputs of other cores) destroyed on every path.
   std::vector<std::unique_ptr<PjrtBuffer>> temps;
@@ -606,39 +591,13 @@ absl::StatusOr<SpmdOutputs> PjrtBackend::ExecuteSpmd(
   std::vector<std::vector<ValueType>> true_params(R);
   for (int r = 0; r < R; ++r) {
     const std::vector<Buffer*>& args = per_replica_args[r];
-    if (args.size() != params.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where(), ": replica ", r, " passes ", args.size(),
-          " arguments, the program has ", params.size(), " parameters"));
-    }
     for (size_t p = 0; p < params.size(); ++p) {
       const ValueType& want = program.type(params[p]);
       const int core = program.op(params[p]).logical_core;
       const int dev = xla_devices[r * C + core];
-      const auto* b = dynamic_cast<const PjrtBuffer*>(args[p]);
-      if (b == nullptr || b->owner() != this) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": replica ", r, " argument ", p,
-            " is null or not a buffer of this pjrt backend"));
-      }
+      // CheckSpmdCall has checked it is this backend's.
+      const auto* b = static_cast<const PjrtBuffer*>(args[p]);
       const TensorSpec& s = b->spec();
-      bool ok = s.dtype == want.dtype && s.shape.rank() == want.rank();
-      for (int d = 0; ok && d < want.rank(); ++d) {
-        ok = want.is_dynamic(d) ? s.shape.dim(d) <= want.shape.dim(d)
-                                : s.shape.dim(d) == want.shape.dim(d);
-      }
-      if (!ok) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where(), ": replica ", r, " argument ", p, " is ",
-                         s.ToString(), ", the parameter is ", want.ToString(),
-                         " (dynamic dims may be smaller)"));
-      }
-      if (b->device().id() != dev) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where(), ": replica ", r, " argument ", p, " lives on device ",
-            b->device().id(), ", the parameter runs on device ", dev,
-            " (logical core ", core, ")"));
-      }
       true_params[r].push_back(ValueType(s.dtype, s.shape, want.dynamic_dims));
       PJRT_Buffer* arg = b->buffer();
       if (b->device_shape() != want.shape) {
