@@ -297,7 +297,74 @@ absl::StatusOr<std::unique_ptr<PjrtBackend>> PjrtBackend::Create(
         plugin->ToStatus(api->PJRT_DeviceDescription_DebugString(&s),
                          "PJRT_DeviceDescription_DebugString"));
     info.debug_string.assign(s.debug_string, s.debug_string_size);
+    // Coordinates, where the plugin gives them (libtpu does; XLA's CPU
+    // plugin does not). A plugin without the function gives none.
+    if (plugin
+            ->Require("PJRT_DeviceDescription_Attributes",
+                      TPUSIM_PJRT_FN_OFFSET(PJRT_DeviceDescription_Attributes))
+            .ok()) {
+      PJRT_DeviceDescription_Attributes_Args at{};
+      at.struct_size = PJRT_DeviceDescription_Attributes_Args_STRUCT_SIZE;
+      at.device_description = g.device_description;
+      TPUSIM_RETURN_IF_ERROR(plugin->ToStatus(
+          api->PJRT_DeviceDescription_Attributes(&at),
+          "PJRT_DeviceDescription_Attributes"));
+      for (size_t a = 0; a < at.num_attributes; ++a) {
+        const PJRT_NamedValue& v = at.attributes[a];
+        const absl::string_view name(v.name, v.name_size);
+        if (name == "coords" && v.type == PJRT_NamedValue_kInt64List) {
+          info.coords.assign(v.int64_array_value,
+                             v.int64_array_value + v.value_size);
+        } else if (name == "core_on_chip" && v.type == PJRT_NamedValue_kInt64) {
+          info.core_on_chip = v.int64_value;
+        }
+      }
+    }
     b->plugin_devices_.push_back(std::move(info));
+  }
+  // Slice device i runs on plugin device i, unless the plugin gives
+  // coordinates: then on the plugin device at the slice device's coordinates
+  // (x, y[, z] and its core), so TPUClusterResolver, Topology and
+  // DeviceAssignment see the real devices where they are.
+  bool with_coords = true;
+  for (const PluginDeviceInfo& info : b->plugin_devices_) {
+    with_coords = with_coords && !info.coords.empty();
+  }
+  if (with_coords) {
+    std::vector<PJRT_Device*> by_slice(options.devices.size(), nullptr);
+    std::vector<PluginDeviceInfo> infos(options.devices.size());
+    for (size_t i = 0; i < options.devices.size(); ++i) {
+      // Slice coordinates: (x, y, core) or (x, y, z, core).
+      const std::vector<int>& c = options.devices[i].coords;
+      std::vector<int64_t> chip(c.begin(), c.end() - 1);
+      while (chip.size() < 3) chip.push_back(0);
+      const int64_t core = c.back();
+      for (size_t j = 0; j < b->plugin_devices_.size(); ++j) {
+        std::vector<int64_t> theirs = b->plugin_devices_[j].coords;
+        while (theirs.size() < 3) theirs.push_back(0);
+        const int64_t their_core =
+            std::max<int64_t>(0, b->plugin_devices_[j].core_on_chip);
+        if (theirs == chip && their_core == core) {
+          by_slice[i] = b->pjrt_devices_[j];
+          infos[i] = b->plugin_devices_[j];
+        }
+      }
+      if (by_slice[i] == nullptr) {
+        std::vector<std::string> have;
+        for (const PluginDeviceInfo& info : b->plugin_devices_) {
+          have.push_back(absl::StrCat("(", absl::StrJoin(info.coords, ","),
+                                      ") core ", info.core_on_chip));
+        }
+        return absl::FailedPreconditionError(absl::StrCat(
+            "pjrt plugin "", plugin->path(), "": slice device ", i,
+            " is at (", absl::StrJoin(chip, ","), ") core ", core,
+            ", where the plugin has no device; the plugin's devices: ",
+            absl::StrJoin(have, ", "),
+            " (name the slice the plugin's devices form)"));
+      }
+    }
+    b->pjrt_devices_ = std::move(by_slice);
+    b->plugin_devices_ = std::move(infos);
   }
   for (size_t i = 0; i < options.devices.size(); ++i) {
     b->devices_.push_back(std::make_unique<Device>(options.devices[i]));

@@ -86,6 +86,10 @@ struct PluginDeviceInfo {
   int64_t id = 0;
   std::string kind;
   std::string debug_string;
+  // TPU plugins (libtpu): the chip's coordinates and the core on the chip
+  // (device attributes "coords" and "core_on_chip"); empty / -1 otherwise.
+  std::vector<int64_t> coords;
+  int64_t core_on_chip = -1;
 };
 
 class PjrtBackend final : public Backend {

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "strategy/runtime/host_backend.h"
 #include "strategy/runtime/pjrt/pjrt_plugin.h"
+#include "strategy/runtime/slice.h"
 #include "tests/strategy/runtime/pjrt/emitter_programs.h"
 
 namespace tpusim::runtime::pjrt {
@@ -128,6 +129,44 @@ PjrtBackendOptions FakeOptions(const std::string& mode) {
   o.plugin_path = FakePlugin(mode);
   o.devices = Devices(1);
   return o;
+}
+
+// A TPU plugin gives each device's coordinates: slice device i runs on the
+// plugin device at its coordinates, whatever the plugin's order.
+TEST(PjrtBackendTest, SliceDevicesRunOnThePluginDevicesAtTheirCoordinates) {
+  PjrtBackendOptions o;
+  o.plugin_path = FakePlugin("tpu");
+  absl::StatusOr<SliceLayout> v4 = ParseSlice("v4-8");
+  ASSERT_THAT(v4, IsOk());
+  o.devices = v4->devices;
+  auto b = PjrtBackend::Create(o);
+  ASSERT_THAT(b, IsOk());
+  const auto& plugin = (*b)->plugin_devices();
+  ASSERT_EQ(plugin.size(), 4u);
+  // Plugin device j is at (1,1,0), (0,0,0), (1,0,0), (0,1,0) for j = 0..3.
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < plugin.size(); ++i) {
+    const std::vector<int>& c = v4->devices[i].coords;
+    EXPECT_EQ(plugin[i].coords,
+              (std::vector<int64_t>{c[0], c[1], c[2]}))
+        << "slice device " << i;
+    EXPECT_EQ(plugin[i].core_on_chip, 0);
+    ids.push_back(plugin[i].id);
+  }
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 2, 3, 0}));
+}
+
+TEST(PjrtBackendTest, ASliceDeviceWhereThePluginHasNoneIsAnError) {
+  PjrtBackendOptions o;
+  o.plugin_path = FakePlugin("tpuelse");
+  absl::StatusOr<SliceLayout> v4 = ParseSlice("v4-8");
+  ASSERT_THAT(v4, IsOk());
+  o.devices = v4->devices;
+  EXPECT_THAT(PjrtBackend::Create(o).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("slice device 1 is at (1,0,0) core 0, "
+                                       "where the plugin has no device"),
+                             HasSubstr("(5,5,0) core 0"))));
 }
 
 TEST(PjrtPluginTest, AnotherMajorVersionNamesBothVersions) {
