@@ -670,11 +670,7 @@ absl::StatusOr<MemoryEstimate> SimBackend::EstimateMemory(
   std::vector<char> invariant(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     const runtime::Op& op = ops[i];
-    bool inv = op.code != OpCode::kParameter && op.code != OpCode::kReplicaId &&
-               op.code != OpCode::kVariableRead &&
-               op.code != OpCode::kVariableAssign &&
-               op.code != OpCode::kVariableAssignAdd &&
-               !runtime::IsCollective(op.code);
+    bool inv = runtime::DependsOnOperandsOnly(op.code);
     for (int o : op.operands) inv = inv && invariant[o];
     invariant[i] = inv;
     if (inv) {

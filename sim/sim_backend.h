@@ -64,7 +64,6 @@
 #ifndef TPUSIM_SIM_SIM_BACKEND_H_
 #define TPUSIM_SIM_SIM_BACKEND_H_
 
-#include <array>
 #include <deque>
 #include <map>
 #include <memory>
@@ -199,9 +198,9 @@ class SimBackend final : public runtime::Backend {
   absl::StatusOr<runtime::Profile> CollectProfile() const override;
   void ResetProfile() override;
 
-  // What a run of `executable` (compiled here) for `replicas` replicas
-  // will need of this process's memory; `real_values`: its arguments have
-  // data. InvalidArgument for a foreign executable.
+  // What a run of `executable` (compiled here, for its replicas) will need
+  // of this process's memory; `real_values`: its arguments have data.
+  // InvalidArgument for a foreign executable.
   absl::StatusOr<MemoryEstimate> EstimateMemory(
       const runtime::Executable& executable, bool real_values) const;
   // The largest estimate of the programs called so far (checked against

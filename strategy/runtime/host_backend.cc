@@ -546,12 +546,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
   // data-movement ops whose operands are all uniform.
   auto invariant = [&](int i) -> bool {
     const Op& op = ops[i];
-    if (dynamic || op.code == OpCode::kParameter ||
-        op.code == OpCode::kReplicaId || op.code == OpCode::kVariableRead ||
-        op.code == OpCode::kVariableAssign ||
-        op.code == OpCode::kVariableAssignAdd || IsCollective(op.code)) {
-      return false;
-    }
+    if (dynamic || !DependsOnOperandsOnly(op.code)) return false;
     for (int o : op.operands) {
       if (!uniform[o] || !val(0, o).has_data()) return false;
     }

@@ -886,6 +886,12 @@ bool IsElementwiseBinary(OpCode c) {
   return c >= OpCode::kAdd && c <= OpCode::kMin;
 }
 bool IsCollective(OpCode c) { return c >= OpCode::kAllReduce; }
+
+bool DependsOnOperandsOnly(OpCode c) {
+  return c != OpCode::kParameter && c != OpCode::kReplicaId &&
+         c != OpCode::kVariableRead && c != OpCode::kVariableAssign &&
+         c != OpCode::kVariableAssignAdd && !IsCollective(c);
+}
 bool IsTranscendental(OpCode c) {
   return c == OpCode::kExp || c == OpCode::kLog || c == OpCode::kTanh ||
          c == OpCode::kSigmoid || c == OpCode::kRsqrt || c == OpCode::kSqrt;

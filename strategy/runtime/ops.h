@@ -140,6 +140,11 @@ absl::StatusOr<OpCode> OpCodeFromName(absl::string_view name);
 bool IsElementwiseUnary(OpCode code);
 bool IsElementwiseBinary(OpCode code);
 bool IsCollective(OpCode code);
+// True when the op's result depends on its operands only, so that an op of
+// replica-invariant operands (constants, and such ops of them) is the same on
+// every replica: false for parameters, replica_id, variable ops and
+// collectives.
+bool DependsOnOperandsOnly(OpCode code);
 bool IsTranscendental(OpCode code);
 
 // The type of one SSA value: dtype, a fully defined shape (bounds for dynamic

@@ -133,12 +133,19 @@ PjrtBackendOptions FakeOptions(const std::string& mode) {
 
 // A TPU plugin gives each device's coordinates: slice device i runs on the
 // plugin device at its coordinates, whatever the plugin's order.
-TEST(PjrtBackendTest, SliceDevicesRunOnThePluginDevicesAtTheirCoordinates) {
+// The fake TPU plugin in `mode` under a v4-8 slice (2x2x1 chips).
+PjrtBackendOptions FakeTpuOptions(const std::string& mode) {
   PjrtBackendOptions o;
-  o.plugin_path = FakePlugin("tpu");
+  o.plugin_path = FakePlugin(mode);
   absl::StatusOr<SliceLayout> v4 = ParseSlice("v4-8");
-  ASSERT_THAT(v4, IsOk());
-  o.devices = v4->devices;
+  EXPECT_THAT(v4, IsOk());
+  if (v4.ok()) o.devices = v4->devices;
+  return o;
+}
+
+TEST(PjrtBackendTest, SliceDevicesRunOnThePluginDevicesAtTheirCoordinates) {
+  const PjrtBackendOptions o = FakeTpuOptions("tpu");
+  ASSERT_EQ(o.devices.size(), 4u);
   auto b = PjrtBackend::Create(o);
   ASSERT_THAT(b, IsOk());
   const auto& plugin = (*b)->plugin_devices();
@@ -146,7 +153,7 @@ TEST(PjrtBackendTest, SliceDevicesRunOnThePluginDevicesAtTheirCoordinates) {
   // Plugin device j is at (1,1,0), (0,0,0), (1,0,0), (0,1,0) for j = 0..3.
   std::vector<int64_t> ids;
   for (size_t i = 0; i < plugin.size(); ++i) {
-    const std::vector<int>& c = v4->devices[i].coords;
+    const std::vector<int>& c = o.devices[i].coords;
     EXPECT_EQ(plugin[i].coords,
               (std::vector<int64_t>{c[0], c[1], c[2]}))
         << "slice device " << i;
@@ -157,12 +164,7 @@ TEST(PjrtBackendTest, SliceDevicesRunOnThePluginDevicesAtTheirCoordinates) {
 }
 
 TEST(PjrtBackendTest, ASliceDeviceWhereThePluginHasNoneIsAnError) {
-  PjrtBackendOptions o;
-  o.plugin_path = FakePlugin("tpuelse");
-  absl::StatusOr<SliceLayout> v4 = ParseSlice("v4-8");
-  ASSERT_THAT(v4, IsOk());
-  o.devices = v4->devices;
-  EXPECT_THAT(PjrtBackend::Create(o).status(),
+  EXPECT_THAT(PjrtBackend::Create(FakeTpuOptions("tpuelse")).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        AllOf(HasSubstr("slice device 1 is at (1,0,0) core 0, "
                                        "where the plugin has no device"),
