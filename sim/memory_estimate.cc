@@ -1,7 +1,9 @@
 #include "sim/memory_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,6 +34,9 @@ constexpr int64_t kBytesPerVariableSlot = 192;
 constexpr int64_t kBytesPerStepSpan = 64;
 // Per kept span: its record, its proto and its trace text.
 constexpr int64_t kBytesPerTracedSpan = 400;
+// Per packet on a wire: its arrival event in the receiving chip's queue
+// (sim/net/network.cc's Event, one cache line).
+constexpr int64_t kBytesPerPacketInFlight = 64;
 
 int64_t Mul(int64_t a, int64_t b) {
   return common::CheckedMul(a, b).value_or(std::numeric_limits<int64_t>::max());
@@ -45,6 +50,17 @@ std::string Human(int64_t bytes) {
     return absl::StrFormat("%.0f MiB", bytes / double(1 << 20));
   }
   return absl::StrFormat("%.0f KiB", bytes / 1024.0);
+}
+
+// Sorts the parts largest first and sums them.
+MemoryEstimate Totalled(MemoryEstimate e) {
+  std::stable_sort(e.parts.begin(), e.parts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const auto& [what, bytes] : e.parts) {
+    e.total_bytes = common::CheckedAdd(e.total_bytes, bytes)
+                        .value_or(std::numeric_limits<int64_t>::max());
+  }
+  return e;
 }
 
 }  // namespace
@@ -86,13 +102,30 @@ MemoryEstimate EstimateRunMemory(const RunShape& s) {
         Mul(Mul(Mul(s.traced_devices, s.traced_steps), spans_per_step),
             kBytesPerTracedSpan));
   }
-  std::stable_sort(e.parts.begin(), e.parts.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [what, bytes] : e.parts) {
-    e.total_bytes = common::CheckedAdd(e.total_bytes, bytes)
-                        .value_or(std::numeric_limits<int64_t>::max());
+  return Totalled(std::move(e));
+}
+
+MemoryEstimate EstimateCollectiveMemory(const CollectiveShape& s) {
+  MemoryEstimate e;
+  e.parts.push_back({"the process", kProcessBytes});
+  e.parts.push_back({absl::StrCat("the network state of ", s.devices,
+                                  " devices"),
+                     Mul(s.devices, kBytesPerDevice)});
+  if (s.packet_bytes > 0 && s.links > 0) {
+    // Packets a link's wire holds at once (+1: one being sent).
+    const double on_wire = std::ceil(static_cast<double>(s.hop_latency_ps) *
+                                     1e-12 * s.link_bytes_per_second /
+                                     static_cast<double>(s.packet_bytes));
+    const int64_t per_message =
+        s.max_bytes / s.packet_bytes + (s.max_bytes % s.packet_bytes != 0);
+    const int64_t per_link = std::min<int64_t>(
+        per_message, on_wire >= 9e18 ? std::numeric_limits<int64_t>::max()
+                                     : static_cast<int64_t>(on_wire) + 1);
+    e.parts.push_back(
+        {absl::StrCat("packets in flight on ", s.links, " links"),
+         Mul(Mul(s.links, per_link), kBytesPerPacketInFlight)});
   }
-  return e;
+  return Totalled(std::move(e));
 }
 
 absl::Status CheckMemoryLimit(const MemoryEstimate& estimate,

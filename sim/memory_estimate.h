@@ -62,6 +62,25 @@ struct MemoryEstimate {
 
 MemoryEstimate EstimateRunMemory(const RunShape& shape);
 
+// A `tpusim collective` request: the network and the largest per-device
+// message size it sends.
+struct CollectiveShape {
+  int64_t devices = 0;
+  int64_t links = 0;  // every link direction, on-chip paths included
+  int64_t packet_bytes = 0;  // 0 = whole messages
+  int64_t hop_latency_ps = 0;
+  double link_bytes_per_second = 0;
+  int64_t max_bytes = 0;  // per device
+};
+
+// The network's state plus the packets in flight: a link holds at most a
+// hop latency's worth of packets on the wire (bandwidth x latency / packet
+// size), and never more than a message has. A message's packets waiting at
+// its sender take one entry (sim/net/network.cc), so --bytes alone does not
+// grow it; packets queued behind others where flows contend are not
+// counted.
+MemoryEstimate EstimateCollectiveMemory(const CollectiveShape& shape);
+
 // ResourceExhausted "this run needs ~N GiB (largest parts); the limit is M
 // GiB (--memory-limit)" when the estimate is above `limit_bytes` (> 0; 0 is
 // no limit); OK otherwise.

@@ -21,6 +21,7 @@
 #include "common/status_macros.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/kernel.h"
+#include "sim/memory_estimate.h"
 #include "sim/net/collective.h"
 #include "sim/net/collective_runner.h"
 #include "sim/net/network.h"
@@ -278,6 +279,20 @@ absl::Status RunCollective(const ParsedArgs& args, std::ostream& out) {
     requests.push_back(std::move(r));
   }
 
+  // The memory it will need, before anything is built.
+  TPUSIM_ASSIGN_OR_RETURN(const int64_t memory_limit, MemoryLimitFlag(args));
+  {
+    sim::CollectiveShape shape;
+    shape.devices = topology.num_devices();
+    shape.links = topology.num_links();
+    shape.packet_bytes = config.packet_bytes;
+    shape.hop_latency_ps = config.hop_latency.count();
+    shape.link_bytes_per_second = config.link_bytes_per_second;
+    shape.max_bytes = *std::max_element(sizes->begin(), sizes->end());
+    TPUSIM_RETURN_IF_ERROR(sim::CheckMemoryLimit(
+        sim::EstimateCollectiveMemory(shape), memory_limit));
+  }
+
   std::unique_ptr<sim::net::Network> network;
   sim::net::NetworkOptions options;
   options.reverse_construction = order == "reverse";
@@ -445,6 +460,16 @@ absl::Status RunCollective(const ParsedArgs& args, std::ostream& out) {
 
 }  // namespace
 
+absl::StatusOr<int64_t> MemoryLimitFlag(const ParsedArgs& args) {
+  if (!args.Has("memory-limit")) return sim::kDefaultMemoryLimitBytes;
+  absl::StatusOr<int64_t> limit = ParseByteSize(args.Get("memory-limit"));
+  if (!limit.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--memory-limit: ", limit.status().message()));
+  }
+  return *limit;
+}
+
 absl::StatusOr<int64_t> ParseByteSize(absl::string_view text) {
   struct Suffix {
     const char* text;
@@ -525,15 +550,20 @@ Subcommand CollectiveCommand() {
        "all (default), axis letters (x, y, z, c = cores; xy = planes) or a "
        "group size (consecutive device ids)"},
       {"packet-bytes", true, "link packet size; 0 (default) = whole messages"},
+      {"memory-limit", true,
+       "SIZE (e.g. 4GiB): fail before the work when the estimated memory "
+       "(network state and packets in flight) is above it (default 16GiB, "
+       "fixed)"},
       {"construction-order", true,
        "forward (default) or reverse: build the chips in reverse (a "
        "determinism check)"},
       {"format", true, "text (default) or json"},
   };
   s.out_of_memory_hint =
-      "its memory grows with --bytes / --packet-bytes (the packets it "
-      "simulates) and with the devices of --slice or --shape: lower --bytes, "
-      "raise --packet-bytes or use a smaller slice";
+      "its memory grows with the packets in flight (link bandwidth x hop "
+      "latency / --packet-bytes per link, more where flows queue) and with "
+      "the devices of --slice or --shape: raise --packet-bytes or use a "
+      "smaller slice";
   s.description =
       "Per size: the simulated time, algorithm and bus bandwidth (nccl-tests "
       "definitions),\n"

@@ -70,15 +70,7 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
     return UsageError(absl::StrCat("--format=", format, " must be text or json"));
   }
   scenarios::TrainOptions options;
-  options.memory_limit_bytes = sim::kDefaultMemoryLimitBytes;
-  if (args.Has("memory-limit")) {
-    absl::StatusOr<int64_t> limit = ParseByteSize(args.Get("memory-limit"));
-    if (!limit.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--memory-limit: ", limit.status().message()));
-    }
-    options.memory_limit_bytes = *limit;
-  }
+  TPUSIM_ASSIGN_OR_RETURN(options.memory_limit_bytes, MemoryLimitFlag(args));
   if (args.Has("trace-devices")) {
     TPUSIM_RETURN_IF_ERROR(ParseTraceDevices(args.Get("trace-devices"),
                                              &options.trace_devices,

@@ -77,10 +77,15 @@ struct Later {
   bool operator()(const Event& a, const Event& b) const { return Before(b, a); }
 };
 
-// A packet waiting for a link: its input port and the packet (an arrival
-// event's fields).
+// Packets waiting for a link: their input port and the first packet (an
+// arrival event's fields). From a local port, `run` consecutive packets of
+// one message (packet.sub onwards) that reached the link one after another
+// with nothing else from that port between them; they leave in that order,
+// so one entry stands for them all and a link's waiting list grows with the
+// messages queued, not with their packets. From any other port run is 1.
 struct Waiting {
   uint32_t port;
+  uint32_t run;
   Event packet;
 };
 
@@ -530,8 +535,10 @@ class ChipNode {
     double ps_per_byte = 0;
     int64_t latency = 0;
     int64_t busy_until = 0;  // the current packet's finish
-    // Waiting packets in arrival order (FIFO within a port).
+    // Waiting packets in arrival order (FIFO within a port), run-length
+    // coded (Waiting), and how many packets that is.
     std::vector<Waiting> waiting;
+    int64_t waiting_packets = 0;
     int64_t packets = 0;
     int64_t bytes = 0;
     int64_t busy_ps = 0;
@@ -637,6 +644,12 @@ class ChipNode {
   void Handle(const Event& e, int64_t now) {
     switch (e.type) {
       case EventType::kArrive:
+        if (e.order >= kLocalPort && e.sub + 1 < e.count) {
+          // A message's packets reach the chip's send port one event at a
+          // time: the next one is queued when this one is due (its time is
+          // at or after this one's), so the queue holds one per message.
+          PushPacket(LocalPacket(e.id, e.sub + 1, e), e.order);
+        }
         Route(e, static_cast<int>(e.order), now);
         break;
       case EventType::kLinkFree:
@@ -663,18 +676,41 @@ class ChipNode {
     const int64_t count =
         (size == 0 || bytes <= size) ? 1 : (bytes + size - 1) / size;
     p.count = static_cast<uint32_t>(count);
-    for (int64_t i = 0; i < count; ++i) {
-      p.sub = static_cast<uint32_t>(i);
-      p.bytes = count == 1 ? bytes : std::min(size, bytes - i * size);
-      // Bytes become available evenly between head and tail.
-      p.time = head + (tail - head) * i / count;
-      p.tail = head + (tail - head) * (i + 1) / count;
-      if (p.time == now) {
-        Route(p, kLocalPort + core, now);  // ready now: no event needed
-      } else {
-        PushPacket(p, kLocalPort + core);
-      }
+    p.bytes = bytes;
+    p.time = head;
+    p.tail = tail;
+    if (count > 1) {
+      outgoing_.emplace(p.id, Outgoing{head, tail, bytes});
+      p = LocalPacket(p.id, 0, p);
     }
+    // The packets ready now go at once (no event); the first later one is
+    // queued, and brings the next when it is due (Handle).
+    for (;;) {
+      if (p.time != now) {
+        PushPacket(p, kLocalPort + core);
+        break;
+      }
+      Route(p, kLocalPort + core, now);
+      if (p.sub + 1 >= p.count) break;
+      p = LocalPacket(p.id, p.sub + 1, p);
+    }
+  }
+
+  // Packet `sub` of the multi-packet message `id` sent from this chip, its
+  // other fields as `like`: bytes become available evenly between the
+  // message's head and tail.
+  Event LocalPacket(uint64_t id, uint32_t sub, const Event& like) const {
+    const Outgoing& m = outgoing_.at(id);
+    const int64_t size = config_->packet_bytes;
+    const int64_t count = like.count;
+    const int64_t i = sub;
+    const __int128 span = m.tail - m.head;
+    Event p = like;
+    p.sub = sub;
+    p.bytes = std::min(size, m.bytes - i * size);
+    p.time = m.head + static_cast<int64_t>(span * i / count);
+    p.tail = m.head + static_cast<int64_t>(span * (i + 1) / count);
+    return p;
   }
 
   void Route(const Event& p, int port, int64_t now) {
@@ -697,11 +733,26 @@ class ChipNode {
       // An idle link with nothing waiting starts the packet at once.
       if (l.peak_queue < 1) l.peak_queue = 1;
       l.rr = (port + 1) % kNumPorts;
-      Transmit(l, link, p, now);
+      Transmit(l, link, port, p, now);
       return;
     }
-    l.waiting.push_back(Waiting{static_cast<uint32_t>(port), p});
-    const int64_t queued = static_cast<int64_t>(l.waiting.size());
+    const int64_t queued = ++l.waiting_packets;
+    bool merged = false;
+    if (port >= kLocalPort && p.count > 1 && !l.waiting.empty()) {
+      // The next packet of the message that is last from this port: one
+      // more in its run.
+      for (auto it = l.waiting.rbegin(); it != l.waiting.rend(); ++it) {
+        if (it->port != static_cast<uint32_t>(port)) continue;
+        if (it->packet.id == p.id && it->packet.sub + it->run == p.sub) {
+          ++it->run;
+          merged = true;
+        }
+        break;
+      }
+    }
+    if (!merged) {
+      l.waiting.push_back(Waiting{static_cast<uint32_t>(port), 1, p});
+    }
     if (queued > l.peak_queue) l.peak_queue = queued;
     if (l.free_pending) return;
     if (l.busy_until <= now) {
@@ -738,17 +789,28 @@ class ChipNode {
         if (distance == 0) break;
       }
     }
-    const int port = static_cast<int>(l.waiting[pick].port);
-    const Event p = l.waiting[pick].packet;
-    l.waiting.erase(l.waiting.begin() + static_cast<std::ptrdiff_t>(pick));
+    Waiting& w = l.waiting[pick];
+    const int port = static_cast<int>(w.port);
+    const Event p = w.packet;
+    if (w.run > 1) {
+      --w.run;
+      w.packet = LocalPacket(p.id, p.sub + 1, p);
+    } else {
+      l.waiting.erase(l.waiting.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+    --l.waiting_packets;
     l.rr = (port + 1) % kNumPorts;
-    Transmit(l, link, p, now);
+    Transmit(l, link, port, p, now);
     if (!l.waiting.empty()) ScheduleLinkFree(link, l.busy_until);
   }
 
   // Starts packet `p` on link `l` now and queues its arrival at the far end.
-  void Transmit(Link& l, int link, Event p, int64_t now) {
+  // `port`: the input it came from.
+  void Transmit(Link& l, int link, int port, Event p, int64_t now) {
     (void)link;
+    if (port >= kLocalPort && p.count > 1 && p.sub + 1 == p.count) {
+      outgoing_.erase(p.id);  // its last packet leaves this chip's send port
+    }
     const int64_t tx = static_cast<int64_t>(
         std::ceil(static_cast<double>(p.bytes) * l.ps_per_byte));
     const int64_t finish = std::max(now + tx, p.tail);
@@ -809,6 +871,14 @@ class ChipNode {
     uint32_t count;
   };
   std::unordered_map<uint64_t, Partial> partial_;
+  // Multi-packet messages sent from this chip, until their last packet has
+  // left the send port (LocalPacket).
+  struct Outgoing {
+    int64_t head;
+    int64_t tail;
+    int64_t bytes;
+  };
+  std::unordered_map<uint64_t, Outgoing> outgoing_;
   RunContext* ctx_ = nullptr;  // while this chip runs
   // Packets from chips run on other threads (a line of its own: written by
   // those threads).

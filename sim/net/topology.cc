@@ -83,6 +83,17 @@ absl::StatusOr<Topology> Topology::Create(const runtime::SliceLayout& layout,
   return t;
 }
 
+int64_t Topology::num_links() const {
+  int64_t links = 0;
+  for (int chip = 0; chip < num_chips_; ++chip) {
+    for (int dir = 0; dir < kNumDirections; ++dir) {
+      if (Neighbor(chip, dir) >= 0) ++links;
+    }
+    if (devices_per_chip_ == 2) links += 2;
+  }
+  return links;
+}
+
 int Topology::Neighbor(int chip, int dir) const {
   const int dim = DirectionDim(dir);
   const int n = dims_[dim];

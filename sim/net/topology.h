@@ -34,6 +34,7 @@
 #define TPUSIM_SIM_NET_TOPOLOGY_H_
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ class Topology {
   int num_chips() const { return num_chips_; }
   int num_devices() const { return static_cast<int>(device_chip_.size()); }
   int devices_per_chip() const { return devices_per_chip_; }
+  // Link directions that exist (a neighbour in that direction), plus the
+  // two on-chip paths of each 2-core chip.
+  int64_t num_links() const;
 
   int chip_of_device(int device) const { return device_chip_[device]; }
   int core_of_device(int device) const { return device_core_[device]; }

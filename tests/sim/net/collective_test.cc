@@ -888,5 +888,56 @@ TEST(CollectiveSchedulerTest, OneSystemCWakeUpRunsEveryChipDueThen) {
   EXPECT_GE(sim.network->events(), messages);
 }
 
+// Packet mode to the picosecond, pinned from the network that queued every
+// packet of a message at once (before a message's packets waiting at its
+// sender became one entry): two interleaved groups whose rings share links,
+// 1000-byte packets (the last one short), on a v3 torus with its on-chip
+// path. Link busy time, bytes and peak queue (in packets) are pinned too.
+TEST(CollectivePacketTest, PacketTimelineIsPinned) {
+  ASSERT_OK_AND_ASSIGN(Topology t, Slice("v3-32"));
+  NetConfig config = TestConfig();
+  config.packet_bytes = 1000;
+  ASSERT_OK_AND_ASSIGN(Bench bench, MakeBench({&t}, {config},
+                                              std::vector<NetworkOptions>(1)));
+  std::vector<std::vector<int>> groups = {{}, {}};
+  for (int d = 0; d < t.num_devices(); ++d) groups[d % 2].push_back(d);
+  ASSERT_OK_AND_ASSIGN(auto partition, GroupPartition::Create(t, groups));
+  std::vector<int64_t> ends;
+  for (const CollectiveRequest& r :
+       {Request(CollectiveOp::kAllReduce, 400 << 10, Algorithm::kBidirRing,
+                partition),
+        Request(CollectiveOp::kAllToAll, 160 << 10, Algorithm::kAuto,
+                partition)}) {
+    ASSERT_OK_AND_ASSIGN(
+        std::vector<JobResult> res,
+        RunCollectives(*bench.session, *bench.networks[0], {{r, AllDevices(t)}}));
+    for (const auto& e : res[0].device_end) {
+      ends.push_back((e - res[0].start).count());
+    }
+  }
+  int64_t packets = 0, bytes = 0, busy = 0, peak = 0;
+  for (const LinkStats& l : bench.networks[0]->Links()) {
+    packets += l.packets;
+    bytes += l.bytes;
+    busy += l.busy.count();
+    peak = std::max(peak, l.peak_queue);
+  }
+  EXPECT_THAT(ends, ::testing::ElementsAreArray<int64_t>({
+      75790865, 75853089, 75817500, 75879724, 77333107, 77350885, 76828481,
+      76890705, 75675309, 75693087, 76347687, 76365465, 75807966, 75825744,
+      77534427, 77641097, 78401801, 78419579, 74806223, 74912893, 77830903,
+      77848681, 77435367, 77453145, 76449947, 76467725, 76232195, 76249973,
+      77449947, 77467725, 77977541, 78039765, 8988667, 8994001, 9245527,
+      9250861, 9821586, 9826920, 9276714, 9282048, 10276714, 10282048,
+      11731842, 11737176, 9821586, 9826920, 11276714, 11282048, 8911330,
+      8916664, 8366458, 8371792, 10223304, 10228638, 10086523, 10091857,
+      9276714, 9282048, 10731842, 10737176, 10821586, 10826920, 12276714,
+      12282048}));
+  EXPECT_EQ(packets, 60880);
+  EXPECT_EQ(bytes, 59187200);
+  EXPECT_EQ(busy, 1315316320);
+  EXPECT_EQ(peak, 263);
+}
+
 }  // namespace
 }  // namespace tpusim::sim::net
