@@ -50,6 +50,9 @@ struct RunShape {
   bool record_spans = true;
   int64_t traced_devices = 0;
   int64_t traced_steps = 0;
+  // Steps the run makes (0: unknown); each keeps a summary (its start, end
+  // and breakdown) for the profile.
+  int64_t steps = 0;
 };
 
 struct MemoryEstimate {

@@ -689,6 +689,7 @@ absl::StatusOr<MemoryEstimate> SimBackend::EstimateMemory(
       options_.expected_steps > 0
           ? std::min(options_.expected_steps, options_.max_traced_steps)
           : options_.max_traced_steps;
+  shape.steps = options_.expected_steps;
   return EstimateRunMemory(shape);
 }
 
