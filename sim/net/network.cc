@@ -77,16 +77,90 @@ struct Later {
   bool operator()(const Event& a, const Event& b) const { return Before(b, a); }
 };
 
-// Packets waiting for a link: their input port and the first packet (an
-// arrival event's fields). From a local port, `run` consecutive packets of
-// one message (packet.sub onwards) that reached the link one after another
-// with nothing else from that port between them; they leave in that order,
-// so one entry stands for them all and a link's waiting list grows with the
-// messages queued, not with their packets. From any other port run is 1.
-struct Waiting {
-  uint32_t port;
-  uint32_t run;
-  Event packet;
+// The packets waiting for a busy link: one FIFO per input port (a linked
+// list through a pool of slots), and a bit per port that has any. A slot
+// holds the first packet (an arrival event's fields) and, from a local port,
+// `run` consecutive packets of one message (packet.sub onwards) that reached
+// the link one after another with nothing else from that port between them:
+// they leave in that order, so one slot stands for them all and the queue
+// grows with the messages waiting, not with their packets. From any other
+// port run is 1.
+class WaitQueue {
+ public:
+  WaitQueue() {
+    head_.fill(-1);
+    tail_.fill(-1);
+  }
+
+  // Appends `p` to `port`'s FIFO; `merge`: as one more packet of the run
+  // at its tail when that run is p's message and ends just before p.
+  void Push(int port, const Event& p, bool merge) {
+    const int32_t last = tail_[port];
+    if (merge && last >= 0) {
+      Slot& t = slots_[last];
+      if (t.packet.id == p.id && t.packet.sub + t.run == p.sub) {
+        ++t.run;
+        return;
+      }
+    }
+    int32_t i = free_;
+    if (i >= 0) {
+      free_ = slots_[i].next;
+    } else {
+      i = static_cast<int32_t>(slots_.size());
+      slots_.emplace_back();
+    }
+    slots_[i] = Slot{-1, 1, p};
+    if (last >= 0) {
+      slots_[last].next = i;
+    } else {
+      head_[port] = i;
+      ports_ |= 1u << port;
+    }
+    tail_[port] = i;
+  }
+
+  // The first port at or after `rr` (cyclically) with a packet waiting; -1
+  // when none has.
+  int NextPort(int rr) const {
+    if (ports_ == 0) return -1;
+    const uint32_t at_or_after = ports_ & ~((1u << rr) - 1);
+    return __builtin_ctz(at_or_after != 0 ? at_or_after : ports_);
+  }
+
+  // Takes the first packet of `port`'s FIFO (which has one); `next` makes
+  // the packet after it in a run.
+  template <typename Next>
+  Event Pop(int port, Next next) {
+    const int32_t i = head_[port];
+    Slot& s = slots_[i];
+    const Event p = s.packet;
+    if (s.run > 1) {
+      --s.run;
+      s.packet = next(p);
+      return p;
+    }
+    head_[port] = s.next;
+    if (s.next < 0) {
+      tail_[port] = -1;
+      ports_ &= ~(1u << port);
+    }
+    s.next = free_;
+    free_ = i;
+    return p;
+  }
+
+ private:
+  struct Slot {
+    int32_t next;  // in its port's FIFO, or in the free list
+    uint32_t run;
+    Event packet;
+  };
+  std::vector<Slot> slots_;
+  std::array<int32_t, kNumPorts> head_;
+  std::array<int32_t, kNumPorts> tail_;
+  int32_t free_ = -1;
+  uint32_t ports_ = 0;
 };
 
 // Smallest batch run on several threads (chosen: below it the hand-over
@@ -535,9 +609,8 @@ class ChipNode {
     double ps_per_byte = 0;
     int64_t latency = 0;
     int64_t busy_until = 0;  // the current packet's finish
-    // Waiting packets in arrival order (FIFO within a port), run-length
-    // coded (Waiting), and how many packets that is.
-    std::vector<Waiting> waiting;
+    // Packets waiting (made at the first), and how many.
+    std::unique_ptr<WaitQueue> waiting;
     int64_t waiting_packets = 0;
     int64_t packets = 0;
     int64_t bytes = 0;
@@ -729,7 +802,7 @@ class ChipNode {
 
   void Enqueue(int link, const Event& p, int port, int64_t now) {
     Link& l = links_[link];
-    if (l.waiting.empty() && !l.free_pending && l.busy_until <= now) {
+    if (l.waiting_packets == 0 && !l.free_pending && l.busy_until <= now) {
       // An idle link with nothing waiting starts the packet at once.
       if (l.peak_queue < 1) l.peak_queue = 1;
       l.rr = (port + 1) % kNumPorts;
@@ -737,22 +810,8 @@ class ChipNode {
       return;
     }
     const int64_t queued = ++l.waiting_packets;
-    bool merged = false;
-    if (port >= kLocalPort && p.count > 1 && !l.waiting.empty()) {
-      // The next packet of the message that is last from this port: one
-      // more in its run.
-      for (auto it = l.waiting.rbegin(); it != l.waiting.rend(); ++it) {
-        if (it->port != static_cast<uint32_t>(port)) continue;
-        if (it->packet.id == p.id && it->packet.sub + it->run == p.sub) {
-          ++it->run;
-          merged = true;
-        }
-        break;
-      }
-    }
-    if (!merged) {
-      l.waiting.push_back(Waiting{static_cast<uint32_t>(port), 1, p});
-    }
+    if (l.waiting == nullptr) l.waiting = std::make_unique<WaitQueue>();
+    l.waiting->Push(port, p, port >= kLocalPort && p.count > 1);
     if (queued > l.peak_queue) l.peak_queue = queued;
     if (l.free_pending) return;
     if (l.busy_until <= now) {
@@ -775,33 +834,17 @@ class ChipNode {
 
   void TryStart(int link, int64_t now) {
     Link& l = links_[link];
-    if (l.waiting.empty()) return;
+    if (l.waiting_packets == 0) return;
     // Round-robin between ports: the first waiting packet of the first port
     // at or after rr (cyclically).
-    size_t pick = 0;
-    int best = kNumPorts;
-    for (size_t i = 0; i < l.waiting.size(); ++i) {
-      const int distance =
-          (static_cast<int>(l.waiting[i].port) - l.rr + kNumPorts) % kNumPorts;
-      if (distance < best) {
-        best = distance;
-        pick = i;
-        if (distance == 0) break;
-      }
-    }
-    Waiting& w = l.waiting[pick];
-    const int port = static_cast<int>(w.port);
-    const Event p = w.packet;
-    if (w.run > 1) {
-      --w.run;
-      w.packet = LocalPacket(p.id, p.sub + 1, p);
-    } else {
-      l.waiting.erase(l.waiting.begin() + static_cast<std::ptrdiff_t>(pick));
-    }
+    const int port = l.waiting->NextPort(l.rr);
+    const Event p = l.waiting->Pop(port, [this](const Event& q) {
+      return LocalPacket(q.id, q.sub + 1, q);
+    });
     --l.waiting_packets;
     l.rr = (port + 1) % kNumPorts;
     Transmit(l, link, port, p, now);
-    if (!l.waiting.empty()) ScheduleLinkFree(link, l.busy_until);
+    if (l.waiting_packets > 0) ScheduleLinkFree(link, l.busy_until);
   }
 
   // Starts packet `p` on link `l` now and queues its arrival at the far end.
