@@ -34,17 +34,19 @@ class SimPod {
  public:
   static absl::StatusOr<std::unique_ptr<SimPod>> Create(
       const runtime::SliceLayout& layout, const ChipPreset& preset,
-      net::WrapMode wrap, int threads) {
+      net::WrapMode wrap, int threads, net::CollectiveDataPath* data_path) {
     TPUSIM_ASSIGN_OR_RETURN(net::Topology topology,
                             net::Topology::Create(layout, wrap));
     TPUSIM_ASSIGN_OR_RETURN(net::NetConfig config, NetConfigFromPreset(preset));
     std::unique_ptr<SimPod> pod(new SimPod(std::move(topology), config));
     SimPod* p = pod.get();
     TPUSIM_ASSIGN_OR_RETURN(
-        p->session_, KernelSession::Create([p, threads]() -> absl::Status {
+        p->session_,
+        KernelSession::Create([p, threads, data_path]() -> absl::Status {
           net::NetworkOptions options;
           options.name = "pod_ici";
           options.threads = threads;
+          options.data_path = data_path;
           TPUSIM_ASSIGN_OR_RETURN(
               p->network_,
               net::Network::Create(p->topology_, p->config_, options));
@@ -67,6 +69,7 @@ class SimPod {
     std::vector<Picoseconds> start;  // by member index
     std::vector<Picoseconds> end;
     std::vector<int> devices;        // by member index
+    std::string name;                // the start kernel's
     int remaining = 0;
     bool trivial = false;  // groups of one: no traffic, ends at its start
   };
@@ -121,8 +124,9 @@ class SimPod {
 
   // Starts that the walk placed before the network's current time (possible
   // only when a device that is behind reaches a collective after the network
-  // was run for another one); they start now. SimStats::late_starts; the
-  // data-parallel and model-parallel tests assert zero.
+  // was run for another one). Never clamped: the first is an error naming
+  // the collective, the device and both times (SimStats::late_starts counts
+  // them; the data-parallel and model-parallel tests assert zero).
   int64_t late_starts() const { return late_starts_; }
 
   void ClearCollectives() {
@@ -150,8 +154,16 @@ class SimPod {
     while (!queue_.empty() && queue_.top().time <= Now().count()) {
       const Pending p = queue_.top();
       queue_.pop();
-      if (p.time < Now().count()) ++late_starts_;
       Collective& c = collectives_[p.id];
+      if (p.time < Now().count()) {
+        ++late_starts_;
+        return absl::InternalError(absl::StrCat(
+            "causality: collective ", c.name, " (", p.id,
+            " of the call) would start on device ", p.device, " at ", p.time,
+            " ps, before the network's clock ", Now().count(),
+            " ps (the network ran ahead for another collective); a late start "
+            "is an error, never clamped"));
+      }
       const int id = p.id;
       const int member = p.member;
       TPUSIM_RETURN_IF_ERROR(network_->endpoint(p.device).Start(
@@ -172,6 +184,75 @@ class SimPod {
   std::priority_queue<Pending> queue_;
   int awaited_ = -1;
   int64_t late_starts_ = 0;
+};
+
+// The chips' side of their collectives (sim/net's CollectiveDataPath): the
+// vector unit reduces as the default data path does, and every chunk's HBM
+// traffic is reserved on its device's HBM timeline (sim/chip/chip.h), so the
+// network waits for the DMA:
+// * a chunk received is written (and read too, when it is reduced) while it
+//   arrives, at most at its arrival rate;
+// * a chunk sent is read by the device's send DMA, one chunk after another
+//   in send order, at most at the device's injection rate (its chip's ICI
+//   links x B, plus the on-chip path on v2/v3: what can leave at once) and
+//   never faster than the chunk arrived when it is forwarded.
+// Where the HBM is shared, a reservation ends later than it would alone: the
+// chunk's head and tail leave (or its result is ready) that much later. (The
+// send DMA's own queue delays nothing: the links queue the chunks anyway;
+// tpusim's choice, so that an idle pod's collectives take what sim/net alone
+// gives them.) Called from the network's threads
+// for one chip's devices at a time: per-device state only.
+class HbmDataPath final : public net::CollectiveDataPath {
+ public:
+  HbmDataPath(const net::Topology& topology, const net::NetConfig& config)
+      : inner_(config, topology.num_devices()),
+        devices_(topology.num_devices()) {
+    for (int d = 0; d < topology.num_devices(); ++d) {
+      double rate = topology.NumLinks(topology.chip_of_device(d)) *
+                    config.link_bytes_per_second;
+      if (topology.devices_per_chip() == 2) {
+        rate += config.on_chip_bytes_per_second;
+      }
+      devices_[d].injection = rate;
+    }
+  }
+  void set_hbm(int device, HbmArbiter* hbm) { devices_[device].hbm = hbm; }
+
+  net::ChunkTiming Process(int device, net::ChunkTiming in,
+                           const net::ChunkWork& work) override {
+    net::ChunkTiming out = inner_.Process(device, in, work);
+    const double bytes =
+        static_cast<double>(work.bytes_read + work.bytes_written);
+    if (bytes <= 0) return out;
+    PerDevice& dev = devices_[device];
+    const bool send = work.bytes_written == 0;
+    Picoseconds start = in.head;
+    double rate = send ? dev.injection : std::numeric_limits<double>::infinity();
+    if (send) start = Max(start, dev.send_free);
+    const int64_t span = (in.tail - start).count();
+    if (span > 0) {
+      rate = std::min(rate, bytes / (static_cast<double>(span) * 1e-12));
+    }
+    const double limit = std::min(rate, dev.hbm->bytes_per_second());
+    const Picoseconds alone = start + TimeAtRate(bytes, limit);
+    const Picoseconds end = dev.hbm->Reserve(start, bytes, limit);
+    if (send) dev.send_free = end;
+    if (alone < end) {
+      out.head += end - alone;
+      out.tail += end - alone;
+    }
+    return out;
+  }
+
+ private:
+  static Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
+  net::VectorRateDataPath inner_;
+  struct PerDevice {
+    HbmArbiter* hbm = nullptr;
+    double injection = 0;
+    Picoseconds send_free = Picoseconds(0);  // the send DMA is free
+  };
+  std::vector<PerDevice> devices_;
 };
 
 // What the timing walk needs of an executable; shared with the calls that
@@ -427,9 +508,15 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
   host.keep_history = options.record_spans;
   TPUSIM_ASSIGN_OR_RETURN(SliceHosts hosts, SliceHosts::Create(b->layout_, host));
   b->hosts_ = std::make_unique<SliceHosts>(std::move(hosts));
+  TPUSIM_ASSIGN_OR_RETURN(net::NetConfig net_config,
+                          NetConfigFromPreset(b->preset_));
+  TPUSIM_ASSIGN_OR_RETURN(net::Topology net_topology,
+                          net::Topology::Create(b->layout_, options.wrap));
+  b->data_path_ = std::make_unique<HbmDataPath>(net_topology, net_config);
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
                           SimPod::Create(b->layout_, b->preset_, options.wrap,
-                                         options.sim_threads));
+                                         options.sim_threads,
+                                         b->data_path_.get()));
   // The chips, each with its devices in core order.
   const net::Topology& topology = b->pod_->topology();
   std::vector<std::vector<int>> chip_devices(topology.num_chips());
@@ -443,6 +530,8 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
     }
     b->chips_.emplace_back(b->rates_, std::move(chip_devices[chip]));
   }
+  for (int d = 0; d < n; ++d) b->data_path_->set_hbm(d, &b->hbm(d));
+  b->take_times_.assign(n, {});
   return b;
 }
 
@@ -468,7 +557,6 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
     for (int d : options_.trace_devices) traced_[d] = 1;
   }
   num_traced_ = static_cast<int>(std::count(traced_.begin(), traced_.end(), 1));
-  next_dma_batch_.assign(layout_.num_devices(), 0);
   ResetProfile();
 }
 
@@ -723,29 +811,6 @@ absl::Status SimBackend::Settle(bool all) const {
   return settle_error_;
 }
 
-absl::Status SimBackend::RegisterInfeedDma(int d) const {
-  // Batch i waits for the take of batch i - depth: later ones cannot be
-  // timed yet, so they are not asked for (no error made per take).
-  const int64_t timeable = std::min(
-      hosts_->added(d), hosts_->taken(d) + options_.prefetch_depth);
-  for (int64_t& i = next_dma_batch_[d]; i < timeable; ++i) {
-    absl::StatusOr<BatchTiming> t = hosts_->Timing(d, i);
-    // Not timeable yet: it waits behind another device's batch in the
-    // pipeline (FailedPrecondition); or taken already, before it could be
-    // registered (NotFound).
-    if (absl::IsFailedPrecondition(t.status())) break;
-    if (absl::IsNotFound(t.status())) continue;
-    if (!t.ok()) return t.status();
-    if (t->dma_start < t->arrival && t->bytes > 0) {
-      hbm(d).AddDma(
-          DmaWindow{t->dma_start, t->arrival,
-                    static_cast<double>(t->bytes) /
-                        ((t->arrival - t->dma_start).count() * 1e-12)});
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   const SimSchedule& exe = *call_info.exe;
   const runtime::SpmdAssignment& assignment = call_info.assignment;
@@ -796,27 +861,63 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     if (it == untaken.end()) return ready;
     TPUSIM_ASSIGN_OR_RETURN(Taken t, hosts_->Take(d, it->second, ready));
     untaken.erase(it);
-    // The take frees a prefetch slot: a later batch can now be timed.
-    TPUSIM_RETURN_IF_ERROR(RegisterInfeedDma(d));
+    // The batch's prefetch slot frees at the take (the host model's time):
+    // no later batch of the device starts its DMA before the take
+    // `prefetch_depth` takes ago (the HBM horizon below).
+    std::deque<Picoseconds>& takes = take_times_[d];
+    takes.push_back(t.start);
+    if (static_cast<int64_t>(takes.size()) > options_.prefetch_depth) {
+      takes.pop_front();
+    }
+    // Its HBM writes, reserved now that every kernel of the device that its
+    // PCIe copy overlaps has been (first reserved, first served: the
+    // timeline does not depend on when the call is timed). They go at the
+    // PCIe rate, slower where the kernels left less; the batch is usable
+    // when they are done.
+    Picoseconds usable = t.start;
+    const BatchTiming& b = t.batch;
+    if (b.bytes > 0 && b.dma_start < b.arrival) {
+      const double bytes = static_cast<double>(b.bytes);
+      const Picoseconds written = hbm(d).Reserve(
+          b.dma_start, bytes,
+          bytes / (static_cast<double>((b.arrival - b.dma_start).count()) *
+                   1e-12));
+      usable = Max(usable, written);
+    }
     if (!wait) return ready;
     const size_t slot = slot_of[d];
     input[slot] += t.input_wait;
-    infeed[slot] += t.infeed_wait;
+    infeed[slot] += t.infeed_wait + (usable - t.start);
     const Picoseconds input_end = ready + t.input_wait;
     if (t.input_wait.count() > 0) {
       AddStepSpan(d, kNameInputPipeline, ready, input_end, "input");
     }
-    if (t.infeed_wait.count() > 0) {
-      AddStepSpan(d, kNameInfeed, input_end, t.start, "infeed");
+    if (input_end < usable) {
+      AddStepSpan(d, kNameInfeed, input_end, usable, "infeed");
     }
-    return t.start;
+    return usable;
   };
 
   const size_t num_iterations = call_info.batches.size();
   for (size_t iteration = 0; iteration < num_iterations; ++iteration) {
     for (const auto& [d, index] : call_info.batches[iteration]) {
       untaken[d] = index;
-      TPUSIM_RETURN_IF_ERROR(RegisterInfeedDma(d));
+    }
+    // Every collective of earlier iterations has ended and no device of the
+    // call is behind the earliest clock: each device's HBM timeline before
+    // that (and before the take its next batch's DMA may follow) is
+    // forgotten.
+    Picoseconds earliest = clock[0];
+    for (Picoseconds t : clock) earliest = std::min(earliest, t);
+    for (int d : device_of_slot) {
+      const std::deque<Picoseconds>& takes = take_times_[d];
+      Picoseconds horizon = earliest;
+      if (static_cast<int64_t>(takes.size()) < options_.prefetch_depth) {
+        horizon = Picoseconds(0);
+      } else {
+        horizon = std::min(horizon, takes.front());
+      }
+      hbm(d).Forget(horizon);
     }
     for (size_t k = 0; k < kernels.size(); ++k) {
       const Kernel& kernel = kernels[k];
@@ -867,29 +968,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         col.request.bytes =
             std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
         for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
-        // The DMA of a member: it sends `sent` bytes (read from HBM) and
-        // receives as many (written to HBM), at best within the op's own
-        // bandwidth bound (sim/net's CollectiveLowerBound); tpusim models
-        // that HBM traffic as spread over that window from the start.
-        Picoseconds dma_window(0);
-        double dma_bytes_per_second = 0;
-        if (!col.trivial) {
-          const int group =
-              col.request.groups != nullptr
-                  ? col.request.groups->group_of(dev(0, c))
-                  : 0;
-          dma_window = net::CollectiveBandwidthBound(
-              pod_->topology(), pod_->config(), col.request, group);
-          const double s = static_cast<double>(col.request.bytes);
-          const double frac =
-              static_cast<double>(group_size - 1) / std::max(1, group_size);
-          double sent = frac * s;  // all_gather, reduce_scatter, all_to_all
-          if (op.code == OpCode::kAllReduce) sent = 2 * frac * s;
-          if (op.code == OpCode::kCollectivePermute) sent = s;
-          if (dma_window.count() > 0) {
-            dma_bytes_per_second = 2 * sent / (dma_window.count() * 1e-12);
-          }
-        }
+        col.name = kernel.name;
         const int id = pod_->AddCollective(std::move(col));
         collective_of[k] = id;
         for (int r = 0; r < replicas; ++r) {
@@ -899,10 +978,6 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           if (!exe.kernel_parameters[k].empty()) {
             TPUSIM_ASSIGN_OR_RETURN(at, take(dev(r, c), at, /*wait=*/true));
             clock[r * cores + c] = Max(clock[r * cores + c], at);
-          }
-          if (dma_bytes_per_second > 0) {
-            hbm(dev(r, c)).AddDma(
-                DmaWindow{at, at + dma_window, dma_bytes_per_second});
           }
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
@@ -963,8 +1038,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
                 TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
           AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
         } else {
-          // The device's chip times it: HBM shared with the DMA in flight
-          // on the device (collective and infeed; sim/chip/chip.h).
+          // The device's chip times it: HBM shared with the DMA reserved on
+          // the device (collective and infeed; sim/chip/chip.h).
           const auto [chip, core] = chip_core_[d];
           const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
           ++stats_.kernels;
