@@ -71,6 +71,7 @@ class SimPod {
     std::vector<int> devices;        // by member index
     std::string name;                // the start kernel's
     int remaining = 0;
+    bool checked = false;  // against its lower bound
     bool trivial = false;  // groups of one: no traffic, ends at its start
   };
 
@@ -119,8 +120,15 @@ class SimPod {
       }
     }
     awaited_ = -1;
+    if (check_bounds_ && !c.checked && !c.trivial) {
+      c.checked = true;
+      TPUSIM_RETURN_IF_ERROR(CheckLowerBound(c));
+    }
     return absl::OkStatus();
   }
+
+  // Check each collective against its lower bound as it ends.
+  void set_check_bounds(bool on) { check_bounds_ = on; }
 
   // Starts that the walk placed before the network's current time (possible
   // only when a device that is behind reaches a collective after the network
@@ -184,6 +192,36 @@ class SimPod {
   std::priority_queue<Pending> queue_;
   int awaited_ = -1;
   int64_t late_starts_ = 0;
+  bool check_bounds_ = false;
+
+  // Per group (or for the pairs of a permute): from its first member's start
+  // to its last member's end >= net::CollectiveLowerBound (every member's
+  // part lies in that span).
+  absl::Status CheckLowerBound(const Collective& c) const {
+    std::map<int, std::pair<Picoseconds, Picoseconds>> span;  // group -> span
+    for (size_t m = 0; m < c.devices.size(); ++m) {
+      const int g = c.request.groups != nullptr
+                        ? c.request.groups->group_of(c.devices[m])
+                        : 0;
+      auto [it, fresh] = span.try_emplace(g, c.start[m], c.end[m]);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, c.start[m]);
+        it->second.second = std::max(it->second.second, c.end[m]);
+      }
+    }
+    for (const auto& [g, s] : span) {
+      const net::LowerBound bound =
+          net::CollectiveLowerBound(topology_, config_, c.request, g);
+      const Picoseconds took = s.second - s.first;
+      if (took < bound.value()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "pod invariant: collective ", c.name, " (group ", g, ") took ",
+            took.count(), " ps, below its lower bound ", bound.value().count(),
+            " ps by ", (bound.value() - took).count(), " ps"));
+      }
+    }
+    return absl::OkStatus();
+  }
 };
 
 // The chips' side of their collectives (sim/net's CollectiveDataPath): the
@@ -461,6 +499,7 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
     }
     options.prefetch_depth = o.prefetch_depth();
   }
+  if (o.has_check_invariants()) options.check_invariants = o.check_invariants();
   if (o.has_sim_threads()) {
     if (o.sim_threads() < 0 || o.sim_threads() > 1024) {
       return bad("options.sim_threads", o.sim_threads(),
@@ -531,6 +570,7 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
     b->chips_.emplace_back(b->rates_, std::move(chip_devices[chip]));
   }
   for (int d = 0; d < n; ++d) b->data_path_->set_hbm(d, &b->hbm(d));
+  b->pod_->set_check_bounds(options.check_invariants);
   b->take_times_.assign(n, {});
   return b;
 }
@@ -800,6 +840,7 @@ absl::Status SimBackend::Settle(bool all) const {
     const PendingCall call = std::move(pending_.front());
     pending_.pop_front();
     absl::Status st = Simulate(call);
+    if (st.ok() && options_.check_invariants) st = CheckInvariants();
     if (!st.ok()) {
       settle_error_ = absl::Status(
           st.code(), absl::StrCat("timing call ", call.number, " (program ",
@@ -1115,6 +1156,83 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       }
     }
     hosts_->ClearHistory();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimBackend::CheckInvariants() const {
+  const net::Topology& topo = pod_->topology();
+  const net::NetConfig& config = pod_->config();
+  Picoseconds elapsed = std::max(now_, pod_->Now());
+  for (int d = 0; d < layout_.num_devices(); ++d) {
+    elapsed = std::max(elapsed, hbm(d).last_end());
+  }
+  const double seconds = static_cast<double>(elapsed.count()) * 1e-12;
+  // Floating-point slack of a rate comparison.
+  constexpr double kSlack = 1e-9;
+  auto fail = [](auto&&... parts) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("pod invariant: ", parts...));
+  };
+  auto link_name = [&](const net::LinkStats& l) {
+    if (l.dir >= net::kNumDirections) {
+      return absl::StrCat("on-chip path of chip ", l.chip, " (core ",
+                          l.dir - net::kNumDirections, " to core ",
+                          1 - (l.dir - net::kNumDirections), ")");
+    }
+    return absl::StrCat("link of chip ", l.chip, " (coords ",
+                        absl::StrJoin(topo.coords(l.chip), ","), ") dim ",
+                        net::DirectionDim(l.dir),
+                        net::DirectionIsPositive(l.dir) ? "+" : "-");
+  };
+  std::vector<double> injected(topo.num_chips(), 0);
+  for (const net::LinkStats& l : pod_->network().Links()) {
+    if (elapsed < l.busy) {
+      return fail(link_name(l), ": busy ", l.busy.count(), " ps > elapsed ",
+                  elapsed.count(), " ps, by ", (l.busy - elapsed).count(),
+                  " ps");
+    }
+    if (l.dir < net::kNumDirections) injected[l.chip] += static_cast<double>(l.bytes);
+  }
+  for (int chip = 0; chip < topo.num_chips(); ++chip) {
+    const double bound =
+        topo.NumLinks(chip) * config.link_bytes_per_second * seconds;
+    if (injected[chip] > bound * (1 + kSlack) + 1) {
+      return fail("chip ", chip, " (coords ",
+                  absl::StrJoin(topo.coords(chip), ","), "): sent ",
+                  injected[chip], " bytes over its ", topo.NumLinks(chip),
+                  " ICI links, above links x B x elapsed = ", bound,
+                  " bytes, by ", injected[chip] - bound, " bytes");
+    }
+  }
+  for (int d = 0; d < layout_.num_devices(); ++d) {
+    const HbmArbiter& h = hbm(d);
+    const double rate = h.bytes_per_second();
+    if (h.violations().count > 0) {
+      return fail("device ", d, " HBM: ", h.violations().count,
+                  " reservation(s) before the forgotten horizon, the first at ",
+                  h.violations().start.count(), " ps, before ",
+                  h.violations().horizon.count(), " ps by ",
+                  (h.violations().horizon - h.violations().start).count(),
+                  " ps");
+    }
+    if (h.PeakUse() > rate * (1 + kSlack)) {
+      return fail("device ", d, " HBM: ", h.PeakUse(),
+                  " bytes/s in use at once, above its rate ", rate,
+                  " bytes/s by ", h.PeakUse() - rate, " bytes/s");
+    }
+    if (h.bytes() > rate * seconds * (1 + kSlack) + 1) {
+      return fail("device ", d, " HBM: moved ", h.bytes(),
+                  " bytes, above rate x elapsed = ", rate * seconds,
+                  " bytes, by ", h.bytes() - rate * seconds, " bytes");
+    }
+  }
+  for (const ChipModel& chip : chips_) {
+    if (chip.roofline_violations() > 0) {
+      return fail("device ", chip.device(0), "'s chip: ",
+                  chip.roofline_violations(),
+                  " kernel(s) took less than their roofline");
+    }
   }
   return absl::OkStatus();
 }

@@ -146,6 +146,13 @@ struct SimBackendOptions {
   // NetworkOptions::threads): 0 = one per hardware thread. Wall-clock speed
   // only; the results are identical for every value.
   int sim_threads = 0;
+  // Check the pod's physical invariants after every timed call (CheckInvariants
+  // below); a violation is the call's timing error. On in debug builds.
+#ifdef NDEBUG
+  bool check_invariants = false;
+#else
+  bool check_invariants = true;
+#endif
 };
 
 class SimBackend final : public runtime::Backend {
@@ -266,6 +273,15 @@ class SimBackend final : public runtime::Backend {
   absl::Status Settle(bool all) const;
   // The timing walk of one call (K iterations).
   absl::Status Simulate(const PendingCall& call) const;
+  // The pod's invariants at the end of the timed calls, with `elapsed` the
+  // simulated time so far: every link's busy time <= elapsed; every chip's
+  // bytes sent over its ICI links <= its links x B x elapsed; every device's
+  // HBM bytes <= its rate x elapsed, its HBM use at no instant above its rate
+  // and no reservation before its forgotten horizon; every kernel >= its
+  // roofline. (Each collective >= its lower bound is checked as it ends, and
+  // a start before its cause is always an error.) FailedPrecondition naming
+  // the device or link, the bound and the excess.
+  absl::Status CheckInvariants() const;
 
   runtime::SliceLayout layout_;
   ChipPreset preset_;  // the generation's, with any custom numbers
