@@ -70,6 +70,8 @@ class SimPod {
     std::vector<Picoseconds> end;
     std::vector<int> devices;        // by member index
     std::string name;                // the start kernel's
+    int core = 0;                    // the logical core it runs on
+    std::vector<char> waited;        // by member: a blocked walk waits
     int remaining = 0;
     bool checked = false;  // against its lower bound
     bool trivial = false;  // groups of one: no traffic, ends at its start
@@ -79,6 +81,7 @@ class SimPod {
     c.remaining = static_cast<int>(c.devices.size());
     c.end.assign(c.devices.size(), Picoseconds(-1));
     c.start.assign(c.devices.size(), Picoseconds(-1));
+    c.waited.assign(c.devices.size(), 0);
     collectives_.push_back(std::move(c));
     return static_cast<int>(collectives_.size()) - 1;
   }
@@ -94,6 +97,36 @@ class SimPod {
       return;
     }
     queue_.push(Pending{at.count(), id, c.devices[member], member});
+  }
+
+  // Member `member` of collective `id` has not ended: the walk waits for it
+  // (RunUntilWaitedEnd stops at its end).
+  void Wait(int id, int member) { collectives_[id].waited[member] = 1; }
+
+  // Runs the network (starting the members due) until a waited member ends;
+  // returns the (collective, member) pairs that ended, in end order.
+  // Internal error when nothing is left to run and none ended.
+  absl::StatusOr<std::vector<std::pair<int, int>>> RunUntilWaitedEnd() {
+    woken_.clear();
+    while (woken_.empty()) {
+      if (!queue_.empty()) {
+        const int64_t next = queue_.top().time;
+        if (next > Now().count()) {
+          TPUSIM_RETURN_IF_ERROR(
+              session_->RunFor(Picoseconds(next - Now().count())).status());
+          if (!woken_.empty()) break;
+        }
+        TPUSIM_RETURN_IF_ERROR(StartDue());
+        continue;
+      }
+      TPUSIM_RETURN_IF_ERROR(session_->RunUntilIdle().status());
+      if (woken_.empty() && queue_.empty()) {
+        return absl::InternalError(
+            "the walk waits for collectives that never finish (a group "
+            "member did not start)");
+      }
+    }
+    return std::move(woken_);
   }
 
   // Runs the network until every member of collective `id` has ended.
@@ -130,11 +163,9 @@ class SimPod {
   // Check each collective against its lower bound as it ends.
   void set_check_bounds(bool on) { check_bounds_ = on; }
 
-  // Starts that the walk placed before the network's current time (possible
-  // only when a device that is behind reaches a collective after the network
-  // was run for another one). Never clamped: the first is an error naming
-  // the collective, the device and both times (SimStats::late_starts counts
-  // them; the data-parallel and model-parallel tests assert zero).
+  // Starts that the walk placed before the network's current time: none by
+  // design (Simulate's walk); the first would be an error naming the
+  // collective, the device and both times, never clamped.
   int64_t late_starts() const { return late_starts_; }
 
   void ClearCollectives() {
@@ -178,7 +209,14 @@ class SimPod {
           c.request, [this, id, member](const net::CollectiveResult& r) {
             Collective& done = collectives_[id];
             done.end[member] = r.end;
-            if (--done.remaining == 0 && awaited_ == id) session_->Pause();
+            const bool last = --done.remaining == 0;
+            if (done.waited[member]) {
+              done.waited[member] = 0;
+              woken_.push_back({id, member});
+              session_->Pause();
+            } else if (last && awaited_ == id) {
+              session_->Pause();
+            }
           }));
     }
     return absl::OkStatus();
@@ -191,6 +229,7 @@ class SimPod {
   std::vector<Collective> collectives_;
   std::priority_queue<Pending> queue_;
   int awaited_ = -1;
+  std::vector<std::pair<int, int>> woken_;  // RunUntilWaitedEnd's
   int64_t late_starts_ = 0;
   bool check_bounds_ = false;
 
@@ -939,6 +978,16 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     return usable;
   };
 
+  // The walk's state (see below): per core its kernels in program order; per
+  // slot its next one; per (kernel, replica) whether it is timed and the
+  // slots waiting for it.
+  std::vector<std::vector<int>> core_kernels(cores);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    core_kernels[kernels[k].core].push_back(static_cast<int>(k));
+  }
+  std::vector<size_t> cursor(clock.size(), 0);
+  std::vector<char> timed(kernels.size() * replicas, 0);
+  std::vector<std::vector<int>> dep_waiters(kernels.size() * replicas);
   const size_t num_iterations = call_info.batches.size();
   for (size_t iteration = 0; iteration < num_iterations; ++iteration) {
     for (const auto& [d, index] : call_info.batches[iteration]) {
@@ -960,135 +1009,181 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       }
       hbm(d).Forget(horizon);
     }
+    // The call's collectives, in program order (their ids order the starts
+    // due at one time).
     for (size_t k = 0; k < kernels.size(); ++k) {
+      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
       const Kernel& kernel = kernels[k];
       const int c = kernel.core;
-      if (kernel.kind == CompiledKernelKind::kCollectiveStart) {
-        const runtime::Op& op = ops[kernel.op_ids.back()];
-        SimPod::Collective col;
-        std::vector<std::vector<int>> groups;
-        std::vector<bool> member(num_devices, false);
-        col.request.op = NetOp(op.code);
-        col.request.algorithm = net::Algorithm::kAuto;
-        int group_size = 1;
-        if (op.code == OpCode::kCollectivePermute) {
-          std::vector<std::pair<int, int>> pairs;
-          for (const auto& [from, to] : op.attrs.source_target_pairs) {
-            pairs.push_back({dev(static_cast<int>(from), c),
-                             dev(static_cast<int>(to), c)});
-          }
-          TPUSIM_ASSIGN_OR_RETURN(
-              col.request.pairs,
-              net::PermutePairs::Create(pod_->topology(), std::move(pairs)));
-          col.trivial = col.request.pairs->pairs().empty();
-          group_size = 2;
-        } else {
-          TPUSIM_ASSIGN_OR_RETURN(
-              std::vector<std::vector<int64_t>> rgroups,
-              runtime::ResolveReplicaGroups(op.code, op.attrs.replica_groups,
-                                            replicas));
-          for (const auto& g : rgroups) {
-            std::vector<int> devs;
-            for (int64_t r : g) {
-              devs.push_back(dev(static_cast<int>(r), c));
-              member[devs.back()] = true;
-            }
-            groups.push_back(std::move(devs));
-          }
-          for (int d = 0; d < num_devices; ++d) {
-            if (!member[d]) groups.push_back({d});
-          }
-          group_size = static_cast<int>(rgroups[0].size());
-          col.trivial = group_size == 1;
-          TPUSIM_ASSIGN_OR_RETURN(
-              col.request.groups,
-              net::GroupPartition::Create(pod_->topology(), std::move(groups)));
+      const runtime::Op& op = ops[kernel.op_ids.back()];
+      SimPod::Collective col;
+      std::vector<std::vector<int>> groups;
+      std::vector<bool> member(num_devices, false);
+      col.request.op = NetOp(op.code);
+      col.request.algorithm = net::Algorithm::kAuto;
+      int group_size = 1;
+      if (op.code == OpCode::kCollectivePermute) {
+        std::vector<std::pair<int, int>> pairs;
+        for (const auto& [from, to] : op.attrs.source_target_pairs) {
+          pairs.push_back({dev(static_cast<int>(from), c),
+                           dev(static_cast<int>(to), c)});
         }
-        // sim/net needs a size that divides by the group: XLA pads to it too.
-        const int64_t n = group_size;
-        col.request.bytes =
-            std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
-        for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
-        col.name = kernel.name;
-        const int id = pod_->AddCollective(std::move(col));
-        collective_of[k] = id;
-        for (int r = 0; r < replicas; ++r) {
-          Picoseconds at = clock[r * cores + c];
-          for (int dep : kernel.deps) at = Max(at, finished[dep * replicas + r]);
+        TPUSIM_ASSIGN_OR_RETURN(
+            col.request.pairs,
+            net::PermutePairs::Create(pod_->topology(), std::move(pairs)));
+        col.trivial = col.request.pairs->pairs().empty();
+        group_size = 2;
+      } else {
+        TPUSIM_ASSIGN_OR_RETURN(
+            std::vector<std::vector<int64_t>> rgroups,
+            runtime::ResolveReplicaGroups(op.code, op.attrs.replica_groups,
+                                          replicas));
+        for (const auto& g : rgroups) {
+          std::vector<int> devs;
+          for (int64_t r : g) {
+            devs.push_back(dev(static_cast<int>(r), c));
+            member[devs.back()] = true;
+          }
+          groups.push_back(std::move(devs));
+        }
+        for (int d = 0; d < num_devices; ++d) {
+          if (!member[d]) groups.push_back({d});
+        }
+        group_size = static_cast<int>(rgroups[0].size());
+        col.trivial = group_size == 1;
+        TPUSIM_ASSIGN_OR_RETURN(
+            col.request.groups,
+            net::GroupPartition::Create(pod_->topology(), std::move(groups)));
+      }
+      // sim/net needs a size that divides by the group: XLA pads to it too.
+      const int64_t n = group_size;
+      col.request.bytes =
+          std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
+      for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
+      col.name = kernel.name;
+      col.core = c;
+      const int id = pod_->AddCollective(std::move(col));
+      collective_of[k] = id;
+    }
+    // The walk (no collective starts behind the network's clock, by
+    // construction): each (replica, core) slot runs its core's kernels in
+    // program order until it finishes, or blocks on a kernel of another
+    // slot (a dependency not yet timed) or on a collective the network has
+    // not ended for it. The network runs only when every slot is finished or
+    // blocked, and only until the first end that a blocked slot waits for:
+    // every start the walk hands it later is at or after its clock.
+    std::fill(cursor.begin(), cursor.end(), 0);
+    std::fill(timed.begin(), timed.end(), 0);
+    for (std::vector<int>& w : dep_waiters) w.clear();
+    std::deque<int> runnable;
+    for (size_t slot = 0; slot < clock.size(); ++slot) {
+      runnable.push_back(static_cast<int>(slot));
+    }
+    size_t finished_slots = 0;
+    // Runs slot `slot` until it finishes or blocks.
+    auto advance = [&](int slot) -> absl::Status {
+      const int r = slot / cores;
+      const int c = slot % cores;
+      const int d = dev(r, c);
+      const std::vector<int>& mine = core_kernels[c];
+      while (cursor[slot] < mine.size()) {
+        const int k = mine[cursor[slot]];
+        const Kernel& kernel = kernels[k];
+        const bool is_done = kernel.kind == CompiledKernelKind::kCollectiveDone;
+        Picoseconds ready = clock[slot];
+        for (int dep : kernel.deps) {
+          if (is_done && dep == kernel.pair) continue;
+          if (!timed[dep * replicas + r]) {
+            dep_waiters[dep * replicas + r].push_back(slot);
+            return absl::OkStatus();
+          }
+          ready = Max(ready, finished[dep * replicas + r]);
+        }
+        if (kernel.kind == CompiledKernelKind::kCollectiveStart) {
+          const int id = collective_of[k];
+          Picoseconds at = ready;
           // A collective of an argument waits for the device's batch.
           if (!exe.kernel_parameters[k].empty()) {
-            TPUSIM_ASSIGN_OR_RETURN(at, take(dev(r, c), at, /*wait=*/true));
-            clock[r * cores + c] = Max(clock[r * cores + c], at);
+            TPUSIM_ASSIGN_OR_RETURN(at, take(d, at, /*wait=*/true));
+            clock[slot] = Max(clock[slot], at);
           }
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
           ++stats_.collectives;
-        }
-        continue;
-      }
-      if (kernel.kind == CompiledKernelKind::kCollectiveDone) {
-        const int start = kernel.pair;
-        const int id = collective_of[start];
-        TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
-        SimPod::Collective& col = pod_->collective(id);
-        for (int r = 0; r < replicas; ++r) {
-          const size_t slot = r * cores + c;
+        } else if (is_done) {
+          const int id = collective_of[kernel.pair];
+          SimPod::Collective& col = pod_->collective(id);
+          if (col.end[r] < Picoseconds(0)) {
+            pod_->Wait(id, r);
+            return absl::OkStatus();
+          }
           const Picoseconds end = col.end[r];
           collective_time[slot] += end - col.start[r];
-          Picoseconds ready = clock[slot];
-          for (int dep : kernel.deps) {
-            if (dep != start) ready = Max(ready, finished[dep * replicas + r]);
-          }
           if (ready < end) {
             exposed[slot] += end - ready;
-            AddStepSpan(dev(r, c), static_cast<int32_t>(k), ready, end,
-                        "collective");
+            AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
           }
           const Picoseconds done = Max(ready, end);
           clock[slot] = done;
           finished[k * replicas + r] = done;
-        }
-        continue;
-      }
-      for (int r = 0; r < replicas; ++r) {
-        const size_t slot = r * cores + c;
-        const int d = dev(r, c);
-        Picoseconds ready = clock[slot];
-        for (int dep : kernel.deps) ready = Max(ready, finished[dep * replicas + r]);
-        // Its arguments must be on the device: the first kernel that reads
-        // one waits for the device's batch.
-        if (!exe.kernel_parameters[k].empty()) {
-          TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
-        }
-        Picoseconds end = ready;
-        if (kernel.kind == CompiledKernelKind::kCopy) {
-          // A value from another logical core: one link (or the on-chip path)
-          // at its rate plus the hops' latency (no contention modelled).
-          const int from = dev(r, kernel.copy_from_core);
-          const int a = pod_->topology().chip_of_device(from);
-          const int b = pod_->topology().chip_of_device(d);
-          const bool on_chip = a == b;
-          const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
-                                      : pod_->config().link_bytes_per_second;
-          const Picoseconds latency =
-              on_chip ? pod_->config().on_chip_latency
-                      : pod_->config().hop_latency *
-                            std::max(1, pod_->topology().Hops(a, b));
-          end = ready + latency +
-                TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
-          AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
         } else {
-          // The device's chip times it: HBM shared with the DMA reserved on
-          // the device (collective and infeed; sim/chip/chip.h).
-          const auto [chip, core] = chip_core_[d];
-          const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
-          ++stats_.kernels;
-          end = ready + t.total;
-          AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
+          // Its arguments must be on the device: the first kernel that reads
+          // one waits for the device's batch.
+          if (!exe.kernel_parameters[k].empty()) {
+            TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
+          }
+          Picoseconds end = ready;
+          if (kernel.kind == CompiledKernelKind::kCopy) {
+            // A value from another logical core: one link (or the on-chip path)
+            // at its rate plus the hops' latency (no contention modelled).
+            const int from = dev(r, kernel.copy_from_core);
+            const int a = pod_->topology().chip_of_device(from);
+            const int b = pod_->topology().chip_of_device(d);
+            const bool on_chip = a == b;
+            const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
+                                        : pod_->config().link_bytes_per_second;
+            const Picoseconds latency =
+                on_chip ? pod_->config().on_chip_latency
+                        : pod_->config().hop_latency *
+                              std::max(1, pod_->topology().Hops(a, b));
+            end = ready + latency +
+                  TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
+            AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
+          } else {
+            // The device's chip times it: HBM shared with the DMA reserved on
+            // the device (collective and infeed; sim/chip/chip.h).
+            const auto [chip, core] = chip_core_[d];
+            const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
+            ++stats_.kernels;
+            end = ready + t.total;
+            AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
+          }
+          clock[slot] = end;
+          finished[k * replicas + r] = end;
         }
-        clock[slot] = end;
-        finished[k * replicas + r] = end;
+        timed[k * replicas + r] = 1;
+        for (int w : dep_waiters[k * replicas + r]) runnable.push_back(w);
+        dep_waiters[k * replicas + r].clear();
+        ++cursor[slot];
+      }
+      ++finished_slots;
+      return absl::OkStatus();
+    };
+    while (finished_slots < clock.size()) {
+      while (!runnable.empty()) {
+        const int slot = runnable.front();
+        runnable.pop_front();
+        TPUSIM_RETURN_IF_ERROR(advance(slot));
+      }
+      if (finished_slots == clock.size()) break;
+      // Every slot is finished or blocked: the network runs until an end
+      // that a blocked slot waits for.
+      using Ended = std::vector<std::pair<int, int>>;
+      TPUSIM_ASSIGN_OR_RETURN(Ended woken, pod_->RunUntilWaitedEnd());
+      for (const auto& [id, member] : woken) {
+        (void)id;
+        runnable.push_back(member * cores + pod_->collective(id).core);
       }
     }
     // A batch no kernel read is dequeued when the device ends the iteration

@@ -238,10 +238,11 @@ class SimBackend final : public runtime::Backend {
     int network_threads = 1;               // threads the network runs on
     int64_t network_parallel_batches = 0;  // times run on more than one
     // Collective member starts that the timing walk placed before the
-    // network's clock (started late, at the network's time): a causality
-    // error of the walk. Zero for the shipped scenarios and the data- and
-    // model-parallel tests; a program with collectives on two logical cores
-    // can make them (sim_backend_test ...CountedAsLate).
+    // network's clock: impossible by design (the walk runs the network only
+    // when every device is finished or blocked, and only to the first end
+    // one waits for); one would be the call's timing error, naming the
+    // collective, the device and both times. Asserted zero by the data- and
+    // model-parallel tests.
     int64_t late_starts = 0;
   };
   SimStats Stats() const;
