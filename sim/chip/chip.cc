@@ -113,9 +113,19 @@ ChipModel::ChipModel(const DeviceRates& rates, std::vector<int> devices)
 
 KernelTime ChipModel::RunKernel(int core, const KernelWork& work,
                                 Picoseconds ready) {
-  const Picoseconds memory_end =
-      hbm_[core].Reserve(ready, static_cast<double>(work.hbm_bytes),
-                         rates_.hbm_bytes_per_second);
+  // The kernel streams its bytes at the pace of its compute: a kernel bound
+  // by its MXU or vector time T needs only bytes / T of the HBM (tpusim's
+  // choice: reads and writes spread evenly over the kernel), a memory-bound
+  // one all of it.
+  const double bytes = static_cast<double>(work.hbm_bytes);
+  const KernelTime compute = KernelDurationWithMemoryTime(
+      rates_, work, common::Picoseconds(0));
+  const int64_t compute_ps = std::max(compute.mxu, compute.vector).count();
+  double pace = rates_.hbm_bytes_per_second;
+  if (compute_ps > 0) {
+    pace = std::min(pace, bytes / (static_cast<double>(compute_ps) * 1e-12));
+  }
+  const Picoseconds memory_end = hbm_[core].Reserve(ready, bytes, pace);
   const KernelTime t =
       KernelDurationWithMemoryTime(rates_, work, memory_end - ready);
   if (t.total < KernelRoofline(rates_, work)) ++roofline_violations_;

@@ -119,8 +119,9 @@ class ChipModel {
   int device(int core) const { return devices_[core]; }
 
   // Times a kernel of `work` on `core` that may start at `ready`: its HBM
-  // bytes are reserved from `ready` on at up to the device's rate
-  // (HbmArbiter: what the reservations before it leave); counts its busy
+  // bytes are reserved from `ready` on at the pace of its compute (bytes
+  // over its MXU or vector time), at most the device's rate (HbmArbiter:
+  // what the reservations before it leave); counts its busy
   // time and bytes, and a kernel below its roofline (KernelRoofline, an
   // invariant: roofline_violations()).
   KernelTime RunKernel(int core, const KernelWork& work,
