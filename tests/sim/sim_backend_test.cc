@@ -950,3 +950,80 @@ TEST(SimBackendTest, NoCollectiveStartsBehindTheNetwork) {
 }
 }  // namespace
 }  // namespace tpusim::sim
+
+namespace tpusim::sim {
+namespace {
+// Observing the timeline does not change it. Eight calls on v4-8, each
+// reading a batch with host work (every other one 256 MiB, so its PCIe copy
+// overlaps the kernels of the calls around it) and running an HBM-bound
+// kernel beside an all-reduce; once polled with Now(), Stats() and
+// CollectProfile() after every call (each settles every pending call before
+// the later batches exist), once only at the end. Both give these steps and
+// spans, to the picosecond.
+std::string ObservedRun(bool poll_every_call) {
+  auto sim = SimBackend::Create("v4-8");
+  EXPECT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = 4;
+  std::vector<std::unique_ptr<runtime::Executable>> exes;
+  std::vector<std::unique_ptr<Buffer>> owned;
+  for (int call = 0; call < 8; ++call) {
+    const int64_t elements = call % 2 == 1 ? int64_t{1} << 26 : 16;
+    ProgramBuilder b(absl::StrCat("observed", call), n);
+    Value x = *b.Parameter(DType::kF32, Shape({elements}));
+    Value ones =
+        *b.Broadcast(*b.Constant(Tensor::Scalar<float>(1.f)), {4 << 20});
+    Value y = *b.Add(ones, ones);  // HBM-bound
+    Value sum = *b.AllReduce(*b.Add(x, x), runtime::CollectiveReduce::kSum);
+    Program p = *std::move(b).Build({y, sum});
+    auto exe = s.Compile(p, {n, 1});
+    EXPECT_THAT(exe, IsOk());
+    exes.push_back(std::move(*exe));
+    std::vector<std::vector<Buffer*>> args(n);
+    for (int r = 0; r < n; ++r) {
+      runtime::TransferOptions options;
+      options.host_cost = common::Picoseconds::FromMicroseconds(300);
+      owned.push_back(*s.TransferToDevice(
+          r, Tensor::Abstract(DType::kF32, Shape({elements})), options));
+      args[r].push_back(owned.back().get());
+    }
+    EXPECT_THAT(s.ExecuteSpmd(*exes.back(), {OneCorePerReplica(n)}, args),
+                IsOk());
+    if (poll_every_call) {
+      (void)s.Now();
+      (void)s.Stats();
+      EXPECT_THAT(s.CollectProfile(), IsOk());
+    }
+  }
+  auto profile = s.CollectProfile();
+  EXPECT_THAT(profile, IsOk());
+  std::string out;
+  for (const auto& step : profile->steps()) {
+    absl::StrAppend(&out, "step ", step.start_ps(), "..", step.end_ps(), " ");
+  }
+  // The spans, folded into one number (FNV-1a over their times).
+  uint64_t h = 1469598103934665603u;
+  for (const auto& span : profile->spans()) {
+    for (int64_t v : {static_cast<int64_t>(span.device_id()), span.start_ps(),
+                      span.end_ps()}) {
+      h = (h ^ static_cast<uint64_t>(v)) * 1099511628211u;
+    }
+  }
+  absl::StrAppend(&out, "spans ", profile->spans_size(), " hash ", h);
+  return out;
+}
+
+constexpr char kObserved[] =
+    "step 0..1205006024 step 1205006024..24105490792 "
+    "step 24105490792..24226607429 step 24226607429..41360328503 "
+    "step 41360328503..41481445140 step 41481445140..58615166214 "
+    "step 58615166214..58736282851 step 58736282851..75814760503 "
+    "spans 220 hash 13992592406065977505";
+TEST(SimBackendObservationTest, PolledAfterEveryCall) {
+  EXPECT_EQ(ObservedRun(true), kObserved);
+}
+TEST(SimBackendObservationTest, PolledAtTheEnd) {
+  EXPECT_EQ(ObservedRun(false), kObserved);
+}
+}  // namespace
+}  // namespace tpusim::sim
