@@ -267,18 +267,18 @@ class SimPod {
 // vector unit reduces as the default data path does, and every chunk's HBM
 // traffic is reserved on its device's HBM timeline (sim/chip/chip.h), so the
 // network waits for the DMA:
-// * a chunk received is written (and read too, when it is reduced) while it
-//   arrives, at most at its arrival rate;
+// * a chunk received is written (and read too, when it is reduced) from its
+//   first byte's arrival at up to the HBM rate;
 // * a chunk sent is read by the device's send DMA, one chunk after another
-//   in send order, at most at the device's injection rate (its chip's ICI
-//   links x B, plus the on-chip path on v2/v3: what can leave at once) and
-//   never faster than the chunk arrived when it is forwarded.
-// Where the HBM is shared, a reservation ends later than it would alone: the
-// chunk's head and tail leave (or its result is ready) that much later. (The
-// send DMA's own queue delays nothing: the links queue the chunks anyway;
-// tpusim's choice, so that an idle pod's collectives take what sim/net alone
-// gives them.) Called from the network's threads
-// for one chip's devices at a time: per-device state only.
+//   in send order, at up to the device's injection rate (its chip's ICI
+//   links x B, plus the on-chip path on v2/v3: what can leave at once).
+// A chunk is late only by as much as its DMA ends after both its own
+// availability (the tail of its arrival) and the DMA alone would: its head
+// and tail then leave (or its result is ready) that much later. (The send
+// DMA's own queue delays nothing: the links queue the chunks anyway; tpusim's
+// choice, so that an idle pod's collectives take what sim/net alone gives
+// them.) Called from the network's threads for one chip's devices at a
+// time: per-device state only.
 class HbmDataPath final : public net::CollectiveDataPath {
  public:
   HbmDataPath(const net::Topology& topology, const net::NetConfig& config)
@@ -304,19 +304,20 @@ class HbmDataPath final : public net::CollectiveDataPath {
     PerDevice& dev = devices_[device];
     const bool send = work.bytes_written == 0;
     Picoseconds start = in.head;
-    double rate = send ? dev.injection : std::numeric_limits<double>::infinity();
-    if (send) start = Max(start, dev.send_free);
-    const int64_t span = (in.tail - start).count();
-    if (span > 0) {
-      rate = std::min(rate, bytes / (static_cast<double>(span) * 1e-12));
+    double rate = dev.hbm->bytes_per_second();
+    if (send) {
+      start = Max(start, dev.send_free);
+      rate = std::min(rate, dev.injection);
     }
-    const double limit = std::min(rate, dev.hbm->bytes_per_second());
-    const Picoseconds alone = start + TimeAtRate(bytes, limit);
-    const Picoseconds end = dev.hbm->Reserve(start, bytes, limit);
+    const Picoseconds alone = start + TimeAtRate(bytes, rate);
+    const Picoseconds end = dev.hbm->Reserve(start, bytes, rate);
     if (send) dev.send_free = end;
-    if (alone < end) {
-      out.head += end - alone;
-      out.tail += end - alone;
+    // Late only past what the chunk waits for anyway: its own arrival (or
+    // availability) and its DMA alone.
+    const Picoseconds due = Max(alone, in.tail);
+    if (due < end) {
+      out.head += end - due;
+      out.tail += end - due;
     }
     return out;
   }
@@ -606,11 +607,12 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
       b->chip_core_[chip_devices[chip][core]] = {static_cast<int>(chip),
                                                  static_cast<int>(core)};
     }
-    b->chips_.emplace_back(b->rates_, std::move(chip_devices[chip]));
+    b->chips_.emplace_back(b->rates_, std::move(chip_devices[chip]),
+                           host.pcie_bytes_per_second);
   }
   for (int d = 0; d < n; ++d) b->data_path_->set_hbm(d, &b->hbm(d));
+  b->infeed_bytes_.assign(n, 0);
   b->pod_->set_check_bounds(options.check_invariants);
-  b->take_times_.assign(n, {});
   return b;
 }
 
@@ -941,41 +943,21 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     if (it == untaken.end()) return ready;
     TPUSIM_ASSIGN_OR_RETURN(Taken t, hosts_->Take(d, it->second, ready));
     untaken.erase(it);
-    // The batch's prefetch slot frees at the take (the host model's time):
-    // no later batch of the device starts its DMA before the take
-    // `prefetch_depth` takes ago (the HBM horizon below).
-    std::deque<Picoseconds>& takes = take_times_[d];
-    takes.push_back(t.start);
-    if (static_cast<int64_t>(takes.size()) > options_.prefetch_depth) {
-      takes.pop_front();
-    }
-    // Its HBM writes, reserved now that every kernel of the device that its
-    // PCIe copy overlaps has been (first reserved, first served: the
-    // timeline does not depend on when the call is timed). They go at the
-    // PCIe rate, slower where the kernels left less; the batch is usable
-    // when they are done.
-    Picoseconds usable = t.start;
-    const BatchTiming& b = t.batch;
-    if (b.bytes > 0 && b.dma_start < b.arrival) {
-      const double bytes = static_cast<double>(b.bytes);
-      const Picoseconds written = hbm(d).Reserve(
-          b.dma_start, bytes,
-          bytes / (static_cast<double>((b.arrival - b.dma_start).count()) *
-                   1e-12));
-      usable = Max(usable, written);
-    }
+    // Its HBM writes went at the PCIe rate, in the share each device's HBM
+    // keeps for the infeed (sim/chip/chip.h): it is usable at its arrival.
+    infeed_bytes_[d] += static_cast<double>(t.batch.bytes);
     if (!wait) return ready;
     const size_t slot = slot_of[d];
     input[slot] += t.input_wait;
-    infeed[slot] += t.infeed_wait + (usable - t.start);
+    infeed[slot] += t.infeed_wait;
     const Picoseconds input_end = ready + t.input_wait;
     if (t.input_wait.count() > 0) {
       AddStepSpan(d, kNameInputPipeline, ready, input_end, "input");
     }
-    if (input_end < usable) {
-      AddStepSpan(d, kNameInfeed, input_end, usable, "infeed");
+    if (t.infeed_wait.count() > 0) {
+      AddStepSpan(d, kNameInfeed, input_end, t.start, "infeed");
     }
-    return usable;
+    return t.start;
   };
 
   // The walk's state (see below): per core its kernels in program order; per
@@ -986,28 +968,15 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     core_kernels[kernels[k].core].push_back(static_cast<int>(k));
   }
   std::vector<size_t> cursor(clock.size(), 0);
+  // Per slot: its collectives started and not yet done (id, start).
+  std::vector<std::vector<std::pair<int, Picoseconds>>> active(clock.size());
+
   std::vector<char> timed(kernels.size() * replicas, 0);
   std::vector<std::vector<int>> dep_waiters(kernels.size() * replicas);
   const size_t num_iterations = call_info.batches.size();
   for (size_t iteration = 0; iteration < num_iterations; ++iteration) {
     for (const auto& [d, index] : call_info.batches[iteration]) {
       untaken[d] = index;
-    }
-    // Every collective of earlier iterations has ended and no device of the
-    // call is behind the earliest clock: each device's HBM timeline before
-    // that (and before the take its next batch's DMA may follow) is
-    // forgotten.
-    Picoseconds earliest = clock[0];
-    for (Picoseconds t : clock) earliest = std::min(earliest, t);
-    for (int d : device_of_slot) {
-      const std::deque<Picoseconds>& takes = take_times_[d];
-      Picoseconds horizon = earliest;
-      if (static_cast<int64_t>(takes.size()) < options_.prefetch_depth) {
-        horizon = Picoseconds(0);
-      } else {
-        horizon = std::min(horizon, takes.front());
-      }
-      hbm(d).Forget(horizon);
     }
     // The call's collectives, in program order (their ids order the starts
     // due at one time).
@@ -1110,6 +1079,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
+          active[slot].push_back({id, at});
           ++stats_.collectives;
         } else if (is_done) {
           const int id = collective_of[kernel.pair];
@@ -1119,6 +1089,13 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
             return absl::OkStatus();
           }
           const Picoseconds end = col.end[r];
+          for (size_t i = 0; i < active[slot].size(); ++i) {
+            if (active[slot][i].first == id) {
+              active[slot].erase(active[slot].begin() +
+                                 static_cast<std::ptrdiff_t>(i));
+              break;
+            }
+          }
           collective_time[slot] += end - col.start[r];
           if (ready < end) {
             exposed[slot] += end - ready;
@@ -1175,6 +1152,12 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         const int slot = runnable.front();
         runnable.pop_front();
         TPUSIM_RETURN_IF_ERROR(advance(slot));
+        // No later reservation on the device starts before its clock (its
+        // kernels) or its pending collectives' starts (their chunks): the
+        // timeline before that is forgotten.
+        Picoseconds horizon = clock[slot];
+        for (const auto& [id, at] : active[slot]) horizon = std::min(horizon, at);
+        hbm(device_of_slot[slot]).Forget(horizon);
       }
       if (finished_slots == clock.size()) break;
       // Every slot is finished or blocked: the network runs until an end
@@ -1313,13 +1296,17 @@ absl::Status SimBackend::CheckInvariants() const {
     }
     if (h.PeakUse() > rate * (1 + kSlack)) {
       return fail("device ", d, " HBM: ", h.PeakUse(),
-                  " bytes/s in use at once, above its rate ", rate,
-                  " bytes/s by ", h.PeakUse() - rate, " bytes/s");
+                  " bytes/s in use at once by kernels and collectives, above "
+                  "their rate ", rate, " bytes/s (the device's less the "
+                  "infeed's share) by ", h.PeakUse() - rate, " bytes/s");
     }
-    if (h.bytes() > rate * seconds * (1 + kSlack) + 1) {
-      return fail("device ", d, " HBM: moved ", h.bytes(),
-                  " bytes, above rate x elapsed = ", rate * seconds,
-                  " bytes, by ", h.bytes() - rate * seconds, " bytes");
+    // All of it: the timeline's and the infeed's, at the device's rate.
+    const double moved = h.bytes() + infeed_bytes_[d];
+    const double full = rates_.hbm_bytes_per_second * seconds;
+    if (moved > full * (1 + kSlack) + 1) {
+      return fail("device ", d, " HBM: moved ", moved,
+                  " bytes, above rate x elapsed = ", full, " bytes, by ",
+                  moved - full, " bytes");
     }
   }
   for (const ChipModel& chip : chips_) {

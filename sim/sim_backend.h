@@ -44,20 +44,20 @@
 //   the bytes, the capacity and the five largest live values.
 // * HBM bandwidth is conserved: each device's HBM is one timeline of
 //   reservations (sim/chip/chip.h HbmArbiter), first reserved, first served,
-//   never more than the device's rate at any instant. Its kernels reserve
-//   their bytes as the walk times them; a batch's infeed DMA writes its
-//   bytes at the PCIe rate when a kernel takes the batch (after every kernel
-//   its copy overlapped), and the batch is usable when they are written; a
-//   collective's chunks reserve what they read and write as the network
-//   moves them (the chips' data path), and a chunk the HBM slows leaves (or
-//   is ready) that much later: the network waits for the DMA.
+//   never more than its rate at any instant. The infeed keeps the PCIe rate
+//   of the device's HBM (a batch is written at that rate at most, so it
+//   never waits); the kernels and the collectives share the rest: the
+//   kernels reserve their bytes as the walk times them (at the pace of
+//   their compute), a collective's chunks what they read and write as the
+//   network moves them (the chips' data path), and a chunk the HBM slows
+//   leaves (or is ready) that much later: the network waits for the DMA.
 //
 // Timing is settled lazily (values are not: they are computed when the call
 // is made): a call is timed once every device fed so far has prefetch_depth
 // more batches queued behind it, or when something observes the timeline:
 // Now(), Stats(), CollectProfile(), ResetProfile() (or 16 calls wait: a bound
 // on memory, tpusim's choice). When a call is timed does not change its
-// times (a batch's HBM writes are reserved at its take, never ahead), so
+// times (nothing a later call adds reaches back into its timeline), so
 // observing the timeline does not change it. An error of the timing walk (a
 // simulated clock past int64 picoseconds, a collective that would start
 // before the network's clock, a pod invariant that does not hold) is
@@ -373,8 +373,8 @@ class SimBackend final : public runtime::Backend {
   int64_t calls_ = 0;
   // The first error of the timing walk (sticky).
   mutable absl::Status settle_error_;
-  // Per device: the host model's times of its last prefetch_depth takes.
-  mutable std::vector<std::deque<common::Picoseconds>> take_times_;
+  // Per device: the infeed bytes written into its HBM.
+  mutable std::vector<double> infeed_bytes_;
 
   // The schedules whose memory was checked (memory_limit_bytes).
   std::vector<const SimSchedule*> memory_checked_;

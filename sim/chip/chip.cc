@@ -52,9 +52,9 @@ Picoseconds HbmArbiter::Reserve(Picoseconds start, double bytes,
   pieces.clear();
   double left = bytes;
   int64_t t = start.count();
+  // `it` is the first breakpoint after t; the use at t is the one before.
   auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
                              [](int64_t v, const Step& s) { return v < s.at; });
-  // `it` is the first breakpoint after t; the use at t is the one before.
   for (;;) {
     const double used = it == steps_.begin() ? 0.0 : std::prev(it)->used;
     const bool last = it == steps_.end();
@@ -105,11 +105,17 @@ double HbmArbiter::PeakUse() const {
   return peak;
 }
 
-ChipModel::ChipModel(const DeviceRates& rates, std::vector<int> devices)
+ChipModel::ChipModel(const DeviceRates& rates, std::vector<int> devices,
+                     double infeed_bytes_per_second)
     : rates_(rates),
       devices_(std::move(devices)),
-      hbm_(devices_.size(), HbmArbiter(rates.hbm_bytes_per_second)),
-      counters_(devices_.size()) {}
+      hbm_(devices_.size(),
+           HbmArbiter(rates.hbm_bytes_per_second - infeed_bytes_per_second)),
+      counters_(devices_.size()) {
+  TPUSIM_CHECK(infeed_bytes_per_second >= 0 &&
+               infeed_bytes_per_second < rates.hbm_bytes_per_second)
+      << infeed_bytes_per_second;
+}
 
 KernelTime ChipModel::RunKernel(int core, const KernelWork& work,
                                 Picoseconds ready) {
@@ -121,7 +127,7 @@ KernelTime ChipModel::RunKernel(int core, const KernelWork& work,
   const KernelTime compute = KernelDurationWithMemoryTime(
       rates_, work, common::Picoseconds(0));
   const int64_t compute_ps = std::max(compute.mxu, compute.vector).count();
-  double pace = rates_.hbm_bytes_per_second;
+  double pace = hbm_[core].bytes_per_second();
   if (compute_ps > 0) {
     pace = std::min(pace, bytes / (static_cast<double>(compute_ps) * 1e-12));
   }

@@ -25,11 +25,13 @@
 
 namespace tpusim::sim {
 
-// One device's HBM bandwidth as a timeline of reservations. Everything that
-// moves bytes through the device's HBM reserves them here: its kernels (the
-// walk, in program order), its infeed DMA (a batch crossing PCIe is written
-// into HBM) and its collectives' DMA (each chunk a collective sends is read
-// from HBM; each it receives is written, and read too when it is reduced).
+// One device's HBM bandwidth as a timeline of reservations: what its kernels
+// (the walk, in program order) and its collectives' DMA (each chunk a
+// collective sends is read from HBM; each it receives is written, and read
+// too when it is reduced) move. The infeed DMA has its own share, the PCIe
+// rate, kept out of the timeline's rate (ChipModel): a batch crossing PCIe
+// is written into HBM at that rate at most, so it never waits and never
+// takes from the others, whenever it is timed.
 //
 // Arbitration (tpusim's choice): first reserved, first served. A reservation
 // moves its bytes from its start at up to its own rate limit, taking at each
@@ -113,7 +115,11 @@ class ChipModel {
  public:
   // `devices`: the global ids of the chip's devices, in core order; every
   // device has `rates` (sim/chip/kernel_timing.h: its share of the chip).
-  ChipModel(const DeviceRates& rates, std::vector<int> devices);
+  // `infeed_bytes_per_second`: the chip's PCIe rate, which each device's HBM
+  // keeps for the infeed DMA (a batch crossing PCIe is written into HBM at
+  // that rate at most): its kernels and collectives share the rest.
+  ChipModel(const DeviceRates& rates, std::vector<int> devices,
+            double infeed_bytes_per_second = 0);
 
   int num_cores() const { return static_cast<int>(devices_.size()); }
   int device(int core) const { return devices_[core]; }
