@@ -34,17 +34,19 @@ class SimPod {
  public:
   static absl::StatusOr<std::unique_ptr<SimPod>> Create(
       const runtime::SliceLayout& layout, const ChipPreset& preset,
-      net::WrapMode wrap, int threads) {
+      net::WrapMode wrap, int threads, net::CollectiveDataPath* data_path) {
     TPUSIM_ASSIGN_OR_RETURN(net::Topology topology,
                             net::Topology::Create(layout, wrap));
     TPUSIM_ASSIGN_OR_RETURN(net::NetConfig config, NetConfigFromPreset(preset));
     std::unique_ptr<SimPod> pod(new SimPod(std::move(topology), config));
     SimPod* p = pod.get();
     TPUSIM_ASSIGN_OR_RETURN(
-        p->session_, KernelSession::Create([p, threads]() -> absl::Status {
+        p->session_,
+        KernelSession::Create([p, threads, data_path]() -> absl::Status {
           net::NetworkOptions options;
           options.name = "pod_ici";
           options.threads = threads;
+          options.data_path = data_path;
           TPUSIM_ASSIGN_OR_RETURN(
               p->network_,
               net::Network::Create(p->topology_, p->config_, options));
@@ -67,7 +69,11 @@ class SimPod {
     std::vector<Picoseconds> start;  // by member index
     std::vector<Picoseconds> end;
     std::vector<int> devices;        // by member index
+    std::string name;                // the start kernel's
+    int core = 0;                    // the logical core it runs on
+    std::vector<char> waited;        // by member: a blocked walk waits
     int remaining = 0;
+    bool checked = false;  // against its lower bound
     bool trivial = false;  // groups of one: no traffic, ends at its start
   };
 
@@ -75,6 +81,7 @@ class SimPod {
     c.remaining = static_cast<int>(c.devices.size());
     c.end.assign(c.devices.size(), Picoseconds(-1));
     c.start.assign(c.devices.size(), Picoseconds(-1));
+    c.waited.assign(c.devices.size(), 0);
     collectives_.push_back(std::move(c));
     return static_cast<int>(collectives_.size()) - 1;
   }
@@ -90,6 +97,36 @@ class SimPod {
       return;
     }
     queue_.push(Pending{at.count(), id, c.devices[member], member});
+  }
+
+  // Member `member` of collective `id` has not ended: the walk waits for it
+  // (RunUntilWaitedEnd stops at its end).
+  void Wait(int id, int member) { collectives_[id].waited[member] = 1; }
+
+  // Runs the network (starting the members due) until a waited member ends;
+  // returns the (collective, member) pairs that ended, in end order.
+  // Internal error when nothing is left to run and none ended.
+  absl::StatusOr<std::vector<std::pair<int, int>>> RunUntilWaitedEnd() {
+    woken_.clear();
+    while (woken_.empty()) {
+      if (!queue_.empty()) {
+        const int64_t next = queue_.top().time;
+        if (next > Now().count()) {
+          TPUSIM_RETURN_IF_ERROR(
+              session_->RunFor(Picoseconds(next - Now().count())).status());
+          if (!woken_.empty()) break;
+        }
+        TPUSIM_RETURN_IF_ERROR(StartDue());
+        continue;
+      }
+      TPUSIM_RETURN_IF_ERROR(session_->RunUntilIdle().status());
+      if (woken_.empty() && queue_.empty()) {
+        return absl::InternalError(
+            "the walk waits for collectives that never finish (a group "
+            "member did not start)");
+      }
+    }
+    return std::move(woken_);
   }
 
   // Runs the network until every member of collective `id` has ended.
@@ -116,13 +153,19 @@ class SimPod {
       }
     }
     awaited_ = -1;
+    if (check_bounds_ && !c.checked && !c.trivial) {
+      c.checked = true;
+      TPUSIM_RETURN_IF_ERROR(CheckLowerBound(c));
+    }
     return absl::OkStatus();
   }
 
-  // Starts that the walk placed before the network's current time (possible
-  // only when a device that is behind reaches a collective after the network
-  // was run for another one); they start now. SimStats::late_starts; the
-  // data-parallel and model-parallel tests assert zero.
+  // Check each collective against its lower bound as it ends.
+  void set_check_bounds(bool on) { check_bounds_ = on; }
+
+  // Starts that the walk placed before the network's current time: none by
+  // design (Simulate's walk); the first would be an error naming the
+  // collective, the device and both times, never clamped.
   int64_t late_starts() const { return late_starts_; }
 
   void ClearCollectives() {
@@ -150,15 +193,30 @@ class SimPod {
     while (!queue_.empty() && queue_.top().time <= Now().count()) {
       const Pending p = queue_.top();
       queue_.pop();
-      if (p.time < Now().count()) ++late_starts_;
       Collective& c = collectives_[p.id];
+      if (p.time < Now().count()) {
+        ++late_starts_;
+        return absl::InternalError(absl::StrCat(
+            "causality: collective ", c.name, " (", p.id,
+            " of the call) would start on device ", p.device, " at ", p.time,
+            " ps, before the network's clock ", Now().count(),
+            " ps (the network ran ahead for another collective); a late start "
+            "is an error, never clamped"));
+      }
       const int id = p.id;
       const int member = p.member;
       TPUSIM_RETURN_IF_ERROR(network_->endpoint(p.device).Start(
           c.request, [this, id, member](const net::CollectiveResult& r) {
             Collective& done = collectives_[id];
             done.end[member] = r.end;
-            if (--done.remaining == 0 && awaited_ == id) session_->Pause();
+            const bool last = --done.remaining == 0;
+            if (done.waited[member]) {
+              done.waited[member] = 0;
+              woken_.push_back({id, member});
+              session_->Pause();
+            } else if (last && awaited_ == id) {
+              session_->Pause();
+            }
           }));
     }
     return absl::OkStatus();
@@ -171,7 +229,108 @@ class SimPod {
   std::vector<Collective> collectives_;
   std::priority_queue<Pending> queue_;
   int awaited_ = -1;
+  std::vector<std::pair<int, int>> woken_;  // RunUntilWaitedEnd's
   int64_t late_starts_ = 0;
+  bool check_bounds_ = false;
+
+  // Per group (or for the pairs of a permute): from its first member's start
+  // to its last member's end >= net::CollectiveLowerBound (every member's
+  // part lies in that span).
+  absl::Status CheckLowerBound(const Collective& c) const {
+    std::map<int, std::pair<Picoseconds, Picoseconds>> span;  // group -> span
+    for (size_t m = 0; m < c.devices.size(); ++m) {
+      const int g = c.request.groups != nullptr
+                        ? c.request.groups->group_of(c.devices[m])
+                        : 0;
+      auto [it, fresh] = span.try_emplace(g, c.start[m], c.end[m]);
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, c.start[m]);
+        it->second.second = std::max(it->second.second, c.end[m]);
+      }
+    }
+    for (const auto& [g, s] : span) {
+      const net::LowerBound bound =
+          net::CollectiveLowerBound(topology_, config_, c.request, g);
+      const Picoseconds took = s.second - s.first;
+      if (took < bound.value()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "pod invariant: collective ", c.name, " (group ", g, ") took ",
+            took.count(), " ps, below its lower bound ", bound.value().count(),
+            " ps by ", (bound.value() - took).count(), " ps"));
+      }
+    }
+    return absl::OkStatus();
+  }
+};
+
+// The chips' side of their collectives (sim/net's CollectiveDataPath): the
+// vector unit reduces as the default data path does, and every chunk's HBM
+// traffic is reserved on its device's HBM timeline (sim/chip/chip.h), so the
+// network waits for the DMA:
+// * a chunk received is written (and read too, when it is reduced) from its
+//   first byte's arrival at up to the HBM rate;
+// * a chunk sent is read by the device's send DMA, one chunk after another
+//   in send order, at up to the device's injection rate (its chip's ICI
+//   links x B, plus the on-chip path on v2/v3: what can leave at once).
+// A chunk is late only by as much as its DMA ends after both its own
+// availability (the tail of its arrival) and the DMA alone would: its head
+// and tail then leave (or its result is ready) that much later. (The send
+// DMA's own queue delays nothing: the links queue the chunks anyway; tpusim's
+// choice, so that an idle pod's collectives take what sim/net alone gives
+// them.) Called from the network's threads for one chip's devices at a
+// time: per-device state only.
+class HbmDataPath final : public net::CollectiveDataPath {
+ public:
+  HbmDataPath(const net::Topology& topology, const net::NetConfig& config)
+      : inner_(config, topology.num_devices()),
+        devices_(topology.num_devices()) {
+    for (int d = 0; d < topology.num_devices(); ++d) {
+      double rate = topology.NumLinks(topology.chip_of_device(d)) *
+                    config.link_bytes_per_second;
+      if (topology.devices_per_chip() == 2) {
+        rate += config.on_chip_bytes_per_second;
+      }
+      devices_[d].injection = rate;
+    }
+  }
+  void set_hbm(int device, HbmArbiter* hbm) { devices_[device].hbm = hbm; }
+
+  net::ChunkTiming Process(int device, net::ChunkTiming in,
+                           const net::ChunkWork& work) override {
+    net::ChunkTiming out = inner_.Process(device, in, work);
+    const double bytes =
+        static_cast<double>(work.bytes_read + work.bytes_written);
+    if (bytes <= 0) return out;
+    PerDevice& dev = devices_[device];
+    const bool send = work.bytes_written == 0;
+    Picoseconds start = in.head;
+    double rate = dev.hbm->bytes_per_second();
+    if (send) {
+      start = Max(start, dev.send_free);
+      rate = std::min(rate, dev.injection);
+    }
+    const Picoseconds alone = start + TimeAtRate(bytes, rate);
+    const Picoseconds end = dev.hbm->Reserve(start, bytes, rate);
+    if (send) dev.send_free = end;
+    // Late only past what the chunk waits for anyway: its own arrival (or
+    // availability) and its DMA alone.
+    const Picoseconds due = Max(alone, in.tail);
+    if (due < end) {
+      out.head += end - due;
+      out.tail += end - due;
+    }
+    return out;
+  }
+
+ private:
+  static Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
+  net::VectorRateDataPath inner_;
+  struct PerDevice {
+    HbmArbiter* hbm = nullptr;
+    double injection = 0;
+    Picoseconds send_free = Picoseconds(0);  // the send DMA is free
+  };
+  std::vector<PerDevice> devices_;
 };
 
 // What the timing walk needs of an executable; shared with the calls that
@@ -380,6 +539,7 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::Create(
     }
     options.prefetch_depth = o.prefetch_depth();
   }
+  if (o.has_check_invariants()) options.check_invariants = o.check_invariants();
   if (o.has_sim_threads()) {
     if (o.sim_threads() < 0 || o.sim_threads() > 1024) {
       return bad("options.sim_threads", o.sim_threads(),
@@ -427,9 +587,15 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
   host.keep_history = options.record_spans;
   TPUSIM_ASSIGN_OR_RETURN(SliceHosts hosts, SliceHosts::Create(b->layout_, host));
   b->hosts_ = std::make_unique<SliceHosts>(std::move(hosts));
+  TPUSIM_ASSIGN_OR_RETURN(net::NetConfig net_config,
+                          NetConfigFromPreset(b->preset_));
+  TPUSIM_ASSIGN_OR_RETURN(net::Topology net_topology,
+                          net::Topology::Create(b->layout_, options.wrap));
+  b->data_path_ = std::make_unique<HbmDataPath>(net_topology, net_config);
   TPUSIM_ASSIGN_OR_RETURN(b->pod_,
                           SimPod::Create(b->layout_, b->preset_, options.wrap,
-                                         options.sim_threads));
+                                         options.sim_threads,
+                                         b->data_path_.get()));
   // The chips, each with its devices in core order.
   const net::Topology& topology = b->pod_->topology();
   std::vector<std::vector<int>> chip_devices(topology.num_chips());
@@ -441,8 +607,12 @@ absl::StatusOr<std::unique_ptr<SimBackend>> SimBackend::CreateWithPreset(
       b->chip_core_[chip_devices[chip][core]] = {static_cast<int>(chip),
                                                  static_cast<int>(core)};
     }
-    b->chips_.emplace_back(b->rates_, std::move(chip_devices[chip]));
+    b->chips_.emplace_back(b->rates_, std::move(chip_devices[chip]),
+                           host.pcie_bytes_per_second);
   }
+  for (int d = 0; d < n; ++d) b->data_path_->set_hbm(d, &b->hbm(d));
+  b->infeed_bytes_.assign(n, 0);
+  b->pod_->set_check_bounds(options.check_invariants);
   return b;
 }
 
@@ -468,7 +638,6 @@ SimBackend::SimBackend(runtime::SliceLayout layout, const ChipPreset& preset,
     for (int d : options_.trace_devices) traced_[d] = 1;
   }
   num_traced_ = static_cast<int>(std::count(traced_.begin(), traced_.end(), 1));
-  next_dma_batch_.assign(layout_.num_devices(), 0);
   ResetProfile();
 }
 
@@ -713,6 +882,7 @@ absl::Status SimBackend::Settle(bool all) const {
     const PendingCall call = std::move(pending_.front());
     pending_.pop_front();
     absl::Status st = Simulate(call);
+    if (st.ok() && options_.check_invariants) st = CheckInvariants();
     if (!st.ok()) {
       settle_error_ = absl::Status(
           st.code(), absl::StrCat("timing call ", call.number, " (program ",
@@ -722,29 +892,6 @@ absl::Status SimBackend::Settle(bool all) const {
     }
   }
   return settle_error_;
-}
-
-absl::Status SimBackend::RegisterInfeedDma(int d) const {
-  // Batch i waits for the take of batch i - depth: later ones cannot be
-  // timed yet, so they are not asked for (no error made per take).
-  const int64_t timeable = std::min(
-      hosts_->added(d), hosts_->taken(d) + options_.prefetch_depth);
-  for (int64_t& i = next_dma_batch_[d]; i < timeable; ++i) {
-    absl::StatusOr<BatchTiming> t = hosts_->Timing(d, i);
-    // Not timeable yet: it waits behind another device's batch in the
-    // pipeline (FailedPrecondition); or taken already, before it could be
-    // registered (NotFound).
-    if (absl::IsFailedPrecondition(t.status())) break;
-    if (absl::IsNotFound(t.status())) continue;
-    if (!t.ok()) return t.status();
-    if (t->dma_start < t->arrival && t->bytes > 0) {
-      hbm(d).AddDma(
-          DmaWindow{t->dma_start, t->arrival,
-                    static_cast<double>(t->bytes) /
-                        ((t->arrival - t->dma_start).count() * 1e-12)});
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
@@ -797,8 +944,9 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     if (it == untaken.end()) return ready;
     TPUSIM_ASSIGN_OR_RETURN(Taken t, hosts_->Take(d, it->second, ready));
     untaken.erase(it);
-    // The take frees a prefetch slot: a later batch can now be timed.
-    TPUSIM_RETURN_IF_ERROR(RegisterInfeedDma(d));
+    // Its HBM writes went at the PCIe rate, in the share each device's HBM
+    // keeps for the infeed (sim/chip/chip.h): it is usable at its arrival.
+    infeed_bytes_[d] += static_cast<double>(t.batch.bytes);
     if (!wait) return ready;
     const size_t slot = slot_of[d];
     input[slot] += t.input_wait;
@@ -813,167 +961,213 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     return t.start;
   };
 
+  // The walk's state (see below): per core its kernels in program order; per
+  // slot its next one; per (kernel, replica) whether it is timed and the
+  // slots waiting for it.
+  std::vector<std::vector<int>> core_kernels(cores);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    core_kernels[kernels[k].core].push_back(static_cast<int>(k));
+  }
+  std::vector<size_t> cursor(clock.size(), 0);
+  // Per slot: its collectives started and not yet done (id, start).
+  std::vector<std::vector<std::pair<int, Picoseconds>>> active(clock.size());
+
+  std::vector<char> timed(kernels.size() * replicas, 0);
+  std::vector<std::vector<int>> dep_waiters(kernels.size() * replicas);
   const size_t num_iterations = call_info.batches.size();
   for (size_t iteration = 0; iteration < num_iterations; ++iteration) {
     for (const auto& [d, index] : call_info.batches[iteration]) {
       untaken[d] = index;
-      TPUSIM_RETURN_IF_ERROR(RegisterInfeedDma(d));
     }
+    // The call's collectives, in program order (their ids order the starts
+    // due at one time).
     for (size_t k = 0; k < kernels.size(); ++k) {
+      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
       const Kernel& kernel = kernels[k];
       const int c = kernel.core;
-      if (kernel.kind == CompiledKernelKind::kCollectiveStart) {
-        const runtime::Op& op = ops[kernel.op_ids.back()];
-        SimPod::Collective col;
-        std::vector<std::vector<int>> groups;
-        std::vector<bool> member(num_devices, false);
-        col.request.op = NetOp(op.code);
-        col.request.algorithm = net::Algorithm::kAuto;
-        int group_size = 1;
-        if (op.code == OpCode::kCollectivePermute) {
-          std::vector<std::pair<int, int>> pairs;
-          for (const auto& [from, to] : op.attrs.source_target_pairs) {
-            pairs.push_back({dev(static_cast<int>(from), c),
-                             dev(static_cast<int>(to), c)});
-          }
-          TPUSIM_ASSIGN_OR_RETURN(
-              col.request.pairs,
-              net::PermutePairs::Create(pod_->topology(), std::move(pairs)));
-          col.trivial = col.request.pairs->pairs().empty();
-          group_size = 2;
-        } else {
-          TPUSIM_ASSIGN_OR_RETURN(
-              std::vector<std::vector<int64_t>> rgroups,
-              runtime::ResolveReplicaGroups(op.code, op.attrs.replica_groups,
-                                            replicas));
-          for (const auto& g : rgroups) {
-            std::vector<int> devs;
-            for (int64_t r : g) {
-              devs.push_back(dev(static_cast<int>(r), c));
-              member[devs.back()] = true;
-            }
-            groups.push_back(std::move(devs));
-          }
-          for (int d = 0; d < num_devices; ++d) {
-            if (!member[d]) groups.push_back({d});
-          }
-          group_size = static_cast<int>(rgroups[0].size());
-          col.trivial = group_size == 1;
-          TPUSIM_ASSIGN_OR_RETURN(
-              col.request.groups,
-              net::GroupPartition::Create(pod_->topology(), std::move(groups)));
+      const runtime::Op& op = ops[kernel.op_ids.back()];
+      SimPod::Collective col;
+      std::vector<std::vector<int>> groups;
+      std::vector<bool> member(num_devices, false);
+      col.request.op = NetOp(op.code);
+      col.request.algorithm = net::Algorithm::kAuto;
+      int group_size = 1;
+      if (op.code == OpCode::kCollectivePermute) {
+        std::vector<std::pair<int, int>> pairs;
+        for (const auto& [from, to] : op.attrs.source_target_pairs) {
+          pairs.push_back({dev(static_cast<int>(from), c),
+                           dev(static_cast<int>(to), c)});
         }
-        // sim/net needs a size that divides by the group: XLA pads to it too.
-        const int64_t n = group_size;
-        col.request.bytes =
-            std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
-        for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
-        // The DMA of a member: it sends `sent` bytes (read from HBM) and
-        // receives as many (written to HBM), at best within the op's own
-        // bandwidth bound (sim/net's CollectiveLowerBound); tpusim models
-        // that HBM traffic as spread over that window from the start.
-        Picoseconds dma_window(0);
-        double dma_bytes_per_second = 0;
-        if (!col.trivial) {
-          const int group =
-              col.request.groups != nullptr
-                  ? col.request.groups->group_of(dev(0, c))
-                  : 0;
-          dma_window = net::CollectiveBandwidthBound(
-              pod_->topology(), pod_->config(), col.request, group);
-          const double s = static_cast<double>(col.request.bytes);
-          const double frac =
-              static_cast<double>(group_size - 1) / std::max(1, group_size);
-          double sent = frac * s;  // all_gather, reduce_scatter, all_to_all
-          if (op.code == OpCode::kAllReduce) sent = 2 * frac * s;
-          if (op.code == OpCode::kCollectivePermute) sent = s;
-          if (dma_window.count() > 0) {
-            dma_bytes_per_second = 2 * sent / (dma_window.count() * 1e-12);
+        TPUSIM_ASSIGN_OR_RETURN(
+            col.request.pairs,
+            net::PermutePairs::Create(pod_->topology(), std::move(pairs)));
+        col.trivial = col.request.pairs->pairs().empty();
+        group_size = 2;
+      } else {
+        TPUSIM_ASSIGN_OR_RETURN(
+            std::vector<std::vector<int64_t>> rgroups,
+            runtime::ResolveReplicaGroups(op.code, op.attrs.replica_groups,
+                                          replicas));
+        for (const auto& g : rgroups) {
+          std::vector<int> devs;
+          for (int64_t r : g) {
+            devs.push_back(dev(static_cast<int>(r), c));
+            member[devs.back()] = true;
           }
+          groups.push_back(std::move(devs));
         }
-        const int id = pod_->AddCollective(std::move(col));
-        collective_of[k] = id;
-        for (int r = 0; r < replicas; ++r) {
-          Picoseconds at = clock[r * cores + c];
-          for (int dep : kernel.deps) at = Max(at, finished[dep * replicas + r]);
+        for (int d = 0; d < num_devices; ++d) {
+          if (!member[d]) groups.push_back({d});
+        }
+        group_size = static_cast<int>(rgroups[0].size());
+        col.trivial = group_size == 1;
+        TPUSIM_ASSIGN_OR_RETURN(
+            col.request.groups,
+            net::GroupPartition::Create(pod_->topology(), std::move(groups)));
+      }
+      // sim/net needs a size that divides by the group: XLA pads to it too.
+      const int64_t n = group_size;
+      col.request.bytes =
+          std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
+      for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
+      col.name = kernel.name;
+      col.core = c;
+      const int id = pod_->AddCollective(std::move(col));
+      collective_of[k] = id;
+    }
+    // The walk (no collective starts behind the network's clock, by
+    // construction): each (replica, core) slot runs its core's kernels in
+    // program order until it finishes, or blocks on a kernel of another
+    // slot (a dependency not yet timed) or on a collective the network has
+    // not ended for it. The network runs only when every slot is finished or
+    // blocked, and only until the first end that a blocked slot waits for:
+    // every start the walk hands it later is at or after its clock.
+    std::fill(cursor.begin(), cursor.end(), 0);
+    std::fill(timed.begin(), timed.end(), 0);
+    for (std::vector<int>& w : dep_waiters) w.clear();
+    std::deque<int> runnable;
+    for (size_t slot = 0; slot < clock.size(); ++slot) {
+      runnable.push_back(static_cast<int>(slot));
+    }
+    size_t finished_slots = 0;
+    // Runs slot `slot` until it finishes or blocks.
+    auto advance = [&](int slot) -> absl::Status {
+      const int r = slot / cores;
+      const int c = slot % cores;
+      const int d = dev(r, c);
+      const std::vector<int>& mine = core_kernels[c];
+      while (cursor[slot] < mine.size()) {
+        const int k = mine[cursor[slot]];
+        const Kernel& kernel = kernels[k];
+        const bool is_done = kernel.kind == CompiledKernelKind::kCollectiveDone;
+        Picoseconds ready = clock[slot];
+        for (int dep : kernel.deps) {
+          if (is_done && dep == kernel.pair) continue;
+          if (!timed[dep * replicas + r]) {
+            dep_waiters[dep * replicas + r].push_back(slot);
+            return absl::OkStatus();
+          }
+          ready = Max(ready, finished[dep * replicas + r]);
+        }
+        if (kernel.kind == CompiledKernelKind::kCollectiveStart) {
+          const int id = collective_of[k];
+          Picoseconds at = ready;
           // A collective of an argument waits for the device's batch.
           if (!exe.kernel_parameters[k].empty()) {
-            TPUSIM_ASSIGN_OR_RETURN(at, take(dev(r, c), at, /*wait=*/true));
-            clock[r * cores + c] = Max(clock[r * cores + c], at);
-          }
-          if (dma_bytes_per_second > 0) {
-            hbm(dev(r, c)).AddDma(
-                DmaWindow{at, at + dma_window, dma_bytes_per_second});
+            TPUSIM_ASSIGN_OR_RETURN(at, take(d, at, /*wait=*/true));
+            clock[slot] = Max(clock[slot], at);
           }
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
+          active[slot].push_back({id, at});
           ++stats_.collectives;
-        }
-        continue;
-      }
-      if (kernel.kind == CompiledKernelKind::kCollectiveDone) {
-        const int start = kernel.pair;
-        const int id = collective_of[start];
-        TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
-        SimPod::Collective& col = pod_->collective(id);
-        for (int r = 0; r < replicas; ++r) {
-          const size_t slot = r * cores + c;
-          const Picoseconds end = col.end[r];
-          collective_time[slot] += end - col.start[r];
-          Picoseconds ready = clock[slot];
-          for (int dep : kernel.deps) {
-            if (dep != start) ready = Max(ready, finished[dep * replicas + r]);
+        } else if (is_done) {
+          const int id = collective_of[kernel.pair];
+          SimPod::Collective& col = pod_->collective(id);
+          if (col.end[r] < Picoseconds(0)) {
+            pod_->Wait(id, r);
+            return absl::OkStatus();
           }
+          const Picoseconds end = col.end[r];
+          for (size_t i = 0; i < active[slot].size(); ++i) {
+            if (active[slot][i].first == id) {
+              active[slot].erase(active[slot].begin() +
+                                 static_cast<std::ptrdiff_t>(i));
+              break;
+            }
+          }
+          collective_time[slot] += end - col.start[r];
           if (ready < end) {
             exposed[slot] += end - ready;
-            AddStepSpan(dev(r, c), static_cast<int32_t>(k), ready, end,
-                        "collective");
+            AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
           }
           const Picoseconds done = Max(ready, end);
           clock[slot] = done;
           finished[k * replicas + r] = done;
-        }
-        continue;
-      }
-      for (int r = 0; r < replicas; ++r) {
-        const size_t slot = r * cores + c;
-        const int d = dev(r, c);
-        Picoseconds ready = clock[slot];
-        for (int dep : kernel.deps) ready = Max(ready, finished[dep * replicas + r]);
-        // Its arguments must be on the device: the first kernel that reads
-        // one waits for the device's batch.
-        if (!exe.kernel_parameters[k].empty()) {
-          TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
-        }
-        Picoseconds end = ready;
-        if (kernel.kind == CompiledKernelKind::kCopy) {
-          // A value from another logical core: one link (or the on-chip path)
-          // at its rate plus the hops' latency (no contention modelled).
-          const int from = dev(r, kernel.copy_from_core);
-          const int a = pod_->topology().chip_of_device(from);
-          const int b = pod_->topology().chip_of_device(d);
-          const bool on_chip = a == b;
-          const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
-                                      : pod_->config().link_bytes_per_second;
-          const Picoseconds latency =
-              on_chip ? pod_->config().on_chip_latency
-                      : pod_->config().hop_latency *
-                            std::max(1, pod_->topology().Hops(a, b));
-          end = ready + latency +
-                TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
-          AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
         } else {
-          // The device's chip times it: HBM shared with the DMA in flight
-          // on the device (collective and infeed; sim/chip/chip.h).
-          const auto [chip, core] = chip_core_[d];
-          const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
-          ++stats_.kernels;
-          end = ready + t.total;
-          AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
+          // Its arguments must be on the device: the first kernel that reads
+          // one waits for the device's batch.
+          if (!exe.kernel_parameters[k].empty()) {
+            TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
+          }
+          Picoseconds end = ready;
+          if (kernel.kind == CompiledKernelKind::kCopy) {
+            // A value from another logical core: one link (or the on-chip path)
+            // at its rate plus the hops' latency (no contention modelled).
+            const int from = dev(r, kernel.copy_from_core);
+            const int a = pod_->topology().chip_of_device(from);
+            const int b = pod_->topology().chip_of_device(d);
+            const bool on_chip = a == b;
+            const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
+                                        : pod_->config().link_bytes_per_second;
+            const Picoseconds latency =
+                on_chip ? pod_->config().on_chip_latency
+                        : pod_->config().hop_latency *
+                              std::max(1, pod_->topology().Hops(a, b));
+            end = ready + latency +
+                  TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
+            AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
+          } else {
+            // The device's chip times it: HBM shared with the DMA reserved on
+            // the device (collective and infeed; sim/chip/chip.h).
+            const auto [chip, core] = chip_core_[d];
+            const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
+            ++stats_.kernels;
+            end = ready + t.total;
+            AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
+          }
+          clock[slot] = end;
+          finished[k * replicas + r] = end;
         }
-        clock[slot] = end;
-        finished[k * replicas + r] = end;
+        timed[k * replicas + r] = 1;
+        for (int w : dep_waiters[k * replicas + r]) runnable.push_back(w);
+        dep_waiters[k * replicas + r].clear();
+        ++cursor[slot];
+      }
+      ++finished_slots;
+      return absl::OkStatus();
+    };
+    while (finished_slots < clock.size()) {
+      while (!runnable.empty()) {
+        const int slot = runnable.front();
+        runnable.pop_front();
+        TPUSIM_RETURN_IF_ERROR(advance(slot));
+        // No later reservation on the device starts before its clock (its
+        // kernels) or its pending collectives' starts (their chunks): the
+        // timeline before that is forgotten.
+        Picoseconds horizon = clock[slot];
+        for (const auto& [id, at] : active[slot]) horizon = std::min(horizon, at);
+        hbm(device_of_slot[slot]).Forget(horizon);
+      }
+      if (finished_slots == clock.size()) break;
+      // Every slot is finished or blocked: the network runs until an end
+      // that a blocked slot waits for.
+      using Ended = std::vector<std::pair<int, int>>;
+      TPUSIM_ASSIGN_OR_RETURN(Ended woken, pod_->RunUntilWaitedEnd());
+      for (const auto& [id, member] : woken) {
+        (void)id;
+        runnable.push_back(member * cores + pod_->collective(id).core);
       }
     }
     // A batch no kernel read is dequeued when the device ends the iteration
@@ -1041,6 +1235,87 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       }
     }
     hosts_->ClearHistory();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimBackend::CheckInvariants() const {
+  const net::Topology& topo = pod_->topology();
+  const net::NetConfig& config = pod_->config();
+  Picoseconds elapsed = std::max(now_, pod_->Now());
+  for (int d = 0; d < layout_.num_devices(); ++d) {
+    elapsed = std::max(elapsed, hbm(d).last_end());
+  }
+  const double seconds = static_cast<double>(elapsed.count()) * 1e-12;
+  // Floating-point slack of a rate comparison.
+  constexpr double kSlack = 1e-9;
+  auto fail = [](auto&&... parts) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("pod invariant: ", parts...));
+  };
+  auto link_name = [&](const net::LinkStats& l) {
+    if (l.dir >= net::kNumDirections) {
+      return absl::StrCat("on-chip path of chip ", l.chip, " (core ",
+                          l.dir - net::kNumDirections, " to core ",
+                          1 - (l.dir - net::kNumDirections), ")");
+    }
+    return absl::StrCat("link of chip ", l.chip, " (coords ",
+                        absl::StrJoin(topo.coords(l.chip), ","), ") dim ",
+                        net::DirectionDim(l.dir),
+                        net::DirectionIsPositive(l.dir) ? "+" : "-");
+  };
+  std::vector<double> injected(topo.num_chips(), 0);
+  for (const net::LinkStats& l : pod_->network().Links()) {
+    if (elapsed < l.busy) {
+      return fail(link_name(l), ": busy ", l.busy.count(), " ps > elapsed ",
+                  elapsed.count(), " ps, by ", (l.busy - elapsed).count(),
+                  " ps");
+    }
+    if (l.dir < net::kNumDirections) injected[l.chip] += static_cast<double>(l.bytes);
+  }
+  for (int chip = 0; chip < topo.num_chips(); ++chip) {
+    const double bound =
+        topo.NumLinks(chip) * config.link_bytes_per_second * seconds;
+    if (injected[chip] > bound * (1 + kSlack) + 1) {
+      return fail("chip ", chip, " (coords ",
+                  absl::StrJoin(topo.coords(chip), ","), "): sent ",
+                  injected[chip], " bytes over its ", topo.NumLinks(chip),
+                  " ICI links, above links x B x elapsed = ", bound,
+                  " bytes, by ", injected[chip] - bound, " bytes");
+    }
+  }
+  for (int d = 0; d < layout_.num_devices(); ++d) {
+    const HbmArbiter& h = hbm(d);
+    const double rate = h.bytes_per_second();
+    if (h.violations().count > 0) {
+      return fail("device ", d, " HBM: ", h.violations().count,
+                  " reservation(s) before the forgotten horizon, the first at ",
+                  h.violations().start.count(), " ps, before ",
+                  h.violations().horizon.count(), " ps by ",
+                  (h.violations().horizon - h.violations().start).count(),
+                  " ps");
+    }
+    if (h.PeakUse() > rate * (1 + kSlack)) {
+      return fail("device ", d, " HBM: ", h.PeakUse(),
+                  " bytes/s in use at once by kernels and collectives, above "
+                  "their rate ", rate, " bytes/s (the device's less the "
+                  "infeed's share) by ", h.PeakUse() - rate, " bytes/s");
+    }
+    // All of it: the timeline's and the infeed's, at the device's rate.
+    const double moved = h.bytes() + infeed_bytes_[d];
+    const double full = rates_.hbm_bytes_per_second * seconds;
+    if (moved > full * (1 + kSlack) + 1) {
+      return fail("device ", d, " HBM: moved ", moved,
+                  " bytes, above rate x elapsed = ", full, " bytes, by ",
+                  moved - full, " bytes");
+    }
+  }
+  for (const ChipModel& chip : chips_) {
+    if (chip.roofline_violations() > 0) {
+      return fail("device ", chip.device(0), "'s chip: ",
+                  chip.roofline_violations(),
+                  " kernel(s) took less than their roofline");
+    }
   }
   return absl::OkStatus();
 }

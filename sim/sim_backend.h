@@ -42,24 +42,27 @@
 // * HBM holds the variables, the arguments and the peak live set of the
 //   program; a call that does not fit is ResourceExhausted naming the device,
 //   the bytes, the capacity and the five largest live values.
-// * HBM bandwidth is shared between a device's kernels and the DMA that
-//   overlaps them: a collective's (what it sends is read from HBM, what it
-//   receives written) and the infeed's (a batch crossing PCIe is written
-//   into HBM). A kernel gets what the DMA leaves, and never less than half
-//   (tpusim's arbitration choice: a fair share when both want more than
-//   half). Since PCIe is far slower than HBM, infeed DMA always runs at its
-//   PCIe rate and the kernels it overlaps pay for it.
+// * HBM bandwidth is conserved: each device's HBM is one timeline of
+//   reservations (sim/chip/chip.h HbmArbiter), first reserved, first served,
+//   never more than its rate at any instant. The infeed keeps the PCIe rate
+//   of the device's HBM (a batch is written at that rate at most, so it
+//   never waits); the kernels and the collectives share the rest: the
+//   kernels reserve their bytes as the walk times them (at the pace of
+//   their compute), a collective's chunks what they read and write as the
+//   network moves them (the chips' data path), and a chunk the HBM slows
+//   leaves (or is ready) that much later: the network waits for the DMA.
 //
 // Timing is settled lazily (values are not: they are computed when the call
-// is made). A batch is prefetched by its host while earlier calls run, so its
-// DMA can overlap kernels of a call made before the batch was transferred.
-// The backend therefore times a call only once every device fed so far has
-// prefetch_depth more batches queued behind it (no later batch can start its
-// DMA before the call ends), or when something observes the timeline: Now(),
-// Stats(), CollectProfile(), ResetProfile() (or 16 calls wait: a bound on
-// memory, tpusim's choice). An error of the timing walk (a simulated clock
-// past int64 picoseconds) is returned by the next Execute or
-// CollectProfile, naming the call it came from, and every later one.
+// is made): a call is timed once every device fed so far has prefetch_depth
+// more batches queued behind it, or when something observes the timeline:
+// Now(), Stats(), CollectProfile(), ResetProfile() (or 16 calls wait: a bound
+// on memory, tpusim's choice). When a call is timed does not change its
+// times (nothing a later call adds reaches back into its timeline), so
+// observing the timeline does not change it. An error of the timing walk (a
+// simulated clock past int64 picoseconds, a collective that would start
+// before the network's clock, a pod invariant that does not hold) is
+// returned by the next Execute or CollectProfile, naming the call it came
+// from, and every later one.
 
 #ifndef TPUSIM_SIM_SIM_BACKEND_H_
 #define TPUSIM_SIM_SIM_BACKEND_H_
@@ -94,6 +97,7 @@ namespace tpusim::sim {
 
 class SimExecutable;
 struct SimSchedule;
+class HbmDataPath;
 class SimPod;
 
 struct SimBackendOptions {
@@ -142,6 +146,13 @@ struct SimBackendOptions {
   // NetworkOptions::threads): 0 = one per hardware thread. Wall-clock speed
   // only; the results are identical for every value.
   int sim_threads = 0;
+  // Check the pod's physical invariants after every timed call (CheckInvariants
+  // below); a violation is the call's timing error. On in debug builds.
+#ifdef NDEBUG
+  bool check_invariants = false;
+#else
+  bool check_invariants = true;
+#endif
 };
 
 class SimBackend final : public runtime::Backend {
@@ -227,10 +238,11 @@ class SimBackend final : public runtime::Backend {
     int network_threads = 1;               // threads the network runs on
     int64_t network_parallel_batches = 0;  // times run on more than one
     // Collective member starts that the timing walk placed before the
-    // network's clock (started late, at the network's time): a causality
-    // error of the walk. Zero for the shipped scenarios and the data- and
-    // model-parallel tests; a program with collectives on two logical cores
-    // can make them (sim_backend_test ...CountedAsLate).
+    // network's clock: impossible by design (the walk runs the network only
+    // when every device is finished or blocked, and only to the first end
+    // one waits for); one would be the call's timing error, naming the
+    // collective, the device and both times. Asserted zero by the data- and
+    // model-parallel tests.
     int64_t late_starts = 0;
   };
   SimStats Stats() const;
@@ -262,15 +274,24 @@ class SimBackend final : public runtime::Backend {
   absl::Status Settle(bool all) const;
   // The timing walk of one call (K iterations).
   absl::Status Simulate(const PendingCall& call) const;
-  // Registers the DMA windows of device d's batches that the host model can
-  // time now (their prefetch slot is free), from its next unregistered one.
-  absl::Status RegisterInfeedDma(int d) const;
+  // The pod's invariants at the end of the timed calls, with `elapsed` the
+  // simulated time so far: every link's busy time <= elapsed; every chip's
+  // bytes sent over its ICI links <= its links x B x elapsed; every device's
+  // HBM bytes <= its rate x elapsed, its HBM use at no instant above its rate
+  // and no reservation before its forgotten horizon; every kernel >= its
+  // roofline. (Each collective >= its lower bound is checked as it ends, and
+  // a start before its cause is always an error.) FailedPrecondition naming
+  // the device or link, the bound and the excess.
+  absl::Status CheckInvariants() const;
 
   runtime::SliceLayout layout_;
   ChipPreset preset_;  // the generation's, with any custom numbers
   DeviceRates rates_;
   SimBackendOptions options_;
   std::unique_ptr<runtime::HostBackend> host_;
+  // The chips' side of the collectives (their HBM traffic); it outlives the
+  // network, which calls it.
+  std::unique_ptr<HbmDataPath> data_path_;
   std::unique_ptr<SimPod> pod_;
   // The hosts' input pipelines and PCIe links.
   std::unique_ptr<SliceHosts> hosts_;
@@ -352,8 +373,9 @@ class SimBackend final : public runtime::Backend {
   int64_t calls_ = 0;
   // The first error of the timing walk (sticky).
   mutable absl::Status settle_error_;
-  // Per device: the next batch whose infeed DMA window is not registered.
-  mutable std::vector<int64_t> next_dma_batch_;
+  // Per device: the infeed bytes written into its HBM.
+  mutable std::vector<double> infeed_bytes_;
+
   // The schedules whose memory was checked (memory_limit_bytes).
   std::vector<const SimSchedule*> memory_checked_;
   int64_t memory_estimate_bytes_ = 0;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -78,9 +79,13 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& path = args.positional()[0];
-  TPUSIM_ASSIGN_OR_RETURN(
-      scenarios::LoadedScenario scenario,
-      scenarios::LoadScenarioFile(path, args.GetAll("set")));
+  std::vector<std::string> sets = args.GetAll("set");
+  // --check-invariants: the pod's physical invariants after every call.
+  if (args.Has("check-invariants")) {
+    sets.push_back("run.pod.options.check_invariants=true");
+  }
+  TPUSIM_ASSIGN_OR_RETURN(scenarios::LoadedScenario scenario,
+                          scenarios::LoadScenarioFile(path, sets));
   options.backend = backend;
   options.pjrt_plugin = args.Get("pjrt-plugin");
   // A progress bar on stderr when it is a terminal and the run takes more
@@ -169,7 +174,8 @@ Subcommand RunCommand() {
   s.usage =
       "tpusim run SCENARIO [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
       "[--out DIR] [--set PATH=VALUE]... [--format=text|json] "
-      "[--trace-devices=ID,...|all] [--memory-limit=SIZE]";
+      "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
+      "[--check-invariants]";
   s.flags = {
       {"backend", true,
        "sim (default: the simulated pod), host (values only) or pjrt (a real "
@@ -188,6 +194,11 @@ Subcommand RunCommand() {
        "(16 devices at most by default)"},
       {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
       {"format", true, "text (default: the report) or json (stats.json)"},
+      {"check-invariants", false,
+       "sim: check the pod's physical invariants after every call (link busy "
+       "<= elapsed, chip injection, HBM bytes and rate, kernel rooflines, "
+       "collective lower bounds); a violation fails the run naming the "
+       "device or link, the bound and the excess"},
   };
   s.min_positional = 1;
   s.max_positional = 1;

@@ -95,6 +95,7 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
         argv.push_back(absl::StrCat("--", flag, "=", args.Get(flag)));
       }
     }
+    if (args.Has("check-invariants")) argv.push_back("--check-invariants");
     // The points running at once share the cores: each network model gets
     // its part (a --set of the user's, coming later, still wins).
     argv.push_back(absl::StrCat(
@@ -215,7 +216,8 @@ Subcommand SweepCommand() {
   s.usage =
       "tpusim sweep SCENARIO --set PATH=V1,V2,... [--set ...] [--jobs N] "
       "[--format=text|json|csv] [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
-      "[--trace-devices=ID,...|all] [--memory-limit=SIZE]";
+      "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
+      "[--check-invariants]";
   s.flags = {
       {"set", true, "PATH=V1,V2,...: the values of one field (repeatable: the "
                     "points are the cartesian product)"},
@@ -225,6 +227,7 @@ Subcommand SweepCommand() {
       {"pjrt-plugin", true, "passed to each `tpusim run`"},
       {"trace-devices", true, "passed to each `tpusim run`"},
       {"memory-limit", true, "passed to each `tpusim run`"},
+      {"check-invariants", false, "passed to each `tpusim run`"},
   };
   s.min_positional = 1;
   s.max_positional = 1;

@@ -191,13 +191,44 @@ std::string MarkdownCell(absl::string_view text) {
   return absl::StrReplaceAll(text, {{"|", "\\|"}});
 }
 
+// docs/model.md's opening: what tpusim models (the README's opening
+// paragraph) and, part by part, whether the pod model simulates it as a
+// mechanism, computes it with a formula, or ignores it.
+constexpr char kWhatIsModelled[] = R"md(# The pod model
+
+**README opening.** tpusim runs TensorFlow's `TPUStrategy`, re-implemented in C++, on virtual TPU slices: a functional host backend gives the values, and a simulated pod gives the values and the time. The pod model times each TensorCore's fused kernels in closed form (MXU tile schedule, vector unit, HBM traffic), shares each device's HBM bandwidth between its kernels, its collectives' DMA and the infeed on one timeline, models the hosts' input pipelines and PCIe infeed, and runs collectives as real algorithms (ring, bidirectional ring, torus, multi-axis, direct) on a transaction-level SystemC model of the ICI links with routing and contention. Only the ICI network is a SystemC process; cores, HBM, DMA and hosts are plain C++ advanced by one documented walk. It is not cycle-accurate, and it checks its own physical limits on demand (`tpusim run --check-invariants`). The table below says, part by part, what is simulated, what is a formula and what is ignored.
+
+## What is modelled
+
+| part | how | what it rests on | ignored |
+|---|---|---|---|
+| MXU | formula per kernel | weight-stationary tile schedule: ceil(tiles / MXUs) x (M + 2n - 2) cycles x passes (1 bf16, 3 or 6 for f32 HIGH/HIGHEST); sheet C.2 | weight-load stalls beyond double buffering, MXU result FIFOs |
+| vector unit | formula per kernel | elements / (lanes x sublanes x ALUs per lane) per cycle; transcendentals one lane row per cycle (chosen) | the scalar unit, instruction issue, VMEM |
+| a kernel | formula | max(MXU, vector, HBM time) + the issue overhead (chosen 1 us); kernels are sim/compile's fusions (or XLA's, imported) | overlap inside a kernel is perfect (the max) |
+| HBM bandwidth | mechanism: one reservation timeline per device (`sim/chip/chip.h`) | first reserved, first served; at no instant above the device's rate x the achievable fraction (chosen 1); a kernel streams its bytes at the pace of its compute, a memory-bound one at the full rate; the infeed keeps the chip's PCIe rate of it; collective chunks reserve their reads and writes as the network moves them, and a chunk the HBM slows leaves that much later (the network waits for the DMA) | banks, rows, refresh, read/write turnaround; a proportional share (the walk reserves a device's kernels before the network's chunks that overlap them, so collectives beside memory-bound kernels get what those leave) |
+| HBM capacity | check | variables, arguments and the program's peak live set per device; over it is an error naming the five largest values | fragmentation, XLA's buffer reuse beyond the live set |
+| v2/v3 chips | mechanism | two devices (TensorCores) per chip, each with half the chip's HBM; both use the chip's ICI links (shared, so the chip's injection is charged once by the links) and an on-chip path between them (2x a raw link, 0.1 us: chosen) | megacore on v4 and later is one device: no split between its cores |
+| DMA engines | mechanism (HBM side) | a device's sends are read one after another at up to its injection rate (its chip's links x B, plus the on-chip path on v2/v3); received chunks are written (and read when reduced) from their first byte on | descriptor and queue limits; the send queue itself delays nothing (the links queue the chunks) |
+| ICI links | mechanism: SystemC network (`sim/net`) | per link and direction: achieved bandwidth B (sheet; v2/v3 0.9 x raw, chosen), 1 us per hop (sheet), dimension-order routing, wraparound by the slice's shape (sheet C.3), contention on each link, messages (or packets) | link-level flow control, credits, errors and retries; DCN between slices |
+| collectives | mechanism | real algorithms on the links (ring, bidirectional ring, torus, multi-axis, direct for all-to-all), pipelined in 64 KiB granules (chosen), reductions on the vector unit (4 bytes per ALU per cycle, chosen); `auto` as in docs/collectives.md; each collective at least its lower bound (checked) | XLA's exact algorithm choice on a real TPU |
+| cross-core copies | formula | a value used on another logical core: latency + bytes / rate of one link (or the on-chip path) | their contention: they do not travel the network and are not in the link counters |
+| host input pipeline | formula per batch | the batch's declared CPU work over the input threads, a prefetch depth per device, running free from time 0 | the host's other work, the tf.data runtime's own costs |
+| PCIe infeed | formula per batch | bytes / the chip's PCIe rate (sheet A.8; v3 unpublished: 16 GB/s, chosen), queued per link; written into HBM in the infeed's share | outfeed, PCIe latency |
+| host loop | formula | a fixed overhead per device call (chosen 100 us), once per call (what steps_per_run amortises) | the Python/TF runtime around it |
+| the step walk | plain C++, documented order | each (replica, core) runs its kernels in program order until it blocks on another core's kernel or a collective's end; the network runs only when all are finished or blocked, and only to the first end one waits for, so no collective starts behind the network's clock (never clamped) | |
+| invariants | check (`--check-invariants`; on in debug builds) | link busy <= elapsed; chip ICI bytes <= links x B x elapsed; device HBM bytes <= rate x elapsed and its use at no instant above the rate; kernels >= their roofline; collectives >= their lower bound | |
+| everything else | ignored | | power and thermal limits, clock changes, SparseCores, VMEM/CMEM capacity, ECC, multi-slice DCN |
+
+)md";
+
 // `validate --constants`: the table of sim/chip/model_constants.h.
 std::string ConstantsText(bool markdown) {
   std::string s;
   if (markdown) {
     s = "<!-- Generated by `tpusim validate --constants --format=markdown`; do "
-        "not edit (ValidateBinary.ModelDocMatchesTheTool checks it). -->\n"
-        "# The model's constants\n\n"
+        "not edit (ValidateBinary.ModelDocMatchesTheTool checks it). -->\n";
+    s += kWhatIsModelled;
+    s += "## The model's constants\n\n"
         "Every time-scaling constant of the pod model that is not a "
         "per-generation datasheet figure of a chip preset, as the code reads "
         "it (`sim/chip/model_constants.h`). A constant with a source cites "

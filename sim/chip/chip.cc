@@ -19,60 +19,122 @@ int SpanCategoryIndex(const char* category) {
   return 0;
 }
 
-void HbmArbiter::DropEndedBy(Picoseconds t) {
-  windows_.erase(std::remove_if(windows_.begin(), windows_.end(),
-                                [&](const DmaWindow& w) { return w.end <= t; }),
-                 windows_.end());
-}
-
-double HbmArbiter::Share(double bytes, Picoseconds ready,
-                         absl::Span<const DmaWindow> windows,
-                         double hbm_rate) {
-  if (bytes <= 0 || windows.empty()) return hbm_rate;
-  // Segment by segment from `ready`: each ends where the DMA rate next
-  // changes (a window starts or ends). A few windows at most: no sorting and
-  // no allocation in the kernel loop.
-  constexpr Picoseconds kNever(std::numeric_limits<int64_t>::max());
-  double left = bytes, seconds = 0;
-  Picoseconds t = ready;
-  for (;;) {
-    Picoseconds cut = kNever;
-    double dma = 0;
-    for (const DmaWindow& w : windows) {
-      if (t < w.start) {
-        cut = std::min(cut, w.start);
-      } else if (t < w.end) {
-        dma += w.rate;
-        cut = std::min(cut, w.end);
-      }
-    }
-    if (cut == kNever) break;
-    const double rate = std::max(hbm_rate - dma, hbm_rate / 2);
-    const double span = (cut - t).count() * 1e-12;
-    if (left <= rate * span) {
-      seconds += left / rate;
-      return bytes / seconds;
-    }
-    left -= rate * span;
-    seconds += span;
-    t = cut;
+size_t HbmArbiter::Split(int64_t t) {
+  auto it = std::lower_bound(
+      steps_.begin(), steps_.end(), t,
+      [](const Step& s, int64_t v) { return s.at < v; });
+  if (it != steps_.end() && it->at == t) {
+    return static_cast<size_t>(it - steps_.begin());
   }
-  seconds += left / hbm_rate;
-  return bytes / seconds;
+  const double used = it == steps_.begin() ? 0.0 : std::prev(it)->used;
+  it = steps_.insert(it, Step{t, used});
+  return static_cast<size_t>(it - steps_.begin());
 }
 
-ChipModel::ChipModel(const DeviceRates& rates, std::vector<int> devices)
+Picoseconds HbmArbiter::Reserve(Picoseconds start, double bytes,
+                                double max_rate) {
+  if (!(bytes > 0)) return start;
+  if (start < horizon_) {
+    if (violations_.count++ == 0) {
+      violations_.start = start;
+      violations_.horizon = horizon_;
+    }
+    start = horizon_;
+  }
+  const double limit = std::min(max_rate, bytes_per_second_);
+  TPUSIM_CHECK(limit > 0) << max_rate;
+  bytes_ += bytes;
+  // Free of bandwidth up to a rounding error: full.
+  const double full = bytes_per_second_ * (1 - 1e-12);
+  // Walk the timeline from `start`: each piece runs at what is left (at most
+  // `limit`) until the next breakpoint or the last byte.
+  std::vector<Piece>& pieces = pieces_;
+  pieces.clear();
+  double left = bytes;
+  int64_t t = start.count();
+  // `it` is the first breakpoint after t; the use at t is the one before.
+  auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+                             [](int64_t v, const Step& s) { return v < s.at; });
+  for (;;) {
+    const double used = it == steps_.begin() ? 0.0 : std::prev(it)->used;
+    const bool last = it == steps_.end();
+    const double rate = std::min(limit, bytes_per_second_ - used);
+    if (used < full && rate > 0) {
+      const int64_t need = TimeAtRate(left, rate).count();
+      if (last || t + need <= it->at) {
+        pieces.push_back({t, t + need, rate});
+        t += need;
+        break;
+      }
+      pieces.push_back({t, it->at, rate});
+      left -= rate * static_cast<double>(it->at - t) * 1e-12;
+    }
+    TPUSIM_CHECK(!last) << "HBM reservation past the timeline";
+    t = it->at;
+    ++it;
+  }
+  for (const Piece& p : pieces) {
+    if (p.to <= p.from) continue;
+    const size_t a = Split(p.from);
+    const size_t b = Split(p.to);
+    for (size_t i = a; i < b; ++i) steps_[i].used += p.rate;
+  }
+  const Picoseconds end(t);
+  last_end_ = std::max(last_end_, end);
+  return end;
+}
+
+void HbmArbiter::Forget(Picoseconds horizon) {
+  if (horizon <= horizon_) return;
+  horizon_ = horizon;
+  // Keep the breakpoint in force at the horizon (moved to it).
+  auto it = std::upper_bound(
+      steps_.begin(), steps_.end(), horizon.count(),
+      [](int64_t v, const Step& s) { return v < s.at; });
+  if (it == steps_.begin()) return;
+  --it;
+  it->at = std::max(it->at, horizon.count());
+  steps_.erase(steps_.begin(), it);
+  // A timeline that ends in no use needs no breakpoints.
+  if (steps_.size() == 1 && steps_[0].used == 0) steps_.clear();
+}
+
+double HbmArbiter::PeakUse() const {
+  double peak = 0;
+  for (const Step& s : steps_) peak = std::max(peak, s.used);
+  return peak;
+}
+
+ChipModel::ChipModel(const DeviceRates& rates, std::vector<int> devices,
+                     double infeed_bytes_per_second)
     : rates_(rates),
       devices_(std::move(devices)),
-      hbm_(devices_.size(), HbmArbiter(rates.hbm_bytes_per_second)),
-      counters_(devices_.size()) {}
+      hbm_(devices_.size(),
+           HbmArbiter(rates.hbm_bytes_per_second - infeed_bytes_per_second)),
+      counters_(devices_.size()) {
+  TPUSIM_CHECK(infeed_bytes_per_second >= 0 &&
+               infeed_bytes_per_second < rates.hbm_bytes_per_second)
+      << infeed_bytes_per_second;
+}
 
 KernelTime ChipModel::RunKernel(int core, const KernelWork& work,
                                 Picoseconds ready) {
-  HbmArbiter& hbm = hbm_[core];
-  hbm.DropEndedBy(ready);
-  const KernelTime t = KernelDuration(
-      rates_, work, hbm.Share(static_cast<double>(work.hbm_bytes), ready));
+  // The kernel streams its bytes at the pace of its compute: a kernel bound
+  // by its MXU or vector time T needs only bytes / T of the HBM (tpusim's
+  // choice: reads and writes spread evenly over the kernel), a memory-bound
+  // one all of it.
+  const double bytes = static_cast<double>(work.hbm_bytes);
+  const KernelTime compute = KernelDurationWithMemoryTime(
+      rates_, work, common::Picoseconds(0));
+  const int64_t compute_ps = std::max(compute.mxu, compute.vector).count();
+  double pace = hbm_[core].bytes_per_second();
+  if (compute_ps > 0) {
+    pace = std::min(pace, bytes / (static_cast<double>(compute_ps) * 1e-12));
+  }
+  const Picoseconds memory_end = hbm_[core].Reserve(ready, bytes, pace);
+  const KernelTime t =
+      KernelDurationWithMemoryTime(rates_, work, memory_end - ready);
+  if (t.total < KernelRoofline(rates_, work)) ++roofline_violations_;
   DeviceCounters& c = counters_[core];
   c.mxu_busy_ps += t.mxu.count();
   c.busy_ps += t.total.count();

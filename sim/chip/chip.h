@@ -2,14 +2,14 @@
 //
 // A chip of the simulated pod as the timing walk sees it: its devices (the
 // two TensorCores of a v2/v3 chip, the one megacore device of v4 and later),
-// each with its HBM (the DMA in flight over it and what that leaves a kernel)
-// and its counters. SimBackend (sim/sim_backend.h) hands a chip the kernels
+// each with its HBM (one timeline of reservations shared by its kernels,
+// infeed DMA and collective DMA) and its counters. SimBackend (sim/sim_backend.h) hands a chip the kernels
 // of its devices; chips meet only through sim/net's messages, so a chip's
 // work touches its own state only (the seam along which a pod can later be
 // split across processes).
 //
 //   ChipModel chip(rates, /*devices=*/{6, 7});
-//   chip.hbm(0).AddDma({start, end, bytes_per_second});
+//   chip.hbm(0).Reserve(dma_start, bytes, pcie_bytes_per_second);
 //   KernelTime t = chip.RunKernel(/*core=*/0, kernel.work, ready);
 
 #ifndef TPUSIM_SIM_CHIP_CHIP_H_
@@ -25,41 +25,72 @@
 
 namespace tpusim::sim {
 
-// DMA into or out of one device's HBM over [start, end) at `rate` bytes per
-// second.
-struct DmaWindow {
-  common::Picoseconds start;
-  common::Picoseconds end;
-  double rate;
-};
-
-// One device's HBM bandwidth, shared between its kernels and the DMA that
-// overlaps them (a collective's: what it sends is read from HBM, what it
-// receives written; the infeed's: a batch crossing PCIe is written into HBM).
-// A kernel gets what the DMA leaves, and never less than half the rate
-// (tpusim's arbitration choice: a fair share when both want more than half).
+// One device's HBM bandwidth as a timeline of reservations: what its kernels
+// (the walk, in program order) and its collectives' DMA (each chunk a
+// collective sends is read from HBM; each it receives is written, and read
+// too when it is reduced) move. The infeed DMA has its own share, the PCIe
+// rate, kept out of the timeline's rate (ChipModel): a batch crossing PCIe
+// is written into HBM at that rate at most, so it never waits and never
+// takes from the others, whenever it is timed.
+//
+// Arbitration (tpusim's choice): first reserved, first served. A reservation
+// moves its bytes from its start at up to its own rate limit, taking at each
+// moment what the earlier reservations leave; it ends when its last byte has
+// moved. So at every instant the reservations use at most the device's HBM
+// rate (conservation by construction), whatever order they come in, and a
+// DMA or a kernel that shares is slowed rather than the bandwidth exceeded.
+// There is no floor: a kernel that overlaps DMA taking the whole rate waits.
+//
+// The timeline before `horizon` is forgotten (Forget); a reservation that
+// starts before it is counted (violations()) and taken from the horizon on:
+// the invariant check (SimBackend --check-invariants) reports it.
 class HbmArbiter {
  public:
   explicit HbmArbiter(double bytes_per_second)
       : bytes_per_second_(bytes_per_second) {}
 
-  void AddDma(const DmaWindow& window) { windows_.push_back(window); }
-  // Forgets the windows over by `t` (no kernel starting at t or later
-  // overlaps them).
-  void DropEndedBy(common::Picoseconds t);
-  // The rate a kernel that moves `bytes` from `ready` on gets on average:
-  // at each moment what the windows in flight leave (at least half the
-  // rate), the full rate after them.
-  double Share(double bytes, common::Picoseconds ready) const {
-    return Share(bytes, ready, windows_, bytes_per_second_);
-  }
-  static double Share(double bytes, common::Picoseconds ready,
-                      absl::Span<const DmaWindow> windows,
-                      double bytes_per_second);
+  double bytes_per_second() const { return bytes_per_second_; }
+  // Reserves `bytes` from `start` on at up to `max_rate` (capped at the
+  // device's rate); returns when the last byte has moved (`start` for no
+  // bytes).
+  common::Picoseconds Reserve(common::Picoseconds start, double bytes,
+                              double max_rate);
+  // Forgets the timeline before `horizon` (no later reservation starts
+  // earlier).
+  void Forget(common::Picoseconds horizon);
+  // Bytes reserved since construction, and the latest end of a reservation.
+  double bytes() const { return bytes_; }
+  common::Picoseconds last_end() const { return last_end_; }
+  // The most bandwidth in use at any instant still on the timeline.
+  double PeakUse() const;
+  // Reservations that started before the horizon: their count and the first.
+  struct Violation {
+    int64_t count = 0;
+    common::Picoseconds start;
+    common::Picoseconds horizon;
+  };
+  const Violation& violations() const { return violations_; }
 
  private:
   double bytes_per_second_;
-  std::vector<DmaWindow> windows_;  // not yet known to be over
+  // Breakpoints in time order: the rate in use from `at` to the next one;
+  // none in use before the first and after the last (whose use is 0).
+  struct Step {
+    int64_t at;
+    double used;
+  };
+  std::vector<Step> steps_;
+  common::Picoseconds horizon_ = common::Picoseconds(0);
+  double bytes_ = 0;
+  common::Picoseconds last_end_ = common::Picoseconds(0);
+  Violation violations_;
+  struct Piece {
+    int64_t from, to;
+    double rate;
+  };
+  std::vector<Piece> pieces_;  // Reserve's scratch
+  // The index of the breakpoint at `t` (inserted when missing).
+  size_t Split(int64_t t);
 };
 
 // The device span categories (runtime::TimelineSpan::category), in the order
@@ -84,16 +115,24 @@ class ChipModel {
  public:
   // `devices`: the global ids of the chip's devices, in core order; every
   // device has `rates` (sim/chip/kernel_timing.h: its share of the chip).
-  ChipModel(const DeviceRates& rates, std::vector<int> devices);
+  // `infeed_bytes_per_second`: the chip's PCIe rate, which each device's HBM
+  // keeps for the infeed DMA (a batch crossing PCIe is written into HBM at
+  // that rate at most): its kernels and collectives share the rest.
+  ChipModel(const DeviceRates& rates, std::vector<int> devices,
+            double infeed_bytes_per_second = 0);
 
   int num_cores() const { return static_cast<int>(devices_.size()); }
   int device(int core) const { return devices_[core]; }
 
   // Times a kernel of `work` on `core` that may start at `ready`: its HBM
-  // traffic shares the bandwidth with the DMA in flight (HbmArbiter); counts
-  // its busy time and bytes. Windows over by `ready` are forgotten.
+  // bytes are reserved from `ready` on at the pace of its compute (bytes
+  // over its MXU or vector time), at most the device's rate (HbmArbiter:
+  // what the reservations before it leave); counts its busy
+  // time and bytes, and a kernel below its roofline (KernelRoofline, an
+  // invariant: roofline_violations()).
   KernelTime RunKernel(int core, const KernelWork& work,
                        common::Picoseconds ready);
+  int64_t roofline_violations() const { return roofline_violations_; }
 
   HbmArbiter& hbm(int core) { return hbm_[core]; }
   DeviceCounters& counters(int core) { return counters_[core]; }
@@ -105,6 +144,7 @@ class ChipModel {
   std::vector<int> devices_;
   std::vector<HbmArbiter> hbm_;
   std::vector<DeviceCounters> counters_;
+  int64_t roofline_violations_ = 0;
 };
 
 }  // namespace tpusim::sim

@@ -80,6 +80,14 @@ int64_t MatmulCycles(const DeviceRates& rates, const MatmulWork& w) {
 
 KernelTime KernelDuration(const DeviceRates& rates, const KernelWork& work,
                           double hbm_bytes_per_second) {
+  const double share = std::min(hbm_bytes_per_second, rates.hbm_bytes_per_second);
+  return KernelDurationWithMemoryTime(
+      rates, work, TimeAtRate(static_cast<double>(work.hbm_bytes), share));
+}
+
+KernelTime KernelDurationWithMemoryTime(const DeviceRates& rates,
+                                        const KernelWork& work,
+                                        common::Picoseconds memory) {
   KernelTime t;
   int64_t cycles = 0;
   for (const MatmulWork& m : work.matmuls) cycles += MatmulCycles(rates, m);
@@ -91,8 +99,7 @@ KernelTime KernelDuration(const DeviceRates& rates, const KernelWork& work,
       std::ceil(static_cast<double>(work.transcendental_elements) /
                 static_cast<double>(rates.transcendentals_per_cycle));
   t.vector = TimeAtRate(vector_cycles, rates.clock_hz);
-  const double share = std::min(hbm_bytes_per_second, rates.hbm_bytes_per_second);
-  t.memory = TimeAtRate(static_cast<double>(work.hbm_bytes), share);
+  t.memory = memory;
   common::Picoseconds longest = t.vector;
   t.category = "vector";
   if (longest < t.mxu) {
@@ -105,6 +112,21 @@ KernelTime KernelDuration(const DeviceRates& rates, const KernelWork& work,
   }
   t.total = longest + rates.issue_overhead;
   return t;
+}
+
+common::Picoseconds KernelRoofline(const DeviceRates& rates,
+                                   const KernelWork& work) {
+  double flops = 0;
+  for (const MatmulWork& m : work.matmuls) {
+    flops += 2.0 * static_cast<double>(m.batch) * static_cast<double>(m.m) *
+             static_cast<double>(m.k) * static_cast<double>(m.n);
+  }
+  // Rounded down: a bound, not a duration.
+  const double ps = std::max(flops / rates.peak_flops_per_second,
+                             static_cast<double>(work.hbm_bytes) /
+                                 rates.hbm_bytes_per_second) *
+                    1e12;
+  return common::Picoseconds(static_cast<int64_t>(std::floor(ps)));
 }
 
 }  // namespace tpusim::sim

@@ -101,6 +101,15 @@ int64_t MatmulCycles(const DeviceRates& rates, const MatmulWork& w);
 // (its share while DMA traffic overlaps it; <= the device's rate).
 KernelTime KernelDuration(const DeviceRates& rates, const KernelWork& work,
                           double hbm_bytes_per_second);
+// The kernel's time when its HBM traffic takes `memory` (what the device's
+// HBM arbitration gave it: sim/chip/chip.h).
+KernelTime KernelDurationWithMemoryTime(const DeviceRates& rates,
+                                        const KernelWork& work,
+                                        common::Picoseconds memory);
+// Its roofline: the larger of its FLOPs at the device's peak and its HBM
+// bytes at the device's full rate (no kernel may take less).
+common::Picoseconds KernelRoofline(const DeviceRates& rates,
+                                   const KernelWork& work);
 
 // Picoseconds to do `units` of work at `rate` per second, rounded up.
 common::Picoseconds TimeAtRate(double units, double rate_per_second);

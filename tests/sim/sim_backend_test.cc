@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -208,24 +209,29 @@ TEST(SimBackendTest, CollectiveOverlapsIndependentCompute) {
   EXPECT_GE(device_time, compute);
 }
 
-// HBM is shared with collective DMA: an HBM-bound kernel issued while a big
-// all-reduce's DMA runs takes longer than the same kernel beside a tiny one,
-// but never less than its bytes at the full rate nor more than at half of it
-// (the fair-share floor).
+// HBM is shared with the collective's DMA, first reserved first served
+// (sim/chip/chip.h): the HBM-bound kernel issued beside a big all-reduce is
+// timed by the walk before the network runs, so it gets the full rate, and
+// the all-reduce's chunks (read and written through the same HBM) wait for
+// what it leaves: the collective takes longer than the same all-reduce
+// without the kernel (the delays of the members' chunks add up along the
+// algorithm's steps).
 TEST(SimBackendTest, CollectiveDmaSharesHbmWithOverlappedKernels) {
   auto sim = SimBackend::Create("v4-32");
   ASSERT_THAT(sim, IsOk());
   SimBackend& s = **sim;
   const int n = 16;
-  // The memory-bound kernel's span on device 0 when the all-reduce moves
-  // `grad_elements` floats.
-  auto memory_kernel_ps = [&](int64_t grad_elements) {
-    ProgramBuilder b(absl::StrCat("share", grad_elements), n);
+  const int64_t grad_elements = 64 << 20;  // 256 MiB of gradients
+  // Device 0's memory-kernel time and the step's collective time, with or
+  // without the kernel.
+  auto run = [&](bool with_kernel) -> std::pair<int64_t, int64_t> {
+    ProgramBuilder b(absl::StrCat("share", with_kernel), n);
     Value g = *b.Parameter(DType::kF32, Shape({grad_elements}));
     Value x = *b.Parameter(DType::kF32, Shape({16 << 20}));
     Value sum = *b.AllReduce(g, runtime::CollectiveReduce::kSum);
-    Value y = *b.Exp(x);  // 64 MiB in, 64 MiB out: HBM-bound
-    Program p = *std::move(b).Build({sum, y});
+    std::vector<Value> outs = {sum};
+    if (with_kernel) outs.push_back(*b.Exp(x));  // 64 MiB in, 64 MiB out
+    Program p = *std::move(b).Build(outs);
     auto exe = s.Compile(p, {n, 1});
     EXPECT_THAT(exe, IsOk());
     std::vector<std::unique_ptr<Buffer>> owned;
@@ -242,27 +248,33 @@ TEST(SimBackendTest, CollectiveDmaSharesHbmWithOverlappedKernels) {
     EXPECT_THAT(s.ExecuteSpmd(**exe, {OneCorePerReplica(n)}, args), IsOk());
     auto profile = s.CollectProfile();
     EXPECT_THAT(profile, IsOk());
-    int64_t ps = 0;
+    int64_t kernel = 0;
     for (const auto& span : profile->spans()) {
       if (span.device_id() == 0 && span.category() == "memory") {
-        ps += span.end_ps() - span.start_ps();
+        kernel += span.end_ps() - span.start_ps();
       }
     }
-    return ps;
+    const auto& step = profile->steps(0);
+    return {kernel, step.hidden_collective_ps() + step.exposed_collective_ps()};
   };
-  const int64_t alone = memory_kernel_ps(16);
-  const int64_t shared = memory_kernel_ps(64 << 20);  // 256 MiB of gradients
-  const double hbm = s.rates().hbm_bytes_per_second;
+  const auto [no_kernel, alone] = run(false);
+  const auto [kernel, shared] = run(true);
+  EXPECT_EQ(no_kernel, 0);
+  // The HBM less the infeed's share (the chip's PCIe rate, sheet A.8: 16
+  // GB/s on v4).
+  const double hbm = s.rates().hbm_bytes_per_second - 16e9;
   const int64_t issue = s.rates().issue_overhead.count();
-  const double full_rate_ps = 2.0 * (64 << 20) / hbm * 1e12;
-  EXPECT_GE(alone - issue, static_cast<int64_t>(full_rate_ps));
+  // The kernels' full rate: 128 MiB, plus the issue overhead.
+  EXPECT_EQ(kernel - issue, TimeAtRate(2.0 * (64 << 20), hbm).count());
   EXPECT_GT(shared, alone);
-  EXPECT_LE(shared - issue, 2 * (alone - issue) + 1);
+  EXPECT_EQ(alone, 6283696197);
+  EXPECT_EQ(shared, 6467671569);
 }
 
-// The infeed's DMA writes each batch into HBM while kernels run: a kernel it
-// overlaps gets the HBM rate less the PCIe rate. The batch of a later call
-// counts too: the host prefetched it while this call ran.
+// The infeed's DMA writes each batch into HBM while kernels run: each
+// device's HBM keeps the PCIe rate for it (so it never waits, and the
+// timeline does not depend on when a call is timed), and the kernels and
+// collectives share the rest.
 TEST(SimBackendTest, InfeedDmaSharesHbmWithOverlappedKernels) {
   auto sim = SimBackend::Create("v4-8");  // one host, 4 chips, PCIe per chip
   ASSERT_THAT(sim, IsOk());
@@ -301,12 +313,17 @@ TEST(SimBackendTest, InfeedDmaSharesHbmWithOverlappedKernels) {
   auto profile = s.CollectProfile();
   ASSERT_THAT(profile, IsOk());
   std::vector<int64_t> exp_ps;
+  std::vector<int64_t> infeed_end;  // device 0's waits for the big batch
   std::vector<std::string> big_copies;
   int64_t dma_start = -1, dma_end = -1;
   for (const auto& span : profile->spans()) {
     if (span.device_id() == 0 && span.category() == "memory" &&
         absl::StrContains(span.name(), "fusion")) {
       exp_ps.push_back(span.end_ps() - span.start_ps());
+    }
+    if (span.device_id() == 0 && span.category() == "infeed" &&
+        span.end_ps() - span.start_ps() > 1000000) {
+      infeed_end.push_back(span.end_ps());
     }
     if (span.category() == "pcie" && span.end_ps() - span.start_ps() > 1000000) {
       big_copies.push_back(absl::StrCat(span.name(), " on host ", span.host()));
@@ -327,14 +344,16 @@ TEST(SimBackendTest, InfeedDmaSharesHbmWithOverlappedKernels) {
   const double pcie = (int64_t{1} << 30) / ((dma_end - dma_start) * 1e-12);
   EXPECT_NEAR(pcie, 16e9, 1e3);  // sheet A.8: 16 GB/s per v4 chip
   const int64_t issue = s.rates().issue_overhead.count();
-  // Call 2 ran after the big batch arrived: the full HBM rate. Calls 0 and
-  // 1 ran inside its DMA: HBM less PCIe.
-  const double alone = static_cast<double>(exp_ps[2] - issue);
-  EXPECT_NEAR(alone, (16 << 20) / hbm * 1e12, 10);  // + the 4-byte constant
-  for (int c : {0, 1}) {
-    EXPECT_NEAR((exp_ps[c] - issue) / alone, hbm / (hbm - pcie), 1e-6)
+  // The infeed keeps the PCIe rate of each device's HBM: every kernel gets
+  // the rest (whether its call overlaps a copy or not), and a batch is
+  // usable when its copy ends.
+  const double rest = hbm - pcie;
+  for (int c : {0, 1, 2}) {
+    EXPECT_NEAR(exp_ps[c] - issue, (16 << 20) / rest * 1e12, 10)  // + 4 bytes
         << "call " << c;
   }
+  ASSERT_EQ(infeed_end.size(), 1u);
+  EXPECT_EQ(infeed_end[0], dma_end);
 }
 
 // A timing error surfaces at the next Execute or CollectProfile (timing is
@@ -867,16 +886,15 @@ TEST(SimBackendTest, RepeatedTraceDevicesAreAnError) {
 
 namespace tpusim::sim {
 namespace {
-// SimStats::late_starts counts what it says. Two logical cores per replica:
+// Late starts are impossible by design. Two logical cores per replica:
 // core 0 all-reduces 16 MiB, core 1 a small buffer and then, after a kernel
-// on its result, a second small one. The compiled order puts core 0's done
-// before core 1's: resolving it runs the network to the big all-reduce's
-// end, and core 1's second start, at an earlier simulated time, is placed
-// behind the network's clock: each replica's start is late (started at the
-// network's time). The shipped scenarios and the data- and model-parallel
-// tests have none; this program shows the walk can make them and that they
-// are reported (issue 18: to become impossible or an error).
-TEST(SimBackendTest, ACollectiveStartBehindTheNetworkIsCountedAsLate) {
+// on its result, a second small one. Core 0 waits for its big all-reduce
+// long before core 1 reaches its second start; the walk runs the network
+// only when every (replica, core) is finished or blocked, and only to the
+// first end one of them waits for, so core 1's second start is handed to the
+// network at its own time (a kernel-major walk ran the network to the big
+// all-reduce's end first and had to start it late).
+TEST(SimBackendTest, NoCollectiveStartsBehindTheNetwork) {
   auto sim = SimBackend::Create("v3-8");
   ASSERT_THAT(sim, IsOk());
   SimBackend& s = **sim;
@@ -906,9 +924,102 @@ TEST(SimBackendTest, ACollectiveStartBehindTheNetworkIsCountedAsLate) {
     args[r].push_back(owned.back().get());
   }
   ASSERT_THAT(s.ExecuteSpmd(**exe, {assignment}, args), IsOk());
+  auto profile = s.CollectProfile();
+  ASSERT_THAT(profile, IsOk());
+  // Replica 0's waits: core 1 waits for its second all-reduce from
+  // 1139462198 ps, where it started: before core 0's big all-reduce ended
+  // (1225696550 ps), which the old walk had run the network to first.
+  std::vector<std::string> waits;
+  for (const auto& span : profile->spans()) {
+    if (span.category() == "collective" && span.device_id() < 2) {
+      waits.push_back(absl::StrCat(span.device_id(), " ", span.name(), " ",
+                                   span.start_ps(), "..", span.end_ps()));
+    }
+  }
+  EXPECT_THAT(waits, ::testing::UnorderedElementsAre(
+                         "1 all_reduce.4.done 1048832000..1138443322",
+                         "1 all_reduce.6.done 1139462198..1227724435",
+                         "0 all_reduce.1.done 1048576000..1225696550"));
   const SimBackend::SimStats st = s.Stats();
   EXPECT_EQ(st.collectives, 3 * n);
-  EXPECT_EQ(st.late_starts, n);
+  EXPECT_EQ(st.late_starts, 0);
+}
+}  // namespace
+}  // namespace tpusim::sim
+
+namespace tpusim::sim {
+namespace {
+// Observing the timeline does not change it. Eight calls on v4-8, each
+// reading a batch with host work (every other one 256 MiB, so its PCIe copy
+// overlaps the kernels of the calls around it) and running an HBM-bound
+// kernel beside an all-reduce; once polled with Now(), Stats() and
+// CollectProfile() after every call (each settles every pending call before
+// the later batches exist), once only at the end. Both give these steps and
+// spans, to the picosecond.
+std::string ObservedRun(bool poll_every_call) {
+  auto sim = SimBackend::Create("v4-8");
+  EXPECT_THAT(sim, IsOk());
+  SimBackend& s = **sim;
+  const int n = 4;
+  std::vector<std::unique_ptr<runtime::Executable>> exes;
+  std::vector<std::unique_ptr<Buffer>> owned;
+  for (int call = 0; call < 8; ++call) {
+    const int64_t elements = call % 2 == 1 ? int64_t{1} << 26 : 16;
+    ProgramBuilder b(absl::StrCat("observed", call), n);
+    Value x = *b.Parameter(DType::kF32, Shape({elements}));
+    Value ones =
+        *b.Broadcast(*b.Constant(Tensor::Scalar<float>(1.f)), {4 << 20});
+    Value y = *b.Add(ones, ones);  // HBM-bound
+    Value sum = *b.AllReduce(*b.Add(x, x), runtime::CollectiveReduce::kSum);
+    Program p = *std::move(b).Build({y, sum});
+    auto exe = s.Compile(p, {n, 1});
+    EXPECT_THAT(exe, IsOk());
+    exes.push_back(std::move(*exe));
+    std::vector<std::vector<Buffer*>> args(n);
+    for (int r = 0; r < n; ++r) {
+      runtime::TransferOptions options;
+      options.host_cost = common::Picoseconds::FromMicroseconds(300);
+      owned.push_back(*s.TransferToDevice(
+          r, Tensor::Abstract(DType::kF32, Shape({elements})), options));
+      args[r].push_back(owned.back().get());
+    }
+    EXPECT_THAT(s.ExecuteSpmd(*exes.back(), {OneCorePerReplica(n)}, args),
+                IsOk());
+    if (poll_every_call) {
+      (void)s.Now();
+      (void)s.Stats();
+      EXPECT_THAT(s.CollectProfile(), IsOk());
+    }
+  }
+  auto profile = s.CollectProfile();
+  EXPECT_THAT(profile, IsOk());
+  std::string out;
+  for (const auto& step : profile->steps()) {
+    absl::StrAppend(&out, "step ", step.start_ps(), "..", step.end_ps(), " ");
+  }
+  // The spans, folded into one number (FNV-1a over their times).
+  uint64_t h = 1469598103934665603u;
+  for (const auto& span : profile->spans()) {
+    for (int64_t v : {static_cast<int64_t>(span.device_id()), span.start_ps(),
+                      span.end_ps()}) {
+      h = (h ^ static_cast<uint64_t>(v)) * 1099511628211u;
+    }
+  }
+  absl::StrAppend(&out, "spans ", profile->spans_size(), " hash ", h);
+  return out;
+}
+
+constexpr char kObserved[] =
+    "step 0..1205006024 step 1205006024..24111536635 "
+    "step 24111536635..24232874327 step 24232874327..41188752635 "
+    "step 41188752635..41310090327 step 41310090327..58265968635 "
+    "step 58265968635..58387306327 step 58387306327..75343184635 "
+    "spans 220 hash 8621406120308341449";
+TEST(SimBackendObservationTest, PolledAfterEveryCall) {
+  EXPECT_EQ(ObservedRun(true), kObserved);
+}
+TEST(SimBackendObservationTest, PolledAtTheEnd) {
+  EXPECT_EQ(ObservedRun(false), kObserved);
 }
 }  // namespace
 }  // namespace tpusim::sim
