@@ -6,12 +6,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "sim/chip/chip.h"
 
 namespace tpusim::tools {
 namespace {
 
 const char* const kCategories[] = {"mxu",   "vector", "memory", "collective",
                                    "infeed", "input", "host"};
+static_assert(sizeof(kCategories) / sizeof(kCategories[0]) ==
+                  sim::kNumSpanCategories,
+              "the report's categories are the simulator's span categories");
 
 std::string Escape(absl::string_view text) {
   std::string out;
@@ -44,6 +48,32 @@ std::string LinkName(const LinkUse& l) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& BreakdownCategories() {
+  static const std::vector<std::string>* categories = [] {
+    auto* v = new std::vector<std::string>(sim::kSpanCategories,
+                                           sim::kSpanCategories +
+                                               sim::kNumSpanCategories);
+    v->push_back("idle");
+    return v;
+  }();
+  return *categories;
+}
+
+std::string CategoryColour(const std::string& category) {
+  // Chosen: Tableau 10, one colour per category in BreakdownCategories()
+  // order; distinct from each other and from the page's white and text.
+  static const std::map<std::string, std::string>* colour =
+      new std::map<std::string, std::string>{
+          {"mxu", "#4e79a7"},        {"vector", "#76b7b2"},
+          {"memory", "#f28e2b"},     {"collective", "#e15759"},
+          {"infeed", "#edc948"},     {"input", "#b07aa1"},
+          {"host", "#9c755f"},       {"idle", "#bab0ac"}};
+  auto it = colour->find(category);
+  return it == colour->end() ? "#808080" : it->second;
+}
+
+std::string HtmlEscape(const std::string& text) { return Escape(text); }
 
 RunStats ComputeRunStats(const std::string& scenario,
                          const scenarios::TrainResult& r) {
@@ -180,6 +210,8 @@ RunStats ComputeRunStats(const std::string& scenario,
           {"input", "input-bound (the host pipeline is too slow)"},
           {"host", "host-overhead-bound (raise steps_per_run)"},
           {"idle", "mostly idle (waiting on other devices or the host)"}};
+  s.bottleneck_category = worst;
+  s.bottleneck_share = worst_ms / s.step_ms_mean;
   s.bottleneck = absl::StrFormat(
       "The step is %s: on its critical path %s takes %.1f%% of it (%.3f ms "
       "of %.3f ms).",
@@ -247,8 +279,7 @@ std::string TextReport(const RunStats& s) {
     return out;
   }
   absl::StrAppend(&out, "breakdown of a step (mean per device):\n");
-  for (const char* c : {"input", "infeed", "mxu", "vector", "memory",
-                        "collective", "host", "idle"}) {
+  for (const std::string& c : BreakdownCategories()) {
     const double ms = s.breakdown_ms.at(c);
     absl::StrAppendFormat(&out, "  %-10s %9.3f ms  %5.1f%%\n", c, ms,
                           100 * ms / s.step_ms_mean);
@@ -330,12 +361,15 @@ Json StatsJson(const RunStats& s) {
       {"hbm_capacity_bytes", Json::Int(s.hbm_capacity_bytes)},
       {"busiest_links", Json::Array(std::move(links))},
       {"bottleneck", Json::String(s.bottleneck)},
+      {"bottleneck_category", Json::String(s.bottleneck_category)},
+      {"bottleneck_share", Json::Float64(s.bottleneck_share)},
       {"last_loss", s.has_loss ? Json::Float64(s.last_loss) : Json::Null()},
   };
   if (s.wall_time_only) {
     for (const char* k : {"breakdown_ms", "mfu", "hbm_gbps_per_chip",
                           "peak_hbm_bytes", "hbm_capacity_bytes",
-                          "busiest_links"}) {
+                          "busiest_links", "bottleneck_category",
+                          "bottleneck_share"}) {
       members.erase(k);
     }
   }
