@@ -355,8 +355,7 @@ std::string CompareHtml(const std::string& title,
   const double row_h = 28;
   const int n = static_cast<int>(runs.size());
   absl::StrAppendFormat(&html,
-                        "<svg id=\"breakdown\" width=\"%.0f\" height=\"%.0f\" "
-                        "xmlns=\"http://www.w3.org/2000/svg\">",
+                        "<svg id=\"breakdown\" width=\"%.0f\" height=\"%.0f\">",
                         kLabel + kWidth + 90, n * row_h + 30);
   for (int i = 0; i < n; ++i) {
     const ComparedRun& r = runs[i];
@@ -431,7 +430,7 @@ std::string CompareHtml(const std::string& title,
     }
     absl::StrAppendFormat(&html,
                           "<h2>%s</h2>\n<svg id=\"%s\" width=\"%.0f\" "
-                          "height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\">",
+                          "height=\"%.0f\">",
                           heading, id, kLabel + kWidth + 200, n * row_h + 8);
     for (int i = 0; i < n; ++i) {
       const ComparedRun& r = runs[i];
