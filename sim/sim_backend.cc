@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -22,6 +23,7 @@
 #include "sim/net/network.h"
 #include "sim/net_preset.h"
 #include "sim/pod.pb.h"
+#include "strategy/runtime/ops.h"
 
 namespace tpusim::sim {
 
@@ -776,6 +778,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   }
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
   step_spans_.clear();
+  step_flights_.clear();
   // The call's host spans are kept while its first step's spans are.
   const bool traced_call = traced_steps_ < options_.max_traced_steps;
   for (int r = 0; r < replicas; ++r) {
@@ -916,6 +919,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         const int id = collective_of[start];
         TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
         SimPod::Collective& col = pod_->collective(id);
+        const char* algorithm = nullptr;
         for (int r = 0; r < replicas; ++r) {
           const size_t slot = r * cores + c;
           const Picoseconds end = col.end[r];
@@ -928,6 +932,27 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
             exposed[slot] += end - ready;
             AddStepSpan(dev(r, c), static_cast<int32_t>(k), ready, end,
                         "collective");
+          }
+          if (options_.record_spans &&
+              traced_steps_ < options_.max_traced_steps) {
+            if (algorithm == nullptr) {
+              // The algorithm its first group runs (the trace's and the
+              // report's collective table).
+              algorithm = "none";
+              if (!col.trivial) {
+                const int group =
+                    col.request.groups != nullptr
+                        ? col.request.groups->group_of(dev(0, c))
+                        : 0;
+                absl::StatusOr<net::Algorithm> a = net::ResolveAlgorithm(
+                    pod_->topology(), col.request, group);
+                algorithm = a.ok() ? net::AlgorithmName(*a) : "unknown";
+              }
+            }
+            step_flights_.push_back(StepFlight{
+                dev(r, c), static_cast<int32_t>(k), col.start[r].count(),
+                end.count(),
+                ready < end ? (end - ready).count() : int64_t{0}, algorithm});
           }
           const Picoseconds done = Max(ready, end);
           clock[slot] = done;
@@ -1018,6 +1043,18 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step.input_wait_ps = input[last].count();
   step.host_overhead_ps = options_.host_loop_overhead.count();
   steps_.push_back(step);
+  // Each link's busy time so far, at the end of the first calls: the trace's
+  // link utilisation over time.
+  if (options_.record_spans && pod_ != nullptr &&
+      steps_.size() <= static_cast<size_t>(kMaxLinkSamples)) {
+    const std::vector<net::LinkStats> links = pod_->network().Links();
+    std::vector<int64_t> busy(links.size());
+    for (size_t i = 0; i < links.size(); ++i) {
+      busy[i] = links[i].busy.count() -
+                (i < link_base_.size() ? link_base_[i].second : 0);
+    }
+    link_samples_.push_back(std::move(busy));
+  }
   now_ = end;
   // Host spans: each batch's pipeline work and its PCIe transfer (while
   // steps are traced).
@@ -1060,6 +1097,7 @@ void SimBackend::EndStep(const SimSchedule& schedule,
   if (!options_.record_spans) return;
   if (traced_steps_ >= options_.max_traced_steps) {
     ++untraced_steps_;
+    step_flights_.clear();
     return;
   }
   ++traced_steps_;
@@ -1102,12 +1140,33 @@ void SimBackend::EndStep(const SimSchedule& schedule,
                        : s.name == kNameInputPipeline ? "input pipeline"
                        : s.name == kNameInfeed        ? "infeed"
                                                       : nullptr;
-    spans_.push_back(Span{s.device,
-                          name != nullptr ? std::string(name)
-                                          : kernels[s.name].name,
-                          s.start_ps, s.end_ps, kSpanCategories[s.category]});
+    Span span{s.device,
+              name != nullptr ? std::string(name) : kernels[s.name].name,
+              s.start_ps, s.end_ps, kSpanCategories[s.category]};
+    if (name == nullptr) {
+      const Kernel& k = kernels[s.name];
+      span.flops = k.flops;
+      span.bytes = k.kind == CompiledKernelKind::kCollectiveDone
+                       ? k.collective_bytes
+                   : k.kind == CompiledKernelKind::kCopy
+                       ? k.copy_bytes
+                       : k.hbm_read_bytes + k.hbm_write_bytes;
+      span.fused_ops = static_cast<int32_t>(k.op_ids.size());
+    }
+    spans_.push_back(std::move(span));
   }
   step_spans_.clear();
+  for (const StepFlight& f : step_flights_) {
+    if (!traced_[f.device]) continue;
+    const Kernel& k = kernels[f.kernel];
+    std::string pair = k.name;
+    if (absl::EndsWith(pair, ".done")) pair.resize(pair.size() - 5);
+    flights_.push_back(Flight{f.device, std::move(pair),
+                              std::string(runtime::OpCodeName(k.collective)),
+                              f.algorithm, k.collective_bytes, f.start_ps,
+                              f.end_ps, f.exposed_ps});
+  }
+  step_flights_.clear();
 }
 
 Picoseconds SimBackend::Now() const {
@@ -1146,6 +1205,20 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     span->set_end_ps(s.end_ps);
     span->set_category(s.category);
     span->set_host(s.host);
+    span->set_flops(s.flops);
+    span->set_bytes(s.bytes);
+    span->set_fused_ops(s.fused_ops);
+  }
+  for (const Flight& f : flights_) {
+    runtime::CollectiveSpan* c = p.add_collectives();
+    c->set_device_id(f.device_id);
+    c->set_name(f.name);
+    c->set_op(f.op);
+    c->set_algorithm(f.algorithm);
+    c->set_bytes(f.bytes);
+    c->set_start_ps(f.start_ps);
+    c->set_end_ps(f.end_ps);
+    c->set_exposed_ps(f.exposed_ps);
   }
   for (const Step& s : steps_) {
     runtime::StepProfile* step = p.add_steps();
@@ -1180,6 +1253,9 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     }
     lp->set_bytes(bytes);
     lp->set_busy_ps(busy);
+    for (const std::vector<int64_t>& sample : link_samples_) {
+      if (index < sample.size()) lp->add_busy_ps_at_step_end(sample[index]);
+    }
   }
   return p;
 }
@@ -1205,6 +1281,9 @@ void SimBackend::ResetProfile() {
   for (ChipModel& chip : chips_) chip.ResetCounters();
   spans_.clear();
   step_spans_.clear();
+  flights_.clear();
+  step_flights_.clear();
+  link_samples_.clear();
   traced_steps_ = 0;
   untraced_steps_ = 0;
   steps_.clear();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -378,55 +380,171 @@ Json StatsJson(const RunStats& s) {
 }
 
 std::string ChromeTrace(const scenarios::TrainResult& r) {
-  // Processes: one per chip (pid = chip + 1) with a thread per core, one per
-  // host (pid = 100000 + task) for its PCIe transfers; times in microseconds.
+  // Processes: one per chip with a traced device (pid = chip + 1) with a
+  // thread per core, one per host (pid = 100000 + task) for its input
+  // pipeline and PCIe transfers, the device calls (pid 200000) and the
+  // busiest ICI links' utilisation (pid 0). Times in microseconds. Every
+  // process and thread is named by a metadata event (Perfetto and
+  // chrome://tracing show the names).
+  constexpr int kHostPid = 100000;
+  constexpr int kStepsPid = 200000;
   std::vector<std::string> events;
   const runtime::Profile& p = r.profile;
   const int dpc = std::max(1, r.devices_per_chip);
-  auto chip_of = [&](int device) { return device / dpc; };
-  std::vector<bool> named_chip(std::max(1, r.num_chips), false);
+  auto us = [](int64_t ps) { return ShortestFloat64(ps * 1e-6); };
+  auto ms = [](int64_t ps) { return ShortestFloat64(ps * 1e-9); };
+  auto name_process = [&](int pid, const std::string& name, int sort) {
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": "
+        "{\"name\": %s}}",
+        pid, JsonQuote(name)));
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": %d, "
+        "\"args\": {\"sort_index\": %d}}",
+        pid, sort));
+  };
+  auto name_thread = [&](int pid, int tid, const std::string& name) {
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+        "\"args\": {\"name\": %s}}",
+        pid, tid, JsonQuote(name)));
+  };
+  // The devices and hosts that have spans or collectives, in order.
+  std::set<int> devices, hosts;
+  for (const runtime::TimelineSpan& span : p.spans()) {
+    if (span.device_id() >= 0) {
+      devices.insert(span.device_id());
+    } else {
+      hosts.insert(span.host());
+    }
+  }
+  for (const runtime::CollectiveSpan& c : p.collectives()) {
+    devices.insert(c.device_id());
+  }
+  int last_chip = -1;
+  for (int d : devices) {
+    // Devices are numbered task-major; the chip index is only a grouping
+    // for the trace (device / devices_per_chip).
+    const int chip = d / dpc;
+    if (chip != last_chip) {
+      name_process(chip + 1,
+                   dpc > 1 ? absl::StrCat("chip ", chip, " (devices ",
+                                          chip * dpc, "-", chip * dpc + dpc - 1,
+                                          ")")
+                           : absl::StrCat("chip ", chip, " (device ", d, ")"),
+                   chip + 1);
+      last_chip = chip;
+    }
+    name_thread(chip + 1, d % dpc,
+                absl::StrCat("core ", d % dpc, " (device ", d, ")"));
+  }
+  for (int h : hosts) {
+    name_process(kHostPid + h, absl::StrCat("host ", h), kHostPid + h);
+    name_thread(kHostPid + h, 0, "input pipeline and PCIe infeed");
+  }
+  // The step track: one slice per device call, the first marked warm-up.
+  name_process(kStepsPid, "steps (device calls)", -1);
+  name_thread(kStepsPid, 0, "device calls");
+  for (int i = 0; i < p.steps_size(); ++i) {
+    const runtime::StepProfile& st = p.steps(i);
+    const std::string name =
+        st.steps() == 1 ? absl::StrCat("step ", i)
+                        : absl::StrCat("call ", i, " (", st.steps(), " steps)");
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"X\", \"name\": %s, \"cat\": \"step\", \"pid\": %d, "
+        "\"tid\": 0, \"ts\": %s, \"dur\": %s, \"args\": {\"steps\": %d, "
+        "\"warm_up\": %s, \"critical_path_ms\": {\"exposed_collective\": %s, "
+        "\"hidden_collective\": %s, \"input_wait\": %s, \"infeed_wait\": %s, "
+        "\"host_overhead\": %s}}}",
+        JsonQuote(name), kStepsPid, us(st.start_ps()),
+        us(st.end_ps() - st.start_ps()), st.steps(),
+        i == 0 ? "true" : "false", ms(st.exposed_collective_ps()),
+        ms(st.hidden_collective_ps()), ms(st.input_wait_ps()),
+        ms(st.infeed_wait_ps()), ms(st.host_overhead_ps())));
+  }
   for (const runtime::TimelineSpan& span : p.spans()) {
     int pid, tid;
     if (span.device_id() >= 0) {
-      // Devices are numbered task-major; the chip index is only a grouping
-      // for the trace (device / devices_per_chip).
-      pid = chip_of(span.device_id()) + 1;
+      pid = span.device_id() / dpc + 1;
       tid = span.device_id() % dpc;
-      if (pid - 1 < static_cast<int>(named_chip.size()) && !named_chip[pid - 1]) {
-        named_chip[pid - 1] = true;
-        events.push_back(absl::StrFormat(
-            "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, "
-            "\"args\": {\"name\": \"chip of devices %d-%d\"}}",
-            pid, (pid - 1) * dpc, (pid - 1) * dpc + dpc - 1));
-      }
     } else {
-      pid = 100000 + span.host();
+      pid = kHostPid + span.host();
       tid = 0;
+    }
+    std::string args = absl::StrCat("\"category\": ", JsonQuote(span.category()));
+    if (span.fused_ops() > 0) {
+      absl::StrAppend(&args, ", \"flops\": ", span.flops(), ", \"bytes\": ",
+                      span.bytes(), ", \"fused_ops\": ", span.fused_ops());
+    }
+    if (span.category() == "collective") {
+      absl::StrAppend(&args, ", \"exposed\": true");
     }
     events.push_back(absl::StrFormat(
         "{\"ph\": \"X\", \"name\": %s, \"cat\": %s, \"pid\": %d, \"tid\": %d, "
-        "\"ts\": %s, \"dur\": %s}",
+        "\"ts\": %s, \"dur\": %s, \"args\": {%s}}",
         JsonQuote(span.name()), JsonQuote(span.category()), pid, tid,
-        ShortestFloat64(span.start_ps() * 1e-6),
-        ShortestFloat64((span.end_ps() - span.start_ps()) * 1e-6)));
+        us(span.start_ps()), us(span.end_ps() - span.start_ps()), args));
   }
-  // Counter tracks: the five busiest links' utilisation over the run.
-  RunStats stats = ComputeRunStats("", r);
-  for (const LinkUse& l : stats.busiest_links) {
+  // Collectives from start to done (async slices on their core's track);
+  // the exposed part is the "collective" slice at the done.
+  for (int i = 0; i < p.collectives_size(); ++i) {
+    const runtime::CollectiveSpan& c = p.collectives(i);
+    const int pid = c.device_id() / dpc + 1;
+    const int tid = c.device_id() % dpc;
+    const int64_t flight = c.end_ps() - c.start_ps();
     events.push_back(absl::StrFormat(
-        "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": 0, \"args\": "
-        "{\"utilisation\": %s}}",
-        JsonQuote(absl::StrCat("link ", LinkName(l))),
-        ShortestFloat64(l.utilisation)));
+        "{\"ph\": \"b\", \"name\": %s, \"cat\": \"collective\", \"id\": "
+        "\"0x%x\", \"pid\": %d, \"tid\": %d, \"ts\": %s, \"args\": {\"op\": "
+        "%s, \"algorithm\": %s, \"bytes\": %d, \"exposed_us\": %s, "
+        "\"hidden_us\": %s}}",
+        JsonQuote(c.name()), i, pid, tid, us(c.start_ps()), JsonQuote(c.op()),
+        JsonQuote(c.algorithm()), c.bytes(), us(c.exposed_ps()),
+        us(std::max<int64_t>(0, flight - c.exposed_ps()))));
     events.push_back(absl::StrFormat(
-        "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": %s, \"args\": "
-        "{\"utilisation\": 0}}",
-        JsonQuote(absl::StrCat("link ", LinkName(l))),
-        ShortestFloat64(p.end_ps() * 1e-6)));
+        "{\"ph\": \"e\", \"name\": %s, \"cat\": \"collective\", \"id\": "
+        "\"0x%x\", \"pid\": %d, \"tid\": %d, \"ts\": %s}",
+        JsonQuote(c.name()), i, pid, tid, us(c.end_ps())));
   }
-  events.push_back(
-      "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": "
-      "{\"name\": \"ICI links (busiest)\"}}");
+  // Counter tracks: the five busiest links' utilisation over time, one
+  // sample per device call (their busy time at each call's end) while the
+  // profile has them, else their mean over the run.
+  name_process(0, "ICI links (busiest)", -2);
+  std::vector<std::pair<const runtime::LinkProfile*, double>> busiest;
+  const double total_ps = std::max<double>(1, p.end_ps());
+  for (const runtime::LinkProfile& l : p.links()) {
+    if (l.busy_ps() > 0) busiest.push_back({&l, l.busy_ps() / total_ps});
+  }
+  std::stable_sort(busiest.begin(), busiest.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (busiest.size() > 5) busiest.resize(5);
+  for (const auto& [l, mean] : busiest) {
+    LinkUse u;
+    u.chip = l->chip();
+    u.coords.assign(l->coords().begin(), l->coords().end());
+    u.dim = l->dim();
+    u.direction = l->direction();
+    const std::string name = JsonQuote(absl::StrCat("link ", LinkName(u)));
+    auto sample = [&](int64_t ts_ps, double utilisation) {
+      events.push_back(absl::StrFormat(
+          "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": %s, \"args\": "
+          "{\"utilisation\": %s}}",
+          name, us(ts_ps), ShortestFloat64(utilisation)));
+    };
+    int64_t from_ps = 0, busy_before = 0;
+    const int samples =
+        std::min(l->busy_ps_at_step_end_size(), p.steps_size());
+    for (int k = 0; k < samples; ++k) {
+      const int64_t to_ps = p.steps(k).end_ps();
+      const int64_t busy = l->busy_ps_at_step_end(k);
+      sample(from_ps, to_ps > from_ps ? static_cast<double>(busy - busy_before) /
+                                            (to_ps - from_ps)
+                                      : 0.0);
+      from_ps = to_ps;
+      busy_before = busy;
+    }
+    if (samples == 0) sample(0, mean);
+    sample(samples == 0 ? p.end_ps() : from_ps, 0);
+  }
   // A pod with more devices than the trace keeps says which it keeps.
   std::vector<std::string> other_data;
   if (p.traced_devices_size() > 0 &&

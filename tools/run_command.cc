@@ -124,11 +124,16 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
     TPUSIM_RETURN_IF_ERROR(MakeDirectory(dir));
     std::string scenario_text;
     google::protobuf::TextFormat::PrintToString(scenario.proto, &scenario_text);
-    // The summary: every counter, step and link; the spans are the trace's.
+    // The summary: every counter, step and link; the spans, collectives and
+    // link samples are the trace's.
     std::string profile_text;
     {
       runtime::Profile summary = result.profile;
       summary.clear_spans();
+      summary.clear_collectives();
+      for (runtime::LinkProfile& l : *summary.mutable_links()) {
+        l.clear_busy_ps_at_step_end();
+      }
       google::protobuf::TextFormat::PrintToString(summary, &profile_text);
     }
     TPUSIM_RETURN_IF_ERROR(
