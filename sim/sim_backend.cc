@@ -574,7 +574,16 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
             " bytes; largest live values: ",
             absl::StrJoin(m.largest_at_peak, ", ")));
       }
-      counters(d).peak_hbm_bytes = std::max(counters(d).peak_hbm_bytes, need);
+      DeviceCounters& counted = counters(d);
+      if (need >= counted.peak_hbm_bytes) {
+        counted.peak_hbm_bytes = need;
+        counted.peak_hbm_split = {variables - m.optimizer_state,
+                                  m.optimizer_state,
+                                  m.parameters,
+                                  m.infeed,
+                                  m.constants,
+                                  m.live_peak};
+      }
     }
   }
   // This process's memory, on the program's first call, before its values
@@ -1186,6 +1195,15 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     dp.set_busy_ps(t.busy_ps);
     dp.set_hbm_bytes(t.hbm_bytes);
     dp.set_peak_hbm_bytes(t.peak_hbm_bytes);
+    if (t.peak_hbm_bytes > 0) {
+      runtime::HbmSplit* split = dp.mutable_peak_hbm_split();
+      split->set_weights(t.peak_hbm_split.weights);
+      split->set_optimizer_state(t.peak_hbm_split.optimizer_state);
+      split->set_arguments(t.peak_hbm_split.arguments);
+      split->set_infeed(t.peak_hbm_split.infeed);
+      split->set_constants(t.peak_hbm_split.constants);
+      split->set_live_peak(t.peak_hbm_split.live_peak);
+    }
     dp.set_hbm_capacity_bytes(rates_.hbm_capacity.count());
     for (int c = 0; c < kNumSpanCategories; ++c) {
       if (t.category_ps[c] != 0) {

@@ -1106,6 +1106,100 @@ std::string CollectiveTable(const runtime::Profile& p) {
   return out;
 }
 
+std::string HbmSection(const runtime::Profile& p) {
+  const runtime::DeviceProfile* peak = nullptr;
+  for (const runtime::DeviceProfile& d : p.devices()) {
+    if (peak == nullptr || d.peak_hbm_bytes() > peak->peak_hbm_bytes()) peak = &d;
+  }
+  if (peak == nullptr || peak->peak_hbm_bytes() == 0) return "";
+  const int64_t capacity = peak->hbm_capacity_bytes();
+  const runtime::HbmSplit& h = peak->peak_hbm_split();
+  // Chosen colours, distinct from each other and from the free part.
+  const std::pair<const char*, int64_t> parts[] = {
+      {"weights", h.weights()},     {"optimizer state", h.optimizer_state()},
+      {"arguments", h.arguments()}, {"infeed buffers", h.infeed()},
+      {"constants", h.constants()}, {"activations and temporaries", h.live_peak()}};
+  const char* colours[] = {"#4e79a7", "#f28e2b", "#59a14f",
+                           "#edc948", "#9c755f", "#e15759"};
+  const double top = static_cast<double>(std::max(capacity, peak->peak_hbm_bytes()));
+  std::string svg = absl::StrFormat(
+      "<svg id=\"hbm\" class=\"chart\" width=\"%.0f\" height=\"60\" "
+      "role=\"img\" aria-label=\"HBM use of the fullest device\"><rect "
+      "x=\"0\" y=\"4\" width=\"%.2f\" height=\"26\" fill=\"#eeeeee\" "
+      "stroke=\"#999\"><title>capacity %s</title></rect>",
+      kChartWidth + 20, kChartWidth * capacity / top,
+      common::Bytes(capacity).ToString());
+  std::string rows;
+  double x = 0;
+  for (int i = 0; i < 6; ++i) {
+    const double w = kChartWidth * parts[i].second / top;
+    if (w > 0) {
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.2f\" y=\"4\" width=\"%.2f\" "
+                            "height=\"26\" fill=\"%s\"><title>%s %s</title>"
+                            "</rect>",
+                            x, w, colours[i], parts[i].first,
+                            common::Bytes(parts[i].second).ToString());
+      x += w;
+    }
+    absl::StrAppendFormat(&rows,
+                          "<tr><td class=\"l\"><i class=\"sw\" "
+                          "style=\"background:%s\"></i>%s</td><td>%s</td>"
+                          "<td>%.1f%%</td></tr>\n",
+                          colours[i], parts[i].first,
+                          common::Bytes(parts[i].second).ToString(),
+                          capacity > 0 ? 100.0 * parts[i].second / capacity : 0.0);
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"0\" y=\"48\">0</text><text x=\"%.2f\" "
+                        "y=\"48\" text-anchor=\"end\">capacity %s</text>"
+                        "</svg>\n",
+                        kChartWidth * capacity / top,
+                        common::Bytes(capacity).ToString());
+  return absl::StrCat(
+      "<p>Device ", peak->device_id(), " (the fullest) at its peak: ",
+      common::Bytes(peak->peak_hbm_bytes()).ToString(), " of ",
+      common::Bytes(capacity).ToString(), ".</p>\n", svg,
+      "<table id=\"hbm-split\"><tr><th class=\"l\">kind</th><th>bytes</th>"
+      "<th>of capacity</th></tr>\n",
+      rows, "</table>\n");
+}
+
+std::string InputSection(const RunStats& s) {
+  const scenarios::InputSummary& in = s.input;
+  if (!in.pipeline) return "";
+  std::string out = absl::StrFormat(
+      "<p>The scenario pipeline via %s (semantics %s), %d input workers, "
+      "shard policy %s; %d steps run%s.</p>\n<table id=\"input\"><tr><th>"
+      "worker</th><th class=\"l\">shard policy</th><th class=\"l\">why</th>"
+      "</tr>\n",
+      Escape(in.api), Escape(in.semantics), in.workers,
+      Escape(in.requested_policy), in.steps_run,
+      in.ended ? " (end of data)" : "");
+  for (size_t w = 0; w < in.applied_policy.size(); ++w) {
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%d</td><td class=\"l\">%s</td><td "
+                          "class=\"l wrap\">%s</td></tr>\n",
+                          w, Escape(in.applied_policy[w]),
+                          Escape(w < in.shard_reason.size() ? in.shard_reason[w]
+                                                            : ""));
+  }
+  int64_t total = 0, lo = 0, hi = 0;
+  for (size_t i = 0; i < in.examples_per_replica.size(); ++i) {
+    const int64_t e = in.examples_per_replica[i];
+    total += e;
+    lo = i == 0 ? e : std::min(lo, e);
+    hi = i == 0 ? e : std::max(hi, e);
+  }
+  absl::StrAppendFormat(&out,
+                        "</table>\n<p>Examples per replica over the run: %d "
+                        "replicas, %d to %d each, %d in all; %d in the last "
+                        "step.</p>\n",
+                        in.examples_per_replica.size(), lo, hi, total,
+                        in.examples_last_step);
+  return out;
+}
+
 }  // namespace
 
 std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
@@ -1120,7 +1214,8 @@ std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
       "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td.l,th.l"
       "{text-align:left}.legend span{display:inline-block;margin-right:16px}"
       ".sw{display:inline-block;width:12px;height:12px;margin-right:4px;"
-      "vertical-align:middle}svg text{font-size:12px}svg.chart{display:"
+      "vertical-align:middle}td.wrap{white-space:normal;overflow-wrap:anywhere;"
+      "max-width:600px}svg text{font-size:12px}svg.chart{display:"
       "block;max-width:100%;height:auto}.warm{font-size:10px}</style></head>"
       "<body>\n<h1>",
       Escape(s.scenario), "</h1>\n<h2>Summary</h2>\n<pre id=\"summary\">",
@@ -1140,7 +1235,11 @@ std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
         "a straggler is the first bar.</p>\n",
         DeviceChart(p, steps), "<h2>ICI link utilisation</h2>\n", LinkMap(p),
         "<h2>Top kernels</h2>\n", KernelTable(p, steps),
-        "<h2>Collectives</h2>\n", CollectiveTable(p));
+        "<h2>Collectives</h2>\n", CollectiveTable(p), "<h2>HBM</h2>\n",
+        HbmSection(p));
+  }
+  if (s.input.pipeline) {
+    absl::StrAppend(&html, "<h2>Input</h2>\n", InputSection(s));
   }
   absl::StrAppend(&html, "<h2>Scenario</h2>\n<pre id=\"scenario\">",
                   Escape(scenario_text), "</pre>\n</body></html>\n");

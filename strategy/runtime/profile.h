@@ -22,6 +22,7 @@ using DeviceProfile = proto::DeviceProfileProto;
 using OpCounters = proto::OpCountersProto;
 using TimelineSpan = proto::TimelineSpanProto;
 using CollectiveSpan = proto::CollectiveSpanProto;
+using HbmSplit = proto::HbmSplitProto;
 using LinkProfile = proto::LinkProfileProto;
 using StepProfile = proto::StepProfileProto;
 
