@@ -24,13 +24,6 @@ std::string ShortCategory(const std::string& c) {
   return c;
 }
 
-std::string LinkLabel(const LinkUse& l) {
-  const char* axes = "xyzc";
-  return absl::StrCat("chip ", l.chip, " (", absl::StrJoin(l.coords, ","),
-                      ") ", l.direction > 0 ? "+" : "-",
-                      std::string(1, axes[std::min(std::max(l.dim, 0), 3)]));
-}
-
 // "input 77.0%" from the stats' bottleneck category and share.
 std::string ShortBottleneck(const RunStats& s) {
   if (s.bottleneck_category.empty()) return s.bottleneck;
@@ -491,7 +484,7 @@ std::string CompareHtml(const std::string& title,
       absl::StrAppendFormat(&html,
                             "<tr><td>%d</td><td class=\"l\">%s</td><td>%.1f%%"
                             "</td><td>%d</td></tr>\n",
-                            i, LinkLabel(l), 100 * l.utilisation, l.bytes);
+                            i, LinkName(l), 100 * l.utilisation, l.bytes);
     }
   }
   absl::StrAppend(&html, "</table>\n</body></html>\n");

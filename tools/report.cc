@@ -44,13 +44,6 @@ std::string Escape(absl::string_view text) {
   return out;
 }
 
-std::string LinkName(const LinkUse& l) {
-  const char* axes = "xyzc";
-  return absl::StrCat("chip ", l.chip, " (", absl::StrJoin(l.coords, ","),
-                      ") ", l.direction > 0 ? "+" : "-",
-                      std::string(1, axes[std::min(l.dim, 3)]));
-}
-
 }  // namespace
 
 const std::vector<std::string>& BreakdownCategories() {
@@ -78,6 +71,13 @@ std::string CategoryColour(const std::string& category) {
 }
 
 std::string HtmlEscape(const std::string& text) { return Escape(text); }
+
+std::string LinkName(const LinkUse& l) {
+  const char* axes = "xyzc";
+  return absl::StrCat("chip ", l.chip, " (", absl::StrJoin(l.coords, ","),
+                      ") ", l.direction > 0 ? "+" : "-",
+                      std::string(1, axes[std::min(std::max(l.dim, 0), 3)]));
+}
 
 RunStats ComputeRunStats(const std::string& scenario,
                          const scenarios::TrainResult& r) {

@@ -88,6 +88,8 @@ struct RunStats {
 const std::vector<std::string>& BreakdownCategories();
 // The category's colour in every chart ("#rrggbb"; grey for an unknown one).
 std::string CategoryColour(const std::string& category);
+// "chip 3 (1,1,0) +x": a link as the reports name it.
+std::string LinkName(const LinkUse& link);
 // `text` with <, >, &, " escaped for HTML.
 std::string HtmlEscape(const std::string& text);
 
