@@ -114,8 +114,8 @@ absl::StatusOr<RunStats> ReadStatsJson(absl::string_view text,
     u.dim = static_cast<int>(l.Get("dim").number);
     u.direction = static_cast<int>(l.Get("direction").number);
     u.bytes = static_cast<int64_t>(l.Get("bytes").number);
-    // Either spelling (issue 21 unifies the JSON keys).
-    u.utilisation = l.Has("utilization") ? l.Get("utilization").number
+    // Either spelling (tpusim.run.stats/1 before issue 21 wrote utilisation).
+    u.utilization = l.Has("utilization") ? l.Get("utilization").number
                                          : l.Get("utilisation").number;
     s.busiest_links.push_back(std::move(u));
   }
@@ -484,7 +484,7 @@ std::string CompareHtml(const std::string& title,
       absl::StrAppendFormat(&html,
                             "<tr><td>%d</td><td class=\"l\">%s</td><td>%.1f%%"
                             "</td><td>%d</td></tr>\n",
-                            i, LinkName(l), 100 * l.utilisation, l.bytes);
+                            i, LinkName(l), 100 * l.utilization, l.bytes);
     }
   }
   absl::StrAppend(&html, "</table>\n</body></html>\n");

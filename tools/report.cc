@@ -163,12 +163,12 @@ RunStats ComputeRunStats(const std::string& scenario,
     u.dim = l.dim();
     u.direction = l.direction();
     u.bytes = l.bytes();
-    u.utilisation = l.busy_ps() / total_ps;
+    u.utilization = l.busy_ps() / total_ps;
     links.push_back(std::move(u));
   }
   std::stable_sort(links.begin(), links.end(),
                    [](const LinkUse& a, const LinkUse& b) {
-                     return a.utilisation > b.utilisation;
+                     return a.utilization > b.utilization;
                    });
   if (links.size() > 5) links.resize(5);
   s.busiest_links = links;
@@ -298,7 +298,7 @@ std::string TextReport(const RunStats& s) {
   if (s.busiest_links.empty()) absl::StrAppend(&out, "  (none used)\n");
   for (const LinkUse& l : s.busiest_links) {
     absl::StrAppendFormat(&out, "  %-24s %5.1f%% busy, %d bytes\n", LinkName(l),
-                          100 * l.utilisation, l.bytes);
+                          100 * l.utilization, l.bytes);
   }
   absl::StrAppend(&out, "bottleneck: ", s.bottleneck, "\n");
   return out;
@@ -316,7 +316,7 @@ Json StatsJson(const RunStats& s) {
                                   {"dim", Json::Int(l.dim)},
                                   {"direction", Json::Int(l.direction)},
                                   {"bytes", Json::Int(l.bytes)},
-                                  {"utilisation", Json::Float64(l.utilisation)}}));
+                                  {"utilization", Json::Float64(l.utilization)}}));
   }
   std::map<std::string, Json> extra;
   if (s.input.pipeline) {
@@ -526,11 +526,11 @@ std::string ChromeTrace(const scenarios::TrainResult& r) {
     u.dim = l->dim();
     u.direction = l->direction();
     const std::string name = JsonQuote(absl::StrCat("link ", LinkName(u)));
-    auto sample = [&](int64_t ts_ps, double utilisation) {
+    auto sample = [&](int64_t ts_ps, double utilization) {
       events.push_back(absl::StrFormat(
           "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": %s, \"args\": "
-          "{\"utilisation\": %s}}",
-          name, us(ts_ps), ShortestFloat64(utilisation)));
+          "{\"utilization\": %s}}",
+          name, us(ts_ps), ShortestFloat64(utilization)));
     };
     int64_t from_ps = 0, busy_before = 0;
     const int samples =

@@ -31,7 +31,7 @@ struct LinkUse {
   int dim = 0;
   int direction = 1;
   int64_t bytes = 0;
-  double utilisation = 0;  // busy time over the run's time
+  double utilization = 0;  // busy time over the run's time
 };
 
 struct RunStats {

@@ -40,7 +40,7 @@ RunStats Example(int chips, double step_ms) {
   l.dim = 0;
   l.direction = -1;
   l.bytes = 1000;
-  l.utilisation = 0.5;
+  l.utilization = 0.5;
   s.busiest_links = {l};
   s.bottleneck = "The step is input-bound.";
   s.bottleneck_category = "input";
@@ -73,7 +73,7 @@ TEST(CompareReportTest, StatsJsonReadsBack) {
   ASSERT_EQ(back->busiest_links.size(), 1u);
   EXPECT_EQ(back->busiest_links[0].coords, std::vector<int>({1, 0, 0}));
   EXPECT_EQ(back->busiest_links[0].direction, -1);
-  EXPECT_EQ(back->busiest_links[0].utilisation, 0.5);
+  EXPECT_EQ(back->busiest_links[0].utilization, 0.5);
   EXPECT_EQ(StatsJson(*back).Dump(), StatsJson(s).Dump());
 }
 

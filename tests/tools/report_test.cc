@@ -150,12 +150,12 @@ TEST(ReportTest, LinkUtilisationIsATimeSeriesPerCall) {
   // (Times in json_writer's shortest form: 10 is "1e+01".)
   EXPECT_THAT(trace, HasSubstr("{\"ph\": \"C\", \"name\": \"link chip 0 "
                                "(0,0,0) +x\", \"pid\": 0, \"ts\": 0, \"args\": "
-                               "{\"utilisation\": 0.2}},\n{\"ph\": \"C\", "
+                               "{\"utilization\": 0.2}},\n{\"ph\": \"C\", "
                                "\"name\": \"link chip 0 (0,0,0) +x\", \"pid\": "
-                               "0, \"ts\": 1e+01, \"args\": {\"utilisation\": "
+                               "0, \"ts\": 1e+01, \"args\": {\"utilization\": "
                                "0.6}},\n{\"ph\": \"C\", \"name\": \"link chip "
                                "0 (0,0,0) +x\", \"pid\": 0, \"ts\": 2e+01, "
-                               "\"args\": {\"utilisation\": 0}}"));
+                               "\"args\": {\"utilization\": 0}}"));
   EXPECT_EQ(Count(trace, "\"ph\": \"C\""), 3);
 }
 
