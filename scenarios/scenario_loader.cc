@@ -1,6 +1,7 @@
 #include "scenarios/scenario_loader.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -278,6 +279,60 @@ class Validator {
  public:
   explicit Validator(const LoadedScenario& s) : s_(s) {}
 
+  // One rule for the slice (issue 21): the pod follows cluster.slice, and a
+  // run.pod that names a slice, or a generation and shape, must name the same
+  // chips (generation and chip mesh), so a sweep over cluster.slice can never
+  // run every point on the pod's slice. A pod or cluster slice that does not
+  // parse is left to the check that reads it.
+  absl::Status CheckPodMatchesCluster(const Cursor& c, const Scenario& sc) {
+    const proto::PodSpec& pod = sc.run().pod();
+    absl::StatusOr<runtime::SliceLayout> cluster =
+        runtime::ParseSlice(sc.cluster().slice());
+    if (!cluster.ok()) return absl::OkStatus();
+    const runtime::TpuGeneration* generation = nullptr;
+    std::array<int, 3> mesh = {1, 1, 1};
+    std::string field, value;
+    if (pod.has_slice()) {
+      absl::StatusOr<runtime::SliceLayout> named =
+          runtime::ParseSlice(pod.slice());
+      if (!named.ok()) return absl::OkStatus();
+      generation = named->generation;
+      mesh = named->chip_mesh;
+      field = "slice";
+      value = Quote(pod.slice());
+    } else {
+      absl::StatusOr<const runtime::TpuGeneration*> found =
+          runtime::FindTpuGeneration(pod.generation());
+      if (!found.ok() || pod.shape_size() > 3) return absl::OkStatus();
+      generation = *found;
+      for (int i = 0; i < pod.shape_size(); ++i) mesh[i] = pod.shape(i);
+      field = pod.has_generation() ? "generation" : "shape";
+      value = pod.has_generation()
+                  ? absl::StrCat(Quote(pod.generation()), " shape [",
+                                 absl::StrJoin(pod.shape(), ", "), "]")
+                  : absl::StrCat("[", absl::StrJoin(pod.shape(), ", "), "]");
+    }
+    if (generation != nullptr && cluster->generation != nullptr &&
+        std::string(generation->name) == cluster->generation->name &&
+        mesh == cluster->chip_mesh) {
+      return absl::OkStatus();
+    }
+    auto chips = [](const runtime::TpuGeneration* g,
+                    const std::array<int, 3>& m) {
+      return absl::StrCat(m[0] * m[1] * m[2], " ",
+                          g != nullptr ? g->name : "?", " chips (",
+                          absl::StrJoin(m, "x"), ")");
+    };
+    return c.Child(pod, "pod").Error(
+        field, value,
+        absl::StrCat("names ", chips(generation, mesh), " but cluster.slice=",
+                     Quote(sc.cluster().slice()), " names ",
+                     chips(cluster->generation, cluster->chip_mesh),
+                     "; the pod follows cluster.slice: drop run.pod's slice "
+                     "(or generation and shape), or make it name the same "
+                     "chips"));
+  }
+
   absl::Status CheckRun(const Cursor& c, const Scenario& sc) {
     const RunSpec& run = sc.run();
     if (run.has_backend() && run.backend() != "sim" && run.backend() != "host" &&
@@ -304,6 +359,9 @@ class Validator {
       return c.Error("pod", "",
                      "missing; set run.pod { slice: \"v4-32\" } or "
                      "cluster.slice");
+    }
+    if (pod_names_slice && sc.cluster().has_slice()) {
+      TPUSIM_RETURN_IF_ERROR(CheckPodMatchesCluster(c, sc));
     }
     if (run.has_device_assignment()) {
       const DeviceAssignmentSpec& da = run.device_assignment();

@@ -106,6 +106,10 @@ MemoryEstimate EstimateRunMemory(const RunShape& s) {
     add(absl::StrCat("the spans of ", s.traced_devices, " traced devices"),
         Mul(Mul(Mul(s.traced_devices, s.traced_steps), spans_per_step),
             kBytesPerTracedSpan));
+    // Every link's busy time at the end of the first 64 calls (at most 8
+    // links a chip), in the backend and in the profile.
+    add("link samples",
+        Mul(Mul(s.chips, 8), Mul(std::min<int64_t>(s.traced_steps, 64), 16)));
   }
   return Totalled(std::move(e));
 }

@@ -7,9 +7,11 @@
 #include <limits>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -22,6 +24,7 @@
 #include "sim/net/network.h"
 #include "sim/net_preset.h"
 #include "sim/pod.pb.h"
+#include "strategy/runtime/ops.h"
 
 namespace tpusim::sim {
 
@@ -741,7 +744,16 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
             " bytes; largest live values: ",
             absl::StrJoin(m.largest_at_peak, ", ")));
       }
-      counters(d).peak_hbm_bytes = std::max(counters(d).peak_hbm_bytes, need);
+      DeviceCounters& counted = counters(d);
+      if (need >= counted.peak_hbm_bytes) {
+        counted.peak_hbm_bytes = need;
+        counted.peak_hbm_split = {variables - m.optimizer_state,
+                                  m.optimizer_state,
+                                  m.parameters,
+                                  m.infeed,
+                                  m.constants,
+                                  m.live_peak};
+      }
     }
   }
   // This process's memory, on the program's first call, before its values
@@ -924,6 +936,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   }
   std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
   step_spans_.clear();
+  step_flights_.clear();
   // The call's host spans are kept while its first step's spans are.
   const bool traced_call = traced_steps_ < options_.max_traced_steps;
   for (int r = 0; r < replicas; ++r) {
@@ -1050,6 +1063,23 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       runnable.push_back(static_cast<int>(slot));
     }
     size_t finished_slots = 0;
+    // The algorithm a collective's first group runs (the trace's and the
+    // report's collective table), resolved once per collective.
+    std::unordered_map<int, const char*> algorithms;
+    auto algorithm_of = [&](int id, int c) -> const char* {
+      auto [it, inserted] = algorithms.try_emplace(id, "none");
+      if (!inserted) return it->second;
+      const SimPod::Collective& col = pod_->collective(id);
+      if (!col.trivial) {
+        const int group = col.request.groups != nullptr
+                              ? col.request.groups->group_of(dev(0, c))
+                              : 0;
+        absl::StatusOr<net::Algorithm> a =
+            net::ResolveAlgorithm(pod_->topology(), col.request, group);
+        it->second = a.ok() ? net::AlgorithmName(*a) : "unknown";
+      }
+      return it->second;
+    };
     // Runs slot `slot` until it finishes or blocks.
     auto advance = [&](int slot) -> absl::Status {
       const int r = slot / cores;
@@ -1101,6 +1131,13 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           if (ready < end) {
             exposed[slot] += end - ready;
             AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
+          }
+          if (options_.record_spans &&
+              traced_steps_ < options_.max_traced_steps) {
+            step_flights_.push_back(StepFlight{
+                d, static_cast<int32_t>(k), col.start[r].count(), end.count(),
+                ready < end ? (end - ready).count() : int64_t{0},
+                algorithm_of(id, c)});
           }
           const Picoseconds done = Max(ready, end);
           clock[slot] = done;
@@ -1213,6 +1250,18 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step.input_wait_ps = input[last].count();
   step.host_overhead_ps = options_.host_loop_overhead.count();
   steps_.push_back(step);
+  // Each link's busy time so far, at the end of the first calls: the trace's
+  // link utilisation over time.
+  if (options_.record_spans && pod_ != nullptr &&
+      steps_.size() <= static_cast<size_t>(kMaxLinkSamples)) {
+    const std::vector<net::LinkStats> links = pod_->network().Links();
+    std::vector<int64_t> busy(links.size());
+    for (size_t i = 0; i < links.size(); ++i) {
+      busy[i] = links[i].busy.count() -
+                (i < link_base_.size() ? link_base_[i].second : 0);
+    }
+    link_samples_.push_back(std::move(busy));
+  }
   now_ = end;
   // Host spans: each batch's pipeline work and its PCIe transfer (while
   // steps are traced).
@@ -1336,6 +1385,7 @@ void SimBackend::EndStep(const SimSchedule& schedule,
   if (!options_.record_spans) return;
   if (traced_steps_ >= options_.max_traced_steps) {
     ++untraced_steps_;
+    step_flights_.clear();
     return;
   }
   ++traced_steps_;
@@ -1378,12 +1428,33 @@ void SimBackend::EndStep(const SimSchedule& schedule,
                        : s.name == kNameInputPipeline ? "input pipeline"
                        : s.name == kNameInfeed        ? "infeed"
                                                       : nullptr;
-    spans_.push_back(Span{s.device,
-                          name != nullptr ? std::string(name)
-                                          : kernels[s.name].name,
-                          s.start_ps, s.end_ps, kSpanCategories[s.category]});
+    Span span{s.device,
+              name != nullptr ? std::string(name) : kernels[s.name].name,
+              s.start_ps, s.end_ps, kSpanCategories[s.category]};
+    if (name == nullptr) {
+      const Kernel& k = kernels[s.name];
+      span.flops = k.flops;
+      span.bytes = k.kind == CompiledKernelKind::kCollectiveDone
+                       ? k.collective_bytes
+                   : k.kind == CompiledKernelKind::kCopy
+                       ? k.copy_bytes
+                       : k.hbm_read_bytes + k.hbm_write_bytes;
+      span.fused_ops = static_cast<int32_t>(k.op_ids.size());
+    }
+    spans_.push_back(std::move(span));
   }
   step_spans_.clear();
+  for (const StepFlight& f : step_flights_) {
+    if (!traced_[f.device]) continue;
+    const Kernel& k = kernels[f.kernel];
+    std::string pair = k.name;
+    if (absl::EndsWith(pair, ".done")) pair.resize(pair.size() - 5);
+    flights_.push_back(Flight{f.device, std::move(pair),
+                              std::string(runtime::OpCodeName(k.collective)),
+                              f.algorithm, k.collective_bytes, f.start_ps,
+                              f.end_ps, f.exposed_ps});
+  }
+  step_flights_.clear();
 }
 
 Picoseconds SimBackend::Now() const {
@@ -1403,6 +1474,15 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     dp.set_busy_ps(t.busy_ps);
     dp.set_hbm_bytes(t.hbm_bytes);
     dp.set_peak_hbm_bytes(t.peak_hbm_bytes);
+    if (t.peak_hbm_bytes > 0) {
+      runtime::HbmSplit* split = dp.mutable_peak_hbm_split();
+      split->set_weights(t.peak_hbm_split.weights);
+      split->set_optimizer_state(t.peak_hbm_split.optimizer_state);
+      split->set_arguments(t.peak_hbm_split.arguments);
+      split->set_infeed(t.peak_hbm_split.infeed);
+      split->set_constants(t.peak_hbm_split.constants);
+      split->set_live_peak(t.peak_hbm_split.live_peak);
+    }
     dp.set_hbm_capacity_bytes(rates_.hbm_capacity.count());
     for (int c = 0; c < kNumSpanCategories; ++c) {
       if (t.category_ps[c] != 0) {
@@ -1422,6 +1502,20 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     span->set_end_ps(s.end_ps);
     span->set_category(s.category);
     span->set_host(s.host);
+    span->set_flops(s.flops);
+    span->set_bytes(s.bytes);
+    span->set_fused_ops(s.fused_ops);
+  }
+  for (const Flight& f : flights_) {
+    runtime::CollectiveSpan* c = p.add_collectives();
+    c->set_device_id(f.device_id);
+    c->set_name(f.name);
+    c->set_op(f.op);
+    c->set_algorithm(f.algorithm);
+    c->set_bytes(f.bytes);
+    c->set_start_ps(f.start_ps);
+    c->set_end_ps(f.end_ps);
+    c->set_exposed_ps(f.exposed_ps);
   }
   for (const Step& s : steps_) {
     runtime::StepProfile* step = p.add_steps();
@@ -1456,6 +1550,9 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     }
     lp->set_bytes(bytes);
     lp->set_busy_ps(busy);
+    for (const std::vector<int64_t>& sample : link_samples_) {
+      if (index < sample.size()) lp->add_busy_ps_at_step_end(sample[index]);
+    }
   }
   return p;
 }
@@ -1481,6 +1578,9 @@ void SimBackend::ResetProfile() {
   for (ChipModel& chip : chips_) chip.ResetCounters();
   spans_.clear();
   step_spans_.clear();
+  flights_.clear();
+  step_flights_.clear();
+  link_samples_.clear();
   traced_steps_ = 0;
   untraced_steps_ = 0;
   steps_.clear();

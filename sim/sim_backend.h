@@ -315,6 +315,33 @@ class SimBackend final : public runtime::Backend {
     int64_t end_ps;
     const char* category;
     int host = -1;
+    // A kernel's span (trace args): its cost-rule FLOPs, HBM bytes (a
+    // collective's: its bytes per device) and the program ops fused in it.
+    int64_t flops = 0;
+    int64_t bytes = 0;
+    int32_t fused_ops = 0;
+  };
+  // A collective of a traced device from its start to its done (the exposed
+  // part is the wait at the done), for the trace and the report.
+  struct Flight {
+    int device_id;
+    std::string name;       // the start/done pair's op ("all_reduce.7")
+    std::string op;         // "all_reduce", ...
+    std::string algorithm;  // "ring", ... ("none" for a group of one)
+    int64_t bytes;
+    int64_t start_ps;
+    int64_t end_ps;
+    int64_t exposed_ps;
+  };
+  // A collective of the step being timed (kept by EndStep for the traced
+  // devices): `kernel` is its done kernel's index.
+  struct StepFlight {
+    int32_t device;
+    int32_t kernel;
+    int64_t start_ps;
+    int64_t end_ps;
+    int64_t exposed_ps;
+    const char* algorithm;
   };
   // A device span of the step being timed, before the step's traced devices
   // are known: `name` is a kernel index of the call's schedule, or one of
@@ -360,6 +387,11 @@ class SimBackend final : public runtime::Backend {
   }
   mutable std::vector<Span> spans_;  // of the traced devices and their hosts
   mutable std::vector<StepSpan> step_spans_;  // of the step being timed
+  mutable std::vector<Flight> flights_;          // of the traced devices
+  mutable std::vector<StepFlight> step_flights_;  // of the step being timed
+  // Per call (the first kMaxLinkSamples): every link's busy ps so far.
+  static constexpr int kMaxLinkSamples = 64;  // chosen
+  mutable std::vector<std::vector<int64_t>> link_samples_;
   // Per device: its spans are kept; how many are.
   mutable std::vector<char> traced_;
   mutable int num_traced_ = 0;

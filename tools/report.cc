@@ -1,17 +1,25 @@
 #include "tools/report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/units.h"
+#include "sim/chip/chip.h"
 
 namespace tpusim::tools {
 namespace {
 
 const char* const kCategories[] = {"mxu",   "vector", "memory", "collective",
                                    "infeed", "input", "host"};
+static_assert(sizeof(kCategories) / sizeof(kCategories[0]) ==
+                  sim::kNumSpanCategories,
+              "the report's categories are the simulator's span categories");
 
 std::string Escape(absl::string_view text) {
   std::string out;
@@ -36,14 +44,40 @@ std::string Escape(absl::string_view text) {
   return out;
 }
 
+}  // namespace
+
+const std::vector<std::string>& BreakdownCategories() {
+  static const std::vector<std::string>* categories = [] {
+    auto* v = new std::vector<std::string>(sim::kSpanCategories,
+                                           sim::kSpanCategories +
+                                               sim::kNumSpanCategories);
+    v->push_back("idle");
+    return v;
+  }();
+  return *categories;
+}
+
+std::string CategoryColour(const std::string& category) {
+  // Chosen: Tableau 10, one colour per category in BreakdownCategories()
+  // order; distinct from each other and from the page's white and text.
+  static const std::map<std::string, std::string>* colour =
+      new std::map<std::string, std::string>{
+          {"mxu", "#4e79a7"},        {"vector", "#76b7b2"},
+          {"memory", "#f28e2b"},     {"collective", "#e15759"},
+          {"infeed", "#edc948"},     {"input", "#b07aa1"},
+          {"host", "#9c755f"},       {"idle", "#bab0ac"}};
+  auto it = colour->find(category);
+  return it == colour->end() ? "#808080" : it->second;
+}
+
+std::string HtmlEscape(const std::string& text) { return Escape(text); }
+
 std::string LinkName(const LinkUse& l) {
   const char* axes = "xyzc";
   return absl::StrCat("chip ", l.chip, " (", absl::StrJoin(l.coords, ","),
                       ") ", l.direction > 0 ? "+" : "-",
-                      std::string(1, axes[std::min(l.dim, 3)]));
+                      std::string(1, axes[std::min(std::max(l.dim, 0), 3)]));
 }
-
-}  // namespace
 
 RunStats ComputeRunStats(const std::string& scenario,
                          const scenarios::TrainResult& r) {
@@ -129,12 +163,12 @@ RunStats ComputeRunStats(const std::string& scenario,
     u.dim = l.dim();
     u.direction = l.direction();
     u.bytes = l.bytes();
-    u.utilisation = l.busy_ps() / total_ps;
+    u.utilization = l.busy_ps() / total_ps;
     links.push_back(std::move(u));
   }
   std::stable_sort(links.begin(), links.end(),
                    [](const LinkUse& a, const LinkUse& b) {
-                     return a.utilisation > b.utilisation;
+                     return a.utilization > b.utilization;
                    });
   if (links.size() > 5) links.resize(5);
   s.busiest_links = links;
@@ -180,6 +214,8 @@ RunStats ComputeRunStats(const std::string& scenario,
           {"input", "input-bound (the host pipeline is too slow)"},
           {"host", "host-overhead-bound (raise steps_per_run)"},
           {"idle", "mostly idle (waiting on other devices or the host)"}};
+  s.bottleneck_category = worst;
+  s.bottleneck_share = worst_ms / s.step_ms_mean;
   s.bottleneck = absl::StrFormat(
       "The step is %s: on its critical path %s takes %.1f%% of it (%.3f ms "
       "of %.3f ms).",
@@ -247,8 +283,7 @@ std::string TextReport(const RunStats& s) {
     return out;
   }
   absl::StrAppend(&out, "breakdown of a step (mean per device):\n");
-  for (const char* c : {"input", "infeed", "mxu", "vector", "memory",
-                        "collective", "host", "idle"}) {
+  for (const std::string& c : BreakdownCategories()) {
     const double ms = s.breakdown_ms.at(c);
     absl::StrAppendFormat(&out, "  %-10s %9.3f ms  %5.1f%%\n", c, ms,
                           100 * ms / s.step_ms_mean);
@@ -263,7 +298,7 @@ std::string TextReport(const RunStats& s) {
   if (s.busiest_links.empty()) absl::StrAppend(&out, "  (none used)\n");
   for (const LinkUse& l : s.busiest_links) {
     absl::StrAppendFormat(&out, "  %-24s %5.1f%% busy, %d bytes\n", LinkName(l),
-                          100 * l.utilisation, l.bytes);
+                          100 * l.utilization, l.bytes);
   }
   absl::StrAppend(&out, "bottleneck: ", s.bottleneck, "\n");
   return out;
@@ -281,7 +316,7 @@ Json StatsJson(const RunStats& s) {
                                   {"dim", Json::Int(l.dim)},
                                   {"direction", Json::Int(l.direction)},
                                   {"bytes", Json::Int(l.bytes)},
-                                  {"utilisation", Json::Float64(l.utilisation)}}));
+                                  {"utilization", Json::Float64(l.utilization)}}));
   }
   std::map<std::string, Json> extra;
   if (s.input.pipeline) {
@@ -330,12 +365,15 @@ Json StatsJson(const RunStats& s) {
       {"hbm_capacity_bytes", Json::Int(s.hbm_capacity_bytes)},
       {"busiest_links", Json::Array(std::move(links))},
       {"bottleneck", Json::String(s.bottleneck)},
+      {"bottleneck_category", Json::String(s.bottleneck_category)},
+      {"bottleneck_share", Json::Float64(s.bottleneck_share)},
       {"last_loss", s.has_loss ? Json::Float64(s.last_loss) : Json::Null()},
   };
   if (s.wall_time_only) {
     for (const char* k : {"breakdown_ms", "mfu", "hbm_gbps_per_chip",
                           "peak_hbm_bytes", "hbm_capacity_bytes",
-                          "busiest_links"}) {
+                          "busiest_links", "bottleneck_category",
+                          "bottleneck_share"}) {
       members.erase(k);
     }
   }
@@ -344,55 +382,171 @@ Json StatsJson(const RunStats& s) {
 }
 
 std::string ChromeTrace(const scenarios::TrainResult& r) {
-  // Processes: one per chip (pid = chip + 1) with a thread per core, one per
-  // host (pid = 100000 + task) for its PCIe transfers; times in microseconds.
+  // Processes: one per chip with a traced device (pid = chip + 1) with a
+  // thread per core, one per host (pid = 100000 + task) for its input
+  // pipeline and PCIe transfers, the device calls (pid 200000) and the
+  // busiest ICI links' utilisation (pid 0). Times in microseconds. Every
+  // process and thread is named by a metadata event (Perfetto and
+  // chrome://tracing show the names).
+  constexpr int kHostPid = 100000;
+  constexpr int kStepsPid = 200000;
   std::vector<std::string> events;
   const runtime::Profile& p = r.profile;
   const int dpc = std::max(1, r.devices_per_chip);
-  auto chip_of = [&](int device) { return device / dpc; };
-  std::vector<bool> named_chip(std::max(1, r.num_chips), false);
+  auto us = [](int64_t ps) { return ShortestFloat64(ps * 1e-6); };
+  auto ms = [](int64_t ps) { return ShortestFloat64(ps * 1e-9); };
+  auto name_process = [&](int pid, const std::string& name, int sort) {
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": "
+        "{\"name\": %s}}",
+        pid, JsonQuote(name)));
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": %d, "
+        "\"args\": {\"sort_index\": %d}}",
+        pid, sort));
+  };
+  auto name_thread = [&](int pid, int tid, const std::string& name) {
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+        "\"args\": {\"name\": %s}}",
+        pid, tid, JsonQuote(name)));
+  };
+  // The devices and hosts that have spans or collectives, in order.
+  std::set<int> devices, hosts;
+  for (const runtime::TimelineSpan& span : p.spans()) {
+    if (span.device_id() >= 0) {
+      devices.insert(span.device_id());
+    } else {
+      hosts.insert(span.host());
+    }
+  }
+  for (const runtime::CollectiveSpan& c : p.collectives()) {
+    devices.insert(c.device_id());
+  }
+  int last_chip = -1;
+  for (int d : devices) {
+    // Devices are numbered task-major; the chip index is only a grouping
+    // for the trace (device / devices_per_chip).
+    const int chip = d / dpc;
+    if (chip != last_chip) {
+      name_process(chip + 1,
+                   dpc > 1 ? absl::StrCat("chip ", chip, " (devices ",
+                                          chip * dpc, "-", chip * dpc + dpc - 1,
+                                          ")")
+                           : absl::StrCat("chip ", chip, " (device ", d, ")"),
+                   chip + 1);
+      last_chip = chip;
+    }
+    name_thread(chip + 1, d % dpc,
+                absl::StrCat("core ", d % dpc, " (device ", d, ")"));
+  }
+  for (int h : hosts) {
+    name_process(kHostPid + h, absl::StrCat("host ", h), kHostPid + h);
+    name_thread(kHostPid + h, 0, "input pipeline and PCIe infeed");
+  }
+  // The step track: one slice per device call, the first marked warm-up.
+  name_process(kStepsPid, "steps (device calls)", -1);
+  name_thread(kStepsPid, 0, "device calls");
+  for (int i = 0; i < p.steps_size(); ++i) {
+    const runtime::StepProfile& st = p.steps(i);
+    const std::string name =
+        st.steps() == 1 ? absl::StrCat("step ", i)
+                        : absl::StrCat("call ", i, " (", st.steps(), " steps)");
+    events.push_back(absl::StrFormat(
+        "{\"ph\": \"X\", \"name\": %s, \"cat\": \"step\", \"pid\": %d, "
+        "\"tid\": 0, \"ts\": %s, \"dur\": %s, \"args\": {\"steps\": %d, "
+        "\"warm_up\": %s, \"critical_path_ms\": {\"exposed_collective\": %s, "
+        "\"hidden_collective\": %s, \"input_wait\": %s, \"infeed_wait\": %s, "
+        "\"host_overhead\": %s}}}",
+        JsonQuote(name), kStepsPid, us(st.start_ps()),
+        us(st.end_ps() - st.start_ps()), st.steps(),
+        i == 0 ? "true" : "false", ms(st.exposed_collective_ps()),
+        ms(st.hidden_collective_ps()), ms(st.input_wait_ps()),
+        ms(st.infeed_wait_ps()), ms(st.host_overhead_ps())));
+  }
   for (const runtime::TimelineSpan& span : p.spans()) {
     int pid, tid;
     if (span.device_id() >= 0) {
-      // Devices are numbered task-major; the chip index is only a grouping
-      // for the trace (device / devices_per_chip).
-      pid = chip_of(span.device_id()) + 1;
+      pid = span.device_id() / dpc + 1;
       tid = span.device_id() % dpc;
-      if (pid - 1 < static_cast<int>(named_chip.size()) && !named_chip[pid - 1]) {
-        named_chip[pid - 1] = true;
-        events.push_back(absl::StrFormat(
-            "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, "
-            "\"args\": {\"name\": \"chip of devices %d-%d\"}}",
-            pid, (pid - 1) * dpc, (pid - 1) * dpc + dpc - 1));
-      }
     } else {
-      pid = 100000 + span.host();
+      pid = kHostPid + span.host();
       tid = 0;
+    }
+    std::string args = absl::StrCat("\"category\": ", JsonQuote(span.category()));
+    if (span.fused_ops() > 0) {
+      absl::StrAppend(&args, ", \"flops\": ", span.flops(), ", \"bytes\": ",
+                      span.bytes(), ", \"fused_ops\": ", span.fused_ops());
+    }
+    if (span.category() == "collective") {
+      absl::StrAppend(&args, ", \"exposed\": true");
     }
     events.push_back(absl::StrFormat(
         "{\"ph\": \"X\", \"name\": %s, \"cat\": %s, \"pid\": %d, \"tid\": %d, "
-        "\"ts\": %s, \"dur\": %s}",
+        "\"ts\": %s, \"dur\": %s, \"args\": {%s}}",
         JsonQuote(span.name()), JsonQuote(span.category()), pid, tid,
-        ShortestFloat64(span.start_ps() * 1e-6),
-        ShortestFloat64((span.end_ps() - span.start_ps()) * 1e-6)));
+        us(span.start_ps()), us(span.end_ps() - span.start_ps()), args));
   }
-  // Counter tracks: the five busiest links' utilisation over the run.
-  RunStats stats = ComputeRunStats("", r);
-  for (const LinkUse& l : stats.busiest_links) {
+  // Collectives from start to done (async slices on their core's track);
+  // the exposed part is the "collective" slice at the done.
+  for (int i = 0; i < p.collectives_size(); ++i) {
+    const runtime::CollectiveSpan& c = p.collectives(i);
+    const int pid = c.device_id() / dpc + 1;
+    const int tid = c.device_id() % dpc;
+    const int64_t flight = c.end_ps() - c.start_ps();
     events.push_back(absl::StrFormat(
-        "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": 0, \"args\": "
-        "{\"utilisation\": %s}}",
-        JsonQuote(absl::StrCat("link ", LinkName(l))),
-        ShortestFloat64(l.utilisation)));
+        "{\"ph\": \"b\", \"name\": %s, \"cat\": \"collective\", \"id\": "
+        "\"0x%x\", \"pid\": %d, \"tid\": %d, \"ts\": %s, \"args\": {\"op\": "
+        "%s, \"algorithm\": %s, \"bytes\": %d, \"exposed_us\": %s, "
+        "\"hidden_us\": %s}}",
+        JsonQuote(c.name()), i, pid, tid, us(c.start_ps()), JsonQuote(c.op()),
+        JsonQuote(c.algorithm()), c.bytes(), us(c.exposed_ps()),
+        us(std::max<int64_t>(0, flight - c.exposed_ps()))));
     events.push_back(absl::StrFormat(
-        "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": %s, \"args\": "
-        "{\"utilisation\": 0}}",
-        JsonQuote(absl::StrCat("link ", LinkName(l))),
-        ShortestFloat64(p.end_ps() * 1e-6)));
+        "{\"ph\": \"e\", \"name\": %s, \"cat\": \"collective\", \"id\": "
+        "\"0x%x\", \"pid\": %d, \"tid\": %d, \"ts\": %s}",
+        JsonQuote(c.name()), i, pid, tid, us(c.end_ps())));
   }
-  events.push_back(
-      "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": "
-      "{\"name\": \"ICI links (busiest)\"}}");
+  // Counter tracks: the five busiest links' utilisation over time, one
+  // sample per device call (their busy time at each call's end) while the
+  // profile has them, else their mean over the run.
+  name_process(0, "ICI links (busiest)", -2);
+  std::vector<std::pair<const runtime::LinkProfile*, double>> busiest;
+  const double total_ps = std::max<double>(1, p.end_ps());
+  for (const runtime::LinkProfile& l : p.links()) {
+    if (l.busy_ps() > 0) busiest.push_back({&l, l.busy_ps() / total_ps});
+  }
+  std::stable_sort(busiest.begin(), busiest.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (busiest.size() > 5) busiest.resize(5);
+  for (const auto& [l, mean] : busiest) {
+    LinkUse u;
+    u.chip = l->chip();
+    u.coords.assign(l->coords().begin(), l->coords().end());
+    u.dim = l->dim();
+    u.direction = l->direction();
+    const std::string name = JsonQuote(absl::StrCat("link ", LinkName(u)));
+    auto sample = [&](int64_t ts_ps, double utilization) {
+      events.push_back(absl::StrFormat(
+          "{\"ph\": \"C\", \"name\": %s, \"pid\": 0, \"ts\": %s, \"args\": "
+          "{\"utilization\": %s}}",
+          name, us(ts_ps), ShortestFloat64(utilization)));
+    };
+    int64_t from_ps = 0, busy_before = 0;
+    const int samples =
+        std::min(l->busy_ps_at_step_end_size(), p.steps_size());
+    for (int k = 0; k < samples; ++k) {
+      const int64_t to_ps = p.steps(k).end_ps();
+      const int64_t busy = l->busy_ps_at_step_end(k);
+      sample(from_ps, to_ps > from_ps ? static_cast<double>(busy - busy_before) /
+                                            (to_ps - from_ps)
+                                      : 0.0);
+      from_ps = to_ps;
+      busy_before = busy;
+    }
+    if (samples == 0) sample(0, mean);
+    sample(samples == 0 ? p.end_ps() : from_ps, 0);
+  }
   // A pod with more devices than the trace keeps says which it keeps.
   std::vector<std::string> other_data;
   if (p.traced_devices_size() > 0 &&
@@ -422,78 +576,673 @@ std::string ChromeTrace(const scenarios::TrainResult& r) {
                       "\n], \"displayTimeUnit\": \"ms\"", other, "}\n");
 }
 
+namespace {
+
+// Chosen: the report's drawing budget. Bars of the per-step chart (device
+// calls beyond it are summarised in a line), bars of the per-device chart
+// (more devices are binned, the 8 at either end of the sorted order kept
+// alone so a straggler shows), links drawn one by one on the torus map (more
+// are drawn per chip), rows of the kernel and collective tables.
+constexpr int kMaxStepBars = 200;
+constexpr int kMaxDeviceBars = 512;
+constexpr int kMaxMapLinks = 12288;
+constexpr int kMaxTableRows = 15;
+constexpr double kChartWidth = 800;
+
+// A sequential colour scale from dark purple to yellow (viridis' ends and
+// three stops between; chosen: no near-white at the low end, readable for
+// colour-blind readers). `t` in [0, 1].
+std::string ScaleColour(double t) {
+  static const int kStops[5][3] = {{68, 1, 84},
+                                   {59, 82, 139},
+                                   {33, 145, 140},
+                                   {94, 201, 98},
+                                   {253, 231, 37}};
+  t = std::min(1.0, std::max(0.0, t)) * 4;
+  const int i = std::min(3, static_cast<int>(t));
+  const double f = t - i;
+  int rgb[3];
+  for (int c = 0; c < 3; ++c) {
+    rgb[c] = static_cast<int>(
+        std::lround(kStops[i][c] + f * (kStops[i + 1][c] - kStops[i][c])));
+  }
+  return absl::StrFormat("#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+std::string Ms(double ms) { return absl::StrFormat("%.3f ms", ms); }
+
+// The legend of the 8 categories, each with its mean per device and step.
+std::string Legend(const RunStats& s) {
+  std::string out = "<p class=\"legend\" id=\"legend\">";
+  for (const std::string& c : BreakdownCategories()) {
+    const double ms = s.breakdown_ms.count(c) ? s.breakdown_ms.at(c) : 0;
+    absl::StrAppendFormat(
+        &out,
+        "<span data-category=\"%s\"><i class=\"sw\" style=\"background:%s\">"
+        "</i>%s <b class=\"value\">%s (%.1f%%)</b></span>",
+        c, CategoryColour(c), c, Ms(ms),
+        s.step_ms_mean > 0 ? 100 * ms / s.step_ms_mean : 0.0);
+  }
+  return out + "</p>\n";
+}
+
+// Per device call, the mean over the traced devices of their time by
+// category (from the spans), per training step; idle is the rest.
+struct CallBreakdown {
+  double step_ms = 0;
+  bool traced = false;
+  std::map<std::string, double> ms;
+};
+
+std::vector<CallBreakdown> BreakdownPerCall(const runtime::Profile& p) {
+  std::vector<CallBreakdown> calls(p.steps_size());
+  std::vector<int64_t> starts;
+  for (const runtime::StepProfile& st : p.steps()) starts.push_back(st.start_ps());
+  std::vector<std::set<int>> devices(p.steps_size());
+  std::vector<std::map<std::string, int64_t>> ps(p.steps_size());
+  for (const runtime::TimelineSpan& span : p.spans()) {
+    if (span.device_id() < 0) continue;
+    auto it = std::upper_bound(starts.begin(), starts.end(), span.start_ps());
+    if (it == starts.begin()) continue;
+    const size_t call = static_cast<size_t>(it - starts.begin()) - 1;
+    devices[call].insert(span.device_id());
+    ps[call][span.category()] += span.end_ps() - span.start_ps();
+  }
+  for (int i = 0; i < p.steps_size(); ++i) {
+    const runtime::StepProfile& st = p.steps(i);
+    CallBreakdown& b = calls[i];
+    const double k = static_cast<double>(std::max<int64_t>(1, st.steps()));
+    b.step_ms = (st.end_ps() - st.start_ps()) * 1e-9 / k;
+    b.traced = !devices[i].empty();
+    if (!b.traced) continue;
+    const double n = static_cast<double>(devices[i].size());
+    double sum = 0;
+    for (const std::string& c : BreakdownCategories()) {
+      if (c == "idle") continue;
+      const double ms = ps[i][c] * 1e-9 / n / k;
+      b.ms[c] = ms;
+      sum += ms;
+    }
+    b.ms["idle"] = std::max(0.0, b.step_ms - sum);
+  }
+  return calls;
+}
+
+std::string StepChart(const RunStats& s, const runtime::Profile& p) {
+  const std::vector<CallBreakdown> calls = BreakdownPerCall(p);
+  const int shown = std::min<int>(kMaxStepBars, static_cast<int>(calls.size()));
+  double top = 0;
+  for (int i = 0; i < shown; ++i) top = std::max(top, calls[i].step_ms);
+  if (top <= 0) return "";
+  const double bar_h = 200;  // chosen
+  const double gap = 2;
+  const double bar_w =
+      std::max(2.0, std::min(40.0, kChartWidth / std::max(1, shown) - gap));
+  const double left = 70, base = 20 + bar_h;
+  std::string svg = absl::StrFormat(
+      "<svg id=\"steps\" class=\"chart\" width=\"%.0f\" height=\"%.0f\" "
+      "role=\"img\" aria-label=\"time of each step by category\">",
+      std::max(400.0, left + shown * (bar_w + gap) + 20), base + 40);
+  // Axis: 0 and the largest step.
+  absl::StrAppendFormat(&svg,
+                        "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"20\" "
+                        "stroke=\"#333\"/><text x=\"%.0f\" y=\"%.0f\" "
+                        "text-anchor=\"end\">0</text><text x=\"%.0f\" y=\"25\" "
+                        "text-anchor=\"end\">%s</text>",
+                        left - 4, base, left - 4, left - 8, base, left - 8,
+                        Ms(top));
+  for (int i = 0; i < shown; ++i) {
+    const CallBreakdown& b = calls[i];
+    const double x = left + i * (bar_w + gap);
+    const int64_t k = p.steps(i).steps();
+    const std::string label =
+        k == 1 ? absl::StrCat("step ", i)
+               : absl::StrCat("device call ", i, " (", k, " steps, per step)");
+    absl::StrAppendFormat(&svg,
+                          "<g class=\"step-bar\" data-step=\"%d\"%s><title>%s%s: "
+                          "%s</title>",
+                          i, i == 0 ? " data-warm-up=\"true\"" : "", label,
+                          i == 0 ? " (warm-up)" : "", Ms(b.step_ms));
+    double y = base;
+    if (!b.traced) {
+      const double h = bar_h * b.step_ms / top;
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                            "height=\"%.2f\" fill=\"none\" stroke=\"#666\"/>",
+                            x, y - h, bar_w, h);
+    }
+    for (const std::string& c : BreakdownCategories()) {
+      if (!b.traced) break;
+      const double h = bar_h * b.ms.at(c) / top;
+      if (h <= 0) continue;
+      y -= h;
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                            "height=\"%.2f\" fill=\"%s\"><title>%s: %s %s"
+                            "</title></rect>",
+                            x, y, bar_w, h, CategoryColour(c), label, c,
+                            Ms(b.ms.at(c)));
+    }
+    if (i == 0) {
+      // The warm-up: hatched outline and a label above.
+      const double h = bar_h * b.step_ms / top;
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                            "height=\"%.2f\" fill=\"none\" stroke=\"#000\" "
+                            "stroke-dasharray=\"4 2\"/><text x=\"%.2f\" "
+                            "y=\"%.2f\" class=\"warm\">warm-up</text>",
+                            x, base - h, bar_w, h, x, std::max(12.0, base - h - 4));
+    }
+    absl::StrAppend(&svg, "</g>");
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%.0f\" y=\"%.0f\">steps 0..%d, left to "
+                        "right</text></svg>\n",
+                        left, base + 30, shown - 1);
+  std::string out = svg;
+  if (shown < static_cast<int>(calls.size())) {
+    absl::StrAppendFormat(&out,
+                          "<p>The first %d of %d device calls are drawn.</p>\n",
+                          shown, calls.size());
+  }
+  bool untraced = false;
+  for (int i = 0; i < shown; ++i) untraced = untraced || !calls[i].traced;
+  if (untraced) {
+    absl::StrAppend(&out,
+                    "<p>Outlined bars: device calls without spans (only the "
+                    "first 1000 steps are traced).</p>\n");
+  }
+  (void)s;
+  return out;
+}
+
+std::string DeviceChart(const runtime::Profile& p, double steps) {
+  struct Dev {
+    int id;
+    std::map<std::string, double> ms;
+    double busy = 0;  // kernel time (mxu, vector, memory)
+    double total = 0;
+  };
+  std::vector<Dev> devs;
+  for (const runtime::DeviceProfile& d : p.devices()) {
+    if (d.executions() == 0) continue;
+    Dev v;
+    v.id = d.device_id();
+    for (const std::string& c : BreakdownCategories()) {
+      auto it = d.category_ps().find(c);
+      const double ms = it == d.category_ps().end() ? 0 : it->second * 1e-9 / steps;
+      v.ms[c] = ms;
+      v.total += ms;
+      if (c == "mxu" || c == "vector" || c == "memory") v.busy += ms;
+    }
+    devs.push_back(std::move(v));
+  }
+  if (devs.empty()) return "";
+  // The busiest first (kernel time, then all time, then id): a straggler is
+  // the leftmost bar.
+  std::sort(devs.begin(), devs.end(), [](const Dev& a, const Dev& b) {
+    if (a.busy != b.busy) return a.busy > b.busy;
+    if (a.total != b.total) return a.total > b.total;
+    return a.id < b.id;
+  });
+  // Bars: one per device, or bins of consecutive devices (the 8 at either
+  // end alone).
+  struct Bar {
+    std::string label;
+    std::map<std::string, double> ms;
+  };
+  std::vector<Bar> bars;
+  const int n = static_cast<int>(devs.size());
+  auto add = [&](int from, int to) {  // [from, to)
+    Bar b;
+    b.label = to - from == 1
+                  ? absl::StrCat("device ", devs[from].id)
+                  : absl::StrCat(to - from, " devices (ranks ", from, "-",
+                                 to - 1, " by kernel time), mean");
+    for (const std::string& c : BreakdownCategories()) {
+      double sum = 0;
+      for (int i = from; i < to; ++i) sum += devs[i].ms.at(c);
+      b.ms[c] = sum / (to - from);
+    }
+    bars.push_back(std::move(b));
+  };
+  if (n <= kMaxDeviceBars) {
+    for (int i = 0; i < n; ++i) add(i, i + 1);
+  } else {
+    const int ends = 8;
+    const int middle = kMaxDeviceBars - 2 * ends;
+    for (int i = 0; i < ends; ++i) add(i, i + 1);
+    for (int b = 0; b < middle; ++b) {
+      const int from = ends + static_cast<int>(int64_t{b} * (n - 2 * ends) / middle);
+      const int to = ends + static_cast<int>(int64_t{b + 1} * (n - 2 * ends) / middle);
+      if (to > from) add(from, to);
+    }
+    for (int i = n - ends; i < n; ++i) add(i, i + 1);
+  }
+  double top = 0;
+  for (const Bar& b : bars) {
+    double sum = 0;
+    for (const auto& [c, ms] : b.ms) sum += ms;
+    top = std::max(top, sum);
+  }
+  if (top <= 0) return "";
+  const double bar_h = 160, left = 70, base = 20 + bar_h;
+  const double w = kChartWidth / bars.size();
+  std::string svg = absl::StrFormat(
+      "<svg id=\"devices\" class=\"chart\" width=\"%.0f\" height=\"%.0f\" "
+      "role=\"img\" aria-label=\"each device's step by category, busiest "
+      "first\"><line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"20\" "
+      "stroke=\"#333\"/><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">0"
+      "</text><text x=\"%.0f\" y=\"25\" text-anchor=\"end\">%s</text>",
+      left + kChartWidth + 20, base + 40, left - 4, base, left - 4, left - 8,
+      base, left - 8, Ms(top));
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const Bar& b = bars[i];
+    const double x = left + i * w;
+    double y = base;
+    absl::StrAppendFormat(&svg, "<g class=\"device-bar\"><title>%s</title>",
+                          b.label);
+    for (const std::string& c : BreakdownCategories()) {
+      const double h = bar_h * b.ms.at(c) / top;
+      if (h <= 0) continue;
+      y -= h;
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.3f\" y=\"%.2f\" width=\"%.3f\" "
+                            "height=\"%.2f\" fill=\"%s\"><title>%s: %s %s"
+                            "</title></rect>",
+                            x, y, std::max(0.5, w - (w > 3 ? 1 : 0)), h,
+                            CategoryColour(c), b.label, c, Ms(b.ms.at(c)));
+    }
+    absl::StrAppend(&svg, "</g>");
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%.0f\" y=\"%.0f\">%d devices, busiest "
+                        "(kernel time) left%s</text></svg>\n",
+                        left, base + 30, n,
+                        n > kMaxDeviceBars
+                            ? "; the 8 at either end alone, the others in "
+                              "bins (mean)"
+                            : "");
+  return svg;
+}
+
+std::string LinkMap(const runtime::Profile& p) {
+  if (p.links_size() == 0) return "<p>No ICI links (one chip).</p>\n";
+  const double total = std::max<double>(1, p.end_ps());
+  // Chip coordinates from the links; the mesh extent.
+  std::map<int, std::array<int, 3>> chips;
+  std::array<int, 3> extent = {1, 1, 1};
+  double top = 0;
+  for (const runtime::LinkProfile& l : p.links()) {
+    std::array<int, 3> xyz = {0, 0, 0};
+    for (int i = 0; i < std::min(3, l.coords_size()); ++i) xyz[i] = l.coords(i);
+    chips[l.chip()] = xyz;
+    for (int i = 0; i < 3; ++i) extent[i] = std::max(extent[i], xyz[i] + 1);
+    top = std::max(top, l.busy_ps() / total);
+  }
+  // The scale's top: the busiest link rounded up to 10 % (at least 10 %).
+  const double scale = std::max(0.1, std::ceil(top * 10 - 1e-9) / 10);
+  const bool per_link = p.links_size() <= kMaxMapLinks;
+  // Planes (z) side by side, wrapping at the chart width.
+  const double cell = std::max(
+      6.0, std::min(48.0, (kChartWidth - 20) /
+                              std::max(1, extent[0] * std::min(extent[2], 4))));
+  const int per_row = std::max(
+      1, static_cast<int>((kChartWidth + 20) / (extent[0] * cell + 20)));
+  const double plane_w = extent[0] * cell + 20, plane_h = extent[1] * cell + 30;
+  const int rows = (extent[2] + per_row - 1) / per_row;
+  std::string svg = absl::StrFormat(
+      "<svg id=\"linkmap\" class=\"chart\" width=\"%.0f\" height=\"%.0f\" "
+      "role=\"img\" aria-label=\"ICI link utilisation on the torus\">",
+      std::max(kChartWidth, per_row * plane_w) + 20, rows * plane_h + 10);
+  auto origin = [&](const std::array<int, 3>& xyz) {
+    const int plane = xyz[2];
+    return std::make_pair(10 + (plane % per_row) * plane_w + xyz[0] * cell,
+                          24 + (plane / per_row) * plane_h + xyz[1] * cell);
+  };
+  for (int z = 0; z < extent[2]; ++z) {
+    const auto [x0, y0] = origin({0, 0, z});
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%.1f\" y=\"%.1f\">%s</text>", x0, y0 - 6,
+                          extent[2] > 1 ? absl::StrCat("z = ", z)
+                                        : std::string("x right, y down"));
+  }
+  // Chips: a light square each (its links drawn on its edges).
+  for (const auto& [chip, xyz] : chips) {
+    const auto [x, y] = origin(xyz);
+    absl::StrAppendFormat(&svg,
+                          "<rect class=\"chip\" x=\"%.1f\" y=\"%.1f\" "
+                          "width=\"%.1f\" height=\"%.1f\" fill=\"#f0f0f0\" "
+                          "stroke=\"#bbb\"><title>chip %d (%s)</title></rect>",
+                          x + 1, y + 1, cell - 2, cell - 2, chip,
+                          absl::StrJoin(xyz, ","));
+  }
+  if (per_link) {
+    // Each link is a bar on its chip's edge: +x right, -x left, +y bottom,
+    // -y top; z (+ and -) and the on-chip path as small squares inside.
+    const double t = std::max(1.5, cell / 6);
+    for (const runtime::LinkProfile& l : p.links()) {
+      const auto [x, y] = origin(chips[l.chip()]);
+      const double u = l.busy_ps() / total;
+      double rx = x, ry = y, rw = t, rh = t;
+      const bool pos = l.direction() > 0;
+      switch (l.dim()) {
+        case 0:
+          rx = pos ? x + cell - t - 1 : x + 1;
+          ry = y + t + 1;
+          rh = cell - 2 * t - 2;
+          break;
+        case 1:
+          ry = pos ? y + cell - t - 1 : y + 1;
+          rx = x + t + 1;
+          rw = cell - 2 * t - 2;
+          break;
+        case 2:
+          rx = x + cell / 2 + (pos ? 0 : -t);
+          ry = y + cell / 2 - t;
+          break;
+        default:
+          rx = x + cell / 2 + (pos ? 0 : -t);
+          ry = y + cell / 2;
+          break;
+      }
+      const char* axes = "xyzc";
+      absl::StrAppendFormat(
+          &svg,
+          "<rect class=\"link\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+          "height=\"%.2f\" fill=\"%s\"><title>chip %d (%s) %s%c: %.1f%% busy, "
+          "%d bytes</title></rect>",
+          rx, ry, std::max(0.5, rw), std::max(0.5, rh),
+          l.bytes() == 0 ? "#d9d9d9" : ScaleColour(u / scale), l.chip(),
+          absl::StrJoin(l.coords(), ","), pos ? "+" : "-",
+          axes[std::min(std::max(l.dim(), 0), 3)], 100 * u, l.bytes());
+    }
+  } else {
+    // Per chip: its busiest link.
+    std::map<int, double> busiest;
+    for (const runtime::LinkProfile& l : p.links()) {
+      busiest[l.chip()] = std::max(busiest[l.chip()], l.busy_ps() / total);
+    }
+    for (const auto& [chip, u] : busiest) {
+      const auto [x, y] = origin(chips[chip]);
+      absl::StrAppendFormat(&svg,
+                            "<rect class=\"chip-links\" x=\"%.1f\" y=\"%.1f\" "
+                            "width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>"
+                            "chip %d: busiest link %.1f%%</title></rect>",
+                            x + 1, y + 1, cell - 2, cell - 2,
+                            ScaleColour(u / scale), chip, 100 * u);
+    }
+  }
+  absl::StrAppend(&svg, "</svg>\n");
+  // The colour scale and its legend.
+  std::string legend = absl::StrFormat(
+      "<svg id=\"linkscale\" width=\"420\" height=\"44\" role=\"img\" "
+      "aria-label=\"colour scale\">");
+  for (int i = 0; i < 50; ++i) {
+    absl::StrAppendFormat(&legend,
+                          "<rect x=\"%d\" y=\"4\" width=\"6\" height=\"14\" "
+                          "fill=\"%s\"/>",
+                          10 + 6 * i, ScaleColour(i / 49.0));
+  }
+  absl::StrAppendFormat(
+      &legend,
+      "<text x=\"10\" y=\"34\">0%%</text><text x=\"160\" y=\"34\" "
+      "text-anchor=\"middle\">%.0f%%</text><text x=\"310\" y=\"34\" "
+      "text-anchor=\"end\">%.0f%%</text><rect x=\"330\" y=\"4\" width=\"14\" "
+      "height=\"14\" fill=\"#d9d9d9\"/><text x=\"350\" y=\"16\">unused</text>"
+      "</svg>\n",
+      50 * scale, 100 * scale);
+  return absl::StrCat(
+      "<p>Busy time over the run, per link", per_link ? "" : " (per chip: its busiest link)",
+      "; the colour scale runs from 0 to ", absl::StrFormat("%.0f", 100 * scale),
+      "% (the busiest link rounded up). Each chip is a grey square; +x is "
+      "its right edge, -x its left, +y its bottom, -y its top; z links and "
+      "the path between a chip's cores are the small squares inside.</p>\n",
+      legend, svg);
+}
+
+std::string KernelTable(const runtime::Profile& p, double steps) {
+  struct Row {
+    double ps = 0;
+    int64_t count = 0, flops = 0, bytes = 0;
+    std::map<std::string, int64_t> by;
+  };
+  std::map<std::string, Row> rows;
+  std::set<int> devices;
+  for (const runtime::TimelineSpan& span : p.spans()) {
+    if (span.device_id() < 0) continue;
+    const std::string& c = span.category();
+    if (c != "mxu" && c != "vector" && c != "memory") continue;
+    devices.insert(span.device_id());
+    Row& r = rows[span.name()];
+    r.ps += span.end_ps() - span.start_ps();
+    ++r.count;
+    r.flops = span.flops();
+    r.bytes = span.bytes();
+    r.by[c] += span.end_ps() - span.start_ps();
+  }
+  if (rows.empty()) return "<p>No kernel spans.</p>\n";
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.ps > b.second.ps;
+  });
+  const double n = static_cast<double>(devices.size());
+  std::string out =
+      "<table id=\"kernels\"><tr><th class=\"l\">kernel</th><th>time per "
+      "step</th><th>per run</th><th>FLOPs</th><th>FLOP rate</th><th>HBM "
+      "bytes</th><th class=\"l\">bound by</th></tr>\n";
+  for (size_t i = 0; i < sorted.size() && i < kMaxTableRows; ++i) {
+    const auto& [name, r] = sorted[i];
+    std::string by;
+    int64_t by_ps = -1;
+    for (const auto& [c, ps] : r.by) {
+      if (ps > by_ps) {
+        by = c;
+        by_ps = ps;
+      }
+    }
+    const double per_run_us = r.ps / r.count * 1e-6;
+    absl::StrAppendFormat(
+        &out,
+        "<tr><td class=\"l\">%s</td><td>%s</td><td>%.3f us</td><td>%.4g</td>"
+        "<td>%.4g TFLOP/s</td><td>%s</td><td class=\"l\">%s</td></tr>\n",
+        HtmlEscape(name), Ms(r.ps / n / steps * 1e-9), per_run_us,
+        static_cast<double>(r.flops),
+        per_run_us > 0 ? r.flops / (per_run_us * 1e-6) / 1e12 : 0.0,
+        common::Bytes(r.bytes).ToString(), by);
+  }
+  absl::StrAppendFormat(&out,
+                        "</table>\n<p>The %d kernels with the most time, of "
+                        "%d; per step: mean over the %d traced devices.</p>\n",
+                        std::min<int>(kMaxTableRows, sorted.size()),
+                        sorted.size(), devices.size());
+  return out;
+}
+
+std::string CollectiveTable(const runtime::Profile& p) {
+  struct Row {
+    std::string op, algorithm;
+    int64_t bytes = 0, count = 0, ps = 0, exposed = 0;
+  };
+  std::map<std::string, Row> rows;
+  for (const runtime::CollectiveSpan& c : p.collectives()) {
+    Row& r = rows[c.name()];
+    r.op = c.op();
+    r.algorithm = c.algorithm();
+    r.bytes = c.bytes();
+    ++r.count;
+    r.ps += c.end_ps() - c.start_ps();
+    r.exposed += c.exposed_ps();
+  }
+  if (rows.empty()) return "<p>No collectives.</p>\n";
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.ps > b.second.ps;
+  });
+  std::string out =
+      "<table id=\"collectives\"><tr><th class=\"l\">collective</th><th "
+      "class=\"l\">op</th><th>bytes per device</th><th class=\"l\">"
+      "algorithm</th><th>start to done</th><th>exposed</th><th>hidden</th>"
+      "</tr>\n";
+  for (size_t i = 0; i < sorted.size() && i < kMaxTableRows; ++i) {
+    const auto& [name, r] = sorted[i];
+    const double mean_us = r.ps * 1e-6 / r.count;
+    const double exposed_us = r.exposed * 1e-6 / r.count;
+    absl::StrAppendFormat(
+        &out,
+        "<tr><td class=\"l\">%s</td><td class=\"l\">%s</td><td>%s</td><td "
+        "class=\"l\">%s</td><td>%.3f us</td><td>%.3f us</td><td>%.3f us</td>"
+        "</tr>\n",
+        HtmlEscape(name), r.op, common::Bytes(r.bytes).ToString(), r.algorithm,
+        mean_us, exposed_us, std::max(0.0, mean_us - exposed_us));
+  }
+  absl::StrAppendFormat(&out,
+                        "</table>\n<p>The %d collectives with the most time, "
+                        "of %d; times are means over the traced devices and "
+                        "steps. Exposed: the device waited at the done; "
+                        "hidden: overlapped by its compute.</p>\n",
+                        std::min<int>(kMaxTableRows, sorted.size()),
+                        sorted.size());
+  return out;
+}
+
+std::string HbmSection(const runtime::Profile& p) {
+  const runtime::DeviceProfile* peak = nullptr;
+  for (const runtime::DeviceProfile& d : p.devices()) {
+    if (peak == nullptr || d.peak_hbm_bytes() > peak->peak_hbm_bytes()) peak = &d;
+  }
+  if (peak == nullptr || peak->peak_hbm_bytes() == 0) return "";
+  const int64_t capacity = peak->hbm_capacity_bytes();
+  const runtime::HbmSplit& h = peak->peak_hbm_split();
+  // Chosen colours, distinct from each other and from the free part.
+  const std::pair<const char*, int64_t> parts[] = {
+      {"weights", h.weights()},     {"optimizer state", h.optimizer_state()},
+      {"arguments", h.arguments()}, {"infeed buffers", h.infeed()},
+      {"constants", h.constants()}, {"activations and temporaries", h.live_peak()}};
+  const char* colours[] = {"#4e79a7", "#f28e2b", "#59a14f",
+                           "#edc948", "#9c755f", "#e15759"};
+  const double top = static_cast<double>(std::max(capacity, peak->peak_hbm_bytes()));
+  std::string svg = absl::StrFormat(
+      "<svg id=\"hbm\" class=\"chart\" width=\"%.0f\" height=\"60\" "
+      "role=\"img\" aria-label=\"HBM use of the fullest device\"><rect "
+      "x=\"0\" y=\"4\" width=\"%.2f\" height=\"26\" fill=\"#eeeeee\" "
+      "stroke=\"#999\"><title>capacity %s</title></rect>",
+      kChartWidth + 20, kChartWidth * capacity / top,
+      common::Bytes(capacity).ToString());
+  std::string rows;
+  double x = 0;
+  for (int i = 0; i < 6; ++i) {
+    const double w = kChartWidth * parts[i].second / top;
+    if (w > 0) {
+      absl::StrAppendFormat(&svg,
+                            "<rect x=\"%.2f\" y=\"4\" width=\"%.2f\" "
+                            "height=\"26\" fill=\"%s\"><title>%s %s</title>"
+                            "</rect>",
+                            x, w, colours[i], parts[i].first,
+                            common::Bytes(parts[i].second).ToString());
+      x += w;
+    }
+    absl::StrAppendFormat(&rows,
+                          "<tr><td class=\"l\"><i class=\"sw\" "
+                          "style=\"background:%s\"></i>%s</td><td>%s</td>"
+                          "<td>%.1f%%</td></tr>\n",
+                          colours[i], parts[i].first,
+                          common::Bytes(parts[i].second).ToString(),
+                          capacity > 0 ? 100.0 * parts[i].second / capacity : 0.0);
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"0\" y=\"48\">0</text><text x=\"%.2f\" "
+                        "y=\"48\" text-anchor=\"end\">capacity %s</text>"
+                        "</svg>\n",
+                        kChartWidth * capacity / top,
+                        common::Bytes(capacity).ToString());
+  return absl::StrCat(
+      "<p>Device ", peak->device_id(), " (the fullest) at its peak: ",
+      common::Bytes(peak->peak_hbm_bytes()).ToString(), " of ",
+      common::Bytes(capacity).ToString(), ".</p>\n", svg,
+      "<table id=\"hbm-split\"><tr><th class=\"l\">kind</th><th>bytes</th>"
+      "<th>of capacity</th></tr>\n",
+      rows, "</table>\n");
+}
+
+std::string InputSection(const RunStats& s) {
+  const scenarios::InputSummary& in = s.input;
+  if (!in.pipeline) return "";
+  std::string out = absl::StrFormat(
+      "<p>The scenario pipeline via %s (semantics %s), %d input workers, "
+      "shard policy %s; %d steps run%s.</p>\n<table id=\"input\"><tr><th>"
+      "worker</th><th class=\"l\">shard policy</th><th class=\"l\">why</th>"
+      "</tr>\n",
+      Escape(in.api), Escape(in.semantics), in.workers,
+      Escape(in.requested_policy), in.steps_run,
+      in.ended ? " (end of data)" : "");
+  for (size_t w = 0; w < in.applied_policy.size(); ++w) {
+    absl::StrAppendFormat(&out,
+                          "<tr><td>%d</td><td class=\"l\">%s</td><td "
+                          "class=\"l wrap\">%s</td></tr>\n",
+                          w, Escape(in.applied_policy[w]),
+                          Escape(w < in.shard_reason.size() ? in.shard_reason[w]
+                                                            : ""));
+  }
+  int64_t total = 0, lo = 0, hi = 0;
+  for (size_t i = 0; i < in.examples_per_replica.size(); ++i) {
+    const int64_t e = in.examples_per_replica[i];
+    total += e;
+    lo = i == 0 ? e : std::min(lo, e);
+    hi = i == 0 ? e : std::max(hi, e);
+  }
+  absl::StrAppendFormat(&out,
+                        "</table>\n<p>Examples per replica over the run: %d "
+                        "replicas, %d to %d each, %d in all; %d in the last "
+                        "step.</p>\n",
+                        in.examples_per_replica.size(), lo, hi, total,
+                        in.examples_last_step);
+  return out;
+}
+
+}  // namespace
+
 std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
                        const std::string& scenario_text) {
   std::string html = absl::StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>tpusim ",
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>tpusim ",
       Escape(s.scenario),
-      "</title><style>body{font-family:sans-serif;margin:2em}pre{background:"
-      "#f4f4f4;padding:1em}</style></head><body>\n<h1>",
-      Escape(s.scenario), "</h1>\n<pre>", Escape(TextReport(s)), "</pre>\n");
-  if (s.timed) {
-    // Step breakdown bar.
-    absl::StrAppend(&html, "<h2>Step breakdown</h2>\n<svg width=\"820\" "
-                           "height=\"60\" xmlns=\"http://www.w3.org/2000/svg\">");
-    static const std::map<std::string, std::string>* colour =
-        new std::map<std::string, std::string>{
-            {"mxu", "#4e79a7"},   {"vector", "#76b7b2"}, {"memory", "#f28e2b"},
-            {"collective", "#e15759"}, {"infeed", "#edc948"},
-            {"input", "#b07aa1"}, {"host", "#9c755f"},   {"idle", "#bab0ac"}};
-    double x = 10;
-    for (const char* c : {"mxu", "vector", "memory", "collective", "infeed",
-                          "input", "host", "idle"}) {
-      const double w = 800 * s.breakdown_ms.at(c) / s.step_ms_mean;
-      if (w <= 0) continue;
-      absl::StrAppendFormat(
-          &html,
-          "<rect x=\"%.2f\" y=\"10\" width=\"%.2f\" height=\"30\" "
-          "fill=\"%s\"><title>%s %.3f ms</title></rect>",
-          x, w, colour->at(c), c, s.breakdown_ms.at(c));
-      x += w;
-    }
-    absl::StrAppend(&html, "</svg>\n");
-    // Per-chip utilisation: busy time over the run.
-    absl::StrAppend(&html, "<h2>Per-device busy time</h2>\n");
-    const int n = r.profile.devices_size();
-    const double end = std::max<double>(1, r.profile.end_ps());
-    absl::StrAppendFormat(&html,
-                          "<svg width=\"820\" height=\"%d\" "
-                          "xmlns=\"http://www.w3.org/2000/svg\">",
-                          std::min(n, 512) * 4 + 20);
-    for (int d = 0; d < n && d < 512; ++d) {
-      const double util = r.profile.devices(d).busy_ps() / end;
-      absl::StrAppendFormat(&html,
-                            "<rect x=\"10\" y=\"%d\" width=\"%.2f\" height=\"3\" "
-                            "fill=\"#4e79a7\"><title>device %d: %.1f%%</title>"
-                            "</rect>",
-                            10 + 4 * d, 800 * util, d, 100 * util);
-    }
-    absl::StrAppend(&html, "</svg>\n");
-    // Link heat map: every link by chip, coloured by utilisation.
-    absl::StrAppend(&html, "<h2>ICI link utilisation</h2>\n");
-    const double total = std::max<double>(1, end);
-    int count = 0;
-    std::string cells;
-    for (const runtime::LinkProfile& l : r.profile.links()) {
-      const double u = l.busy_ps() / total;
-      const int shade = 255 - static_cast<int>(std::min(1.0, u) * 200);
-      absl::StrAppendFormat(
-          &cells,
-          "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" "
-          "fill=\"rgb(255,%d,%d)\"><title>chip %d (%s) dim %d dir %d: "
-          "%.1f%%</title></rect>",
-          10 + (count % 64) * 12, 10 + (count / 64) * 12, shade, shade,
-          l.chip(), absl::StrJoin(l.coords(), ","), l.dim(), l.direction(),
-          100 * u);
-      ++count;
-    }
-    absl::StrAppendFormat(&html,
-                          "<svg width=\"800\" height=\"%d\" "
-                          "xmlns=\"http://www.w3.org/2000/svg\">%s</svg>\n",
-                          20 + (count / 64 + 1) * 12, cells);
+      "</title><style>body{font-family:sans-serif;margin:2em;max-width:"
+      "1000px}pre{background:#f4f4f4;padding:1em;white-space:pre-wrap;"
+      "overflow-wrap:anywhere}table{border-collapse:collapse;font-size:13px}"
+      "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}td.l,th.l"
+      "{text-align:left}.legend span{display:inline-block;margin-right:16px}"
+      ".sw{display:inline-block;width:12px;height:12px;margin-right:4px;"
+      "vertical-align:middle}td.wrap{white-space:normal;overflow-wrap:anywhere;"
+      "max-width:600px}svg text{font-size:12px}svg.chart{display:"
+      "block;max-width:100%;height:auto}.warm{font-size:10px}</style></head>"
+      "<body>\n<h1>",
+      Escape(s.scenario), "</h1>\n<h2>Summary</h2>\n<pre id=\"summary\">",
+      Escape(TextReport(s)), "</pre>\n");
+  if (s.timed && !s.wall_time_only) {
+    const runtime::Profile& p = r.profile;
+    const double steps = static_cast<double>(std::max<int64_t>(1, s.steps));
+    absl::StrAppend(
+        &html,
+        "<h2>Each step by category</h2>\n<p>Mean over the traced devices of "
+        "each device call (per training step). The first call is the "
+        "warm-up (dashed outline). Legend: mean per device and step over the "
+        "run.</p>\n",
+        Legend(s), StepChart(s, p),
+        "<h2>Each device by category</h2>\n<p>Every device's mean step "
+        "(its counters, traced or not), sorted by kernel time, busiest left: "
+        "a straggler is the first bar.</p>\n",
+        DeviceChart(p, steps), "<h2>ICI link utilisation</h2>\n", LinkMap(p),
+        "<h2>Top kernels</h2>\n", KernelTable(p, steps),
+        "<h2>Collectives</h2>\n", CollectiveTable(p), "<h2>HBM</h2>\n",
+        HbmSection(p));
   }
-  absl::StrAppend(&html, "<h2>Scenario</h2>\n<pre>", Escape(scenario_text),
-                  "</pre>\n</body></html>\n");
+  if (s.input.pipeline) {
+    absl::StrAppend(&html, "<h2>Input</h2>\n", InputSection(s));
+  }
+  absl::StrAppend(&html, "<h2>Scenario</h2>\n<pre id=\"scenario\">",
+                  Escape(scenario_text), "</pre>\n</body></html>\n");
   return html;
 }
 

@@ -31,7 +31,7 @@ struct LinkUse {
   int dim = 0;
   int direction = 1;
   int64_t bytes = 0;
-  double utilisation = 0;  // busy time over the run's time
+  double utilization = 0;  // busy time over the run's time
 };
 
 struct RunStats {
@@ -65,6 +65,10 @@ struct RunStats {
   int64_t hbm_capacity_bytes = 0;
   std::vector<LinkUse> busiest_links;  // at most five, busiest first
   std::string bottleneck;              // one sentence with its number
+  // The bottleneck's category (one of BreakdownCategories()) and its share of
+  // the critical path (0..1); empty and 0 when there is no breakdown.
+  std::string bottleneck_category;
+  double bottleneck_share = 0;
   double last_loss = 0;                // real-valued runs only
   bool has_loss = false;
   bool timed = false;                  // false on backends without timing
@@ -77,6 +81,17 @@ struct RunStats {
   int64_t cross_core_ici_bytes = 0;
   int max_pair_chip_distance = 0;
 };
+
+// The 8 breakdown categories in the one order every table, chart and legend
+// uses: the device span categories (sim/chip/chip.h kSpanCategories: mxu,
+// vector, memory, collective, infeed, input, host), then idle.
+const std::vector<std::string>& BreakdownCategories();
+// The category's colour in every chart ("#rrggbb"; grey for an unknown one).
+std::string CategoryColour(const std::string& category);
+// "chip 3 (1,1,0) +x": a link as the reports name it.
+std::string LinkName(const LinkUse& link);
+// `text` with <, >, &, " escaped for HTML.
+std::string HtmlEscape(const std::string& text);
 
 RunStats ComputeRunStats(const std::string& scenario,
                          const scenarios::TrainResult& result);

@@ -24,18 +24,12 @@
 #include "scenarios/train_runner.h"
 #include "sim/memory_estimate.h"
 #include "tools/collective_command.h"
+#include "tools/out_dir.h"
 #include "tools/report.h"
+#include "tools/scale_batch.h"
 
 namespace tpusim::tools {
 namespace {
-
-absl::Status WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream o(path, std::ios::binary | std::ios::trunc);
-  if (o) o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (o) o.close();
-  if (!o) return common::ErrnoStatus("cannot write", path, errno);
-  return absl::OkStatus();
-}
 
 // --trace-devices=all, or a comma-separated list of device ids (their range
 // and repeats are checked against the slice by the backend).
@@ -70,6 +64,8 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   if (format != "text" && format != "json") {
     return UsageError(absl::StrCat("--format=", format, " must be text or json"));
   }
+  TPUSIM_ASSIGN_OR_RETURN(const ScaleBatch scale_batch,
+                          ParseScaleBatchFlag(args));
   scenarios::TrainOptions options;
   TPUSIM_ASSIGN_OR_RETURN(options.memory_limit_bytes, MemoryLimitFlag(args));
   if (args.Has("trace-devices")) {
@@ -85,7 +81,7 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
     sets.push_back("run.pod.options.check_invariants=true");
   }
   TPUSIM_ASSIGN_OR_RETURN(scenarios::LoadedScenario scenario,
-                          scenarios::LoadScenarioFile(path, sets));
+                          LoadRunScenario(path, sets, scale_batch));
   options.backend = backend;
   options.pjrt_plugin = args.Get("pjrt-plugin");
   // A progress bar on stderr when it is a terminal and the run takes more
@@ -122,16 +118,19 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   if (args.Has("out")) {
     const std::string dir = args.Get("out");
     if (dir.empty()) return absl::InvalidArgumentError("--out= needs a directory");
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return common::ErrnoStatus("cannot create", dir, errno);
-    }
+    TPUSIM_RETURN_IF_ERROR(MakeDirectory(dir));
     std::string scenario_text;
     google::protobuf::TextFormat::PrintToString(scenario.proto, &scenario_text);
-    // The summary: every counter, step and link; the spans are the trace's.
+    // The summary: every counter, step and link; the spans, collectives and
+    // link samples are the trace's.
     std::string profile_text;
     {
       runtime::Profile summary = result.profile;
       summary.clear_spans();
+      summary.clear_collectives();
+      for (runtime::LinkProfile& l : *summary.mutable_links()) {
+        l.clear_busy_ps_at_step_end();
+      }
       google::protobuf::TextFormat::PrintToString(summary, &profile_text);
     }
     TPUSIM_RETURN_IF_ERROR(
@@ -173,7 +172,8 @@ Subcommand RunCommand() {
   s.summary = "train a scenario's workload and report where the step time goes";
   s.usage =
       "tpusim run SCENARIO [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
-      "[--out DIR] [--set PATH=VALUE]... [--format=text|json] "
+      "[--out DIR] [--set PATH=VALUE]... [--scale-batch=global|per-replica] "
+      "[--format=text|json] "
       "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
       "[--check-invariants]";
   s.flags = {
@@ -193,6 +193,10 @@ Subcommand RunCommand() {
        "device 0 and each step's critical-path, slowest and fastest devices "
        "(16 devices at most by default)"},
       {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
+      {"scale-batch", true,
+       "global (default: global_batch_size as given) or per-replica (keep "
+       "the file's global batch over its own replicas per replica when a "
+       "--set changes the replicas)"},
       {"format", true, "text (default: the report) or json (stats.json)"},
       {"check-invariants", false,
        "sim: check the pod's physical invariants after every call (link busy "

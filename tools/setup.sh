@@ -16,6 +16,7 @@ packages=(
   libbenchmark-dev
   zlib1g-dev            # compressed TFRecord files (GZIP / ZLIB), found by CMake's FindZLIB
   python3 python3-venv   # tpusim's Python environment for the pinned PyPI packages
+  chromium              # the browser test of report.html and compare.html (headless)
   clang libclang-rt-dev # the fuzz targets: clang++ with libFuzzer, ASan, UBSan (tools/fuzz.sh);
                         # Debian's default-version packages, so compiler and runtime match
 )

@@ -10,6 +10,7 @@
 
 #include "tools/cli.h"
 #include "tools/collective_command.h"
+#include "tools/compare_command.h"
 #include "tools/compile_command.h"
 #include "tools/devices_command.h"
 #include "tools/inspect_input_command.h"
@@ -23,7 +24,7 @@ namespace tpusim::tools {
 
 inline std::vector<Subcommand> AllSubcommands() {
   return {PresetsCommand(), InspectInputCommand(), CollectiveCommand(),
-          TopoCommand(), RunCommand(), SweepCommand(),
+          TopoCommand(), RunCommand(), SweepCommand(), CompareCommand(),
           ValidateCommand(), CompileCommand(), DevicesCommand()};
 }
 

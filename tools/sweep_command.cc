@@ -17,7 +17,10 @@
 #include "common/status_macros.h"
 #include "scenarios/scenario_loader.h"
 #include "tools/child_process.h"
+#include "tools/compare_report.h"
 #include "tools/json_writer.h"
+#include "tools/out_dir.h"
+#include "tools/scale_batch.h"
 
 namespace tpusim::tools {
 namespace {
@@ -26,22 +29,7 @@ struct Point {
   std::vector<std::string> sets;
   int exit_code = -1;
   std::string error;
-  std::string stats;  // the point's stats.json
 };
-
-// The value after "key": in our own flat stats.json text.
-std::string JsonField(const std::string& json, const std::string& key) {
-  const std::string needle = absl::StrCat("\"", key, "\": ");
-  const size_t at = json.find(needle);
-  if (at == std::string::npos) return "";
-  size_t end = at + needle.size();
-  if (end < json.size() && json[end] == '"') {
-    const size_t close = json.find('"', end + 1);
-    return json.substr(end + 1, close - end - 1);
-  }
-  while (end < json.size() && json[end] != ',' && json[end] != '}') ++end;
-  return json.substr(at + needle.size(), end - at - needle.size());
-}
 
 absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
   const std::string format = args.Get("format", "text");
@@ -56,11 +44,15 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     return UsageError("sweep needs at least one --set PATH=V1,V2,...");
   }
   // What is the same for every point is checked once here, not by one
-  // failing child per point: --backend (as `tpusim run` checks it) and that
-  // the scenario file can be read.
+  // failing child per point: --backend (as `tpusim run` checks it),
+  // --scale-batch, --out and that the scenario file can be read.
   TPUSIM_RETURN_IF_ERROR(CheckRunBackendFlag(args));
-  TPUSIM_RETURN_IF_ERROR(common::ReadRegularFile(args.positional()[0],
-                                                 "scenario file",
+  TPUSIM_ASSIGN_OR_RETURN(const ScaleBatch scale_batch,
+                          ParseScaleBatchFlag(args));
+  const std::string out_dir = args.Get("out");
+  if (args.Has("out")) TPUSIM_RETURN_IF_ERROR(CheckFreshDirectory("out", out_dir));
+  const std::string& path = args.positional()[0];
+  TPUSIM_RETURN_IF_ERROR(common::ReadRegularFile(path, "scenario file",
                                                  scenarios::kMaxScenarioFileBytes)
                              .status());
   std::vector<std::vector<std::string>> axes;
@@ -84,18 +76,37 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     }
     points = std::move(next);
   }
+  // Every point's scenario is loaded and validated before any runs (issue
+  // 21): a bad --set path or value, or a slice clash, is one error naming
+  // the point, not a failed row per point after the others ran.
+  for (size_t i = 0; i < points.size(); ++i) {
+    absl::StatusOr<scenarios::LoadedScenario> loaded =
+        LoadRunScenario(path, points[i].sets, scale_batch);
+    if (!loaded.ok()) {
+      return absl::Status(
+          loaded.status().code(),
+          absl::StrCat("point ", i, " (--set ",
+                       absl::StrJoin(points[i].sets, " --set "),
+                       "): ", loaded.status().message(),
+                       " (no point was run)"));
+    }
+  }
+  if (args.Has("out")) TPUSIM_RETURN_IF_ERROR(MakeDirectory(out_dir));
   std::vector<std::vector<std::string>> commands;
-  for (const Point& p : points) {
-    std::vector<std::string> argv = {"run", args.positional()[0],
-                                     "--format=json"};
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    std::vector<std::string> argv = {"run", path, "--format=json"};
     // `run`'s own flags go to every point as given.
-    for (const char* flag :
-         {"backend", "pjrt-plugin", "trace-devices", "memory-limit"}) {
+    for (const char* flag : {"backend", "pjrt-plugin", "trace-devices",
+                             "memory-limit", "scale-batch"}) {
       if (args.Has(flag)) {
         argv.push_back(absl::StrCat("--", flag, "=", args.Get(flag)));
       }
     }
     if (args.Has("check-invariants")) argv.push_back("--check-invariants");
+    if (args.Has("out")) {
+      argv.push_back(absl::StrCat("--out=", out_dir, "/point-", i));
+    }
     // The points running at once share the cores: each network model gets
     // its part (a --set of the user's, coming later, still wins).
     argv.push_back(absl::StrCat(
@@ -108,77 +119,45 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
   }
   const std::vector<ChildResult> results =
       RunSelf(commands, static_cast<int>(jobs));
+  std::vector<ComparedRun> runs(points.size());
+  std::vector<std::vector<std::string>> point_sets;
+  int failed = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
+    ComparedRun& r = runs[i];
+    r.label = absl::StrJoin(p.sets, " ");
+    point_sets.push_back(p.sets);
     p.exit_code = results[i].exit_code;
     if (p.exit_code == 0) {
-      p.stats = results[i].out;
+      absl::StatusOr<RunStats> stats =
+          ReadStatsJson(results[i].out, absl::StrCat("point ", i));
+      if (stats.ok()) {
+        r.stats = *std::move(stats);
+        if (args.Has("out")) {
+          r.report_href = absl::StrCat("point-", i, "/report.html");
+        }
+      } else {
+        r.ok = false;
+        r.error = std::string(stats.status().message());
+      }
     } else {
       std::string err(absl::StripTrailingAsciiWhitespace(results[i].err));
       const size_t nl = err.find('\n');
-      p.error = nl == std::string::npos ? err : err.substr(0, nl);
-      if (p.error.empty()) p.error = absl::StrCat("exit ", p.exit_code);
+      r.ok = false;
+      r.error = nl == std::string::npos ? err : err.substr(0, nl);
+      if (r.error.empty()) r.error = absl::StrCat("exit ", p.exit_code);
     }
+    failed += r.ok ? 0 : 1;
   }
-  // The table, in point order.
-  bool all_ok = true;
-  std::vector<Json> rows;
-  std::string text;
-  std::string csv = "point,set,step_ms,examples_per_s,mfu,bottleneck,error\n";
-  for (size_t i = 0; i < points.size(); ++i) {
-    const Point& p = points[i];
-    const std::string set = absl::StrJoin(p.sets, " ");
-    if (p.exit_code != 0) all_ok = false;
-    std::string step = JsonField(p.stats, "mean");
-    std::string eps = JsonField(p.stats, "examples_per_second");
-    std::string mfu = JsonField(p.stats, "mfu");
-    std::string bottleneck = JsonField(p.stats, "bottleneck");
-    if (format == "text") {
-      if (p.exit_code == 0) {
-        double st = 0, ex = 0, mf = 0;
-        (void)absl::SimpleAtod(step, &st);
-        (void)absl::SimpleAtod(eps, &ex);
-        (void)absl::SimpleAtod(mfu, &mf);
-        absl::StrAppendFormat(&text,
-                              "%3d  %-40s  step %10.3f ms  %12.1f ex/s  MFU "
-                              "%5.1f%%  %s\n",
-                              i, set, st, ex, 100 * mf, bottleneck);
-      } else {
-        absl::StrAppendFormat(&text, "%3d  %-40s  FAILED: %s\n", i, set, p.error);
-      }
-    } else if (format == "csv") {
-      auto q = [](const std::string& v) {
-        std::string o = "\"";
-        for (char c : v) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-        return o + "\"";
-      };
-      absl::StrAppend(&csv, i, ",", q(set), ",", step, ",", eps, ",", mfu, ",",
-                      q(bottleneck), ",", q(p.error), "\n");
-    } else {
-      std::vector<Json> set_items;
-      for (const std::string& s : p.sets) set_items.push_back(Json::String(s));
-      std::map<std::string, Json> row = {
-          {"point", Json::Int(static_cast<int64_t>(i))},
-          {"set", Json::Array(std::move(set_items))},
-          {"ok", Json::Bool(p.exit_code == 0)}};
-      if (p.exit_code == 0) {
-        double v = 0;
-        if (absl::SimpleAtod(step, &v)) row["step_ms"] = Json::Float64(v);
-        if (absl::SimpleAtod(eps, &v)) row["examples_per_second"] = Json::Float64(v);
-        if (absl::SimpleAtod(mfu, &v)) row["mfu"] = Json::Float64(v);
-        row["bottleneck"] = Json::String(bottleneck);
-      } else {
-        row["error"] = Json::String(p.error);
-      }
-      rows.push_back(Json::Object(std::move(row)));
-    }
+  if (format == "text") out << CompareText(runs);
+  if (format == "csv") out << CompareCsv(runs);
+  if (format == "json") out << CompareJson(runs, point_sets).Dump() << "\n";
+  if (args.Has("out")) {
+    TPUSIM_RETURN_IF_ERROR(WriteFile(
+        out_dir + "/compare.html",
+        CompareHtml(absl::StrCat("tpusim sweep ", path), runs)));
   }
-  if (format == "text") out << text;
-  if (format == "csv") out << csv;
-  if (format == "json") out << Json::Array(std::move(rows)).Dump() << "\n";
-  if (!all_ok) {
-    int failed = 0;
-    for (const Point& p : points) failed += p.exit_code != 0;
+  if (failed > 0) {
     return absl::AbortedError(absl::StrCat("sweep: ", failed, " of ",
                                            points.size(),
                                            " points failed (their rows say why)"));
@@ -215,7 +194,8 @@ Subcommand SweepCommand() {
   s.summary = "run a scenario over values of fields, one process per point";
   s.usage =
       "tpusim sweep SCENARIO --set PATH=V1,V2,... [--set ...] [--jobs N] "
-      "[--format=text|json|csv] [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
+      "[--format=text|json|csv] [--out DIR] [--scale-batch=global|per-replica] "
+      "[--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
       "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
       "[--check-invariants]";
   s.flags = {
@@ -223,6 +203,12 @@ Subcommand SweepCommand() {
                     "points are the cartesian product)"},
       {"jobs", true, "points run at once (default: every core)"},
       {"format", true, "text (default), json or csv"},
+      {"out", true,
+       "DIR (new or empty): each point's stats.json, trace.json and "
+       "report.html in DIR/point-K/, and DIR/compare.html side by side"},
+      {"scale-batch", true,
+       "global (default) or per-replica: keep the file's per-replica batch "
+       "as the points change the replicas (passed to each `tpusim run`)"},
       {"backend", true, "passed to each `tpusim run`"},
       {"pjrt-plugin", true, "passed to each `tpusim run`"},
       {"trace-devices", true, "passed to each `tpusim run`"},
@@ -232,6 +218,13 @@ Subcommand SweepCommand() {
   s.min_positional = 1;
   s.max_positional = 1;
   s.run = &RunSweep;
+  s.description =
+      "Every point's scenario is loaded and checked before any point runs. "
+      "The text form has a header row, then per point: chips, replicas, "
+      "per-replica batch, mean step time, examples/s overall and per chip, "
+      "MFU, the breakdown of the mean step (% per category), peak HBM of "
+      "capacity and the bottleneck (its share of the critical path). "
+      "docs/cli.md describes the JSON and CSV forms.";
   return s;
 }
 

@@ -4,9 +4,14 @@
 //  [--format=text|json|csv] [--backend=host|sim]`: runs `tpusim run` once per
 // point of the cartesian product of the --set lists, each point in its own
 // process (SystemC elaborates once per process), up to N at a time (default:
-// every core), and prints one row per point in point order. A point that fails
-// is a row with its error, never a crash of the sweep; the sweep exits 0 when
-// every point ran and 1 otherwise.
+// every core), and prints a header and one row per point in point order
+// (tools/compare_report.h). Every point's scenario is loaded and validated
+// before any runs (one error naming the point). A point that fails at run
+// time is a row with its error, never a crash of the sweep; the sweep exits 0
+// when every point ran and 1 otherwise. --out DIR (new or empty) keeps each
+// point's outputs in DIR/point-K/ and writes DIR/compare.html;
+// --scale-batch=per-replica keeps the file's per-replica batch
+// (tools/scale_batch.h).
 //
 // Values are split at commas outside brackets and braces, so list and message
 // values work: --set 'run.device_assignment={computation_shape: [1,1,2]}'.

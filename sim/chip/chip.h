@@ -107,6 +107,18 @@ struct DeviceCounters {
   int64_t busy_ps = 0;
   int64_t hbm_bytes = 0;
   int64_t peak_hbm_bytes = 0;
+  // What peak_hbm_bytes is made of (sim/compile's CoreMemory of the program
+  // that reached it): model weights, optimizer state, the step's arguments,
+  // prefetched infeed batches, constants, and the live values at the
+  // schedule's peak (activations and temporaries).
+  struct HbmSplit {
+    int64_t weights = 0;
+    int64_t optimizer_state = 0;
+    int64_t arguments = 0;
+    int64_t infeed = 0;
+    int64_t constants = 0;
+    int64_t live_peak = 0;
+  } peak_hbm_split;
   // The time of the device's spans per category (kSpanCategories order).
   std::array<int64_t, kNumSpanCategories> category_ps = {};
 };

@@ -21,6 +21,8 @@ using Profile = proto::ProfileProto;
 using DeviceProfile = proto::DeviceProfileProto;
 using OpCounters = proto::OpCountersProto;
 using TimelineSpan = proto::TimelineSpanProto;
+using CollectiveSpan = proto::CollectiveSpanProto;
+using HbmSplit = proto::HbmSplitProto;
 using LinkProfile = proto::LinkProfileProto;
 using StepProfile = proto::StepProfileProto;
 

@@ -681,5 +681,45 @@ TEST(ScenarioLoaderTest, MissingFileIsNotFound) {
                "such file or directory"));
 }
 
+// Issue 21: the pod follows cluster.slice; a run.pod naming other chips (a
+// slice, or a generation and shape) is an error naming both fields, after
+// every --set, so a sweep over cluster.slice cannot silently run one slice.
+TEST(ScenarioLoaderTest, RunPodMustNameTheClusterSlicesChips) {
+  const std::string base =
+      "cluster { slice: \"v4-8\" }\n"
+      "global_batch_size: 64\n"
+      "run {\n"
+      "  workload { name: \"mlp\" }\n";
+  EXPECT_THAT(Parse(base + "}\n"), IsOk());
+  EXPECT_THAT(Parse(base + "  pod { options { input_threads: 2 } }\n}\n"), IsOk());
+  EXPECT_THAT(Parse(base + "  pod { slice: \"v4-8\" }\n}\n"), IsOk());
+  EXPECT_THAT(Parse(base + "  pod { generation: \"v4\" shape: [2, 2, 1] }\n}\n"),
+              IsOk());
+  EXPECT_THAT(
+      Parse(base + "  pod { slice: \"v4-16\" }\n}\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "s.textproto:5: run.pod.slice=\"v4-16\": names 8 v4 chips "
+               "(2x2x2) but cluster.slice=\"v4-8\" names 4 v4 chips (2x2x1); "
+               "the pod follows cluster.slice: drop run.pod's slice (or "
+               "generation and shape), or make it name the same chips"));
+  EXPECT_THAT(
+      Parse(base + "  pod { generation: \"v5p\" shape: [2, 2, 1] }\n}\n"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("run.pod.generation=\"v5p\" shape [2, 2, 1]: names "
+                         "4 v5p chips (2x2x1) but cluster.slice=\"v4-8\" names "
+                         "4 v4 chips (2x2x1)")));
+  // A --set of cluster.slice alone moves the pod with it; one that makes
+  // them clash is the same error.
+  EXPECT_THAT(ParseScenario(base + "}\n", "s.textproto", "/base",
+                            {"cluster.slice=v4-16"}),
+              IsOk());
+  EXPECT_THAT(ParseScenario(base + "  pod { slice: \"v4-8\" }\n}\n",
+                            "s.textproto", "/base", {"cluster.slice=v4-32"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("run.pod.slice=\"v4-8\": names 4 v4 chips "
+                                 "(2x2x1) but cluster.slice=\"v4-32\" names "
+                                 "16 v4 chips (2x2x4)")));
+}
+
 }  // namespace
 }  // namespace tpusim::scenarios
