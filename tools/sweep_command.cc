@@ -84,6 +84,18 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     }
     points = std::move(next);
   }
+  // Every point's scenario is loaded and validated here, before any runs,
+  // so that a bad --set path or value is one error, not one per point.
+  for (const Point& p : points) {
+    absl::Status loaded =
+        scenarios::LoadScenarioFile(args.positional()[0], p.sets).status();
+    if (!loaded.ok()) {
+      return absl::Status(
+          loaded.code(),
+          absl::StrCat(loaded.message(), " (point ", absl::StrJoin(p.sets, " "),
+                       "; no point was run)"));
+    }
+  }
   std::vector<std::vector<std::string>> commands;
   for (const Point& p : points) {
     std::vector<std::string> argv = {"run", args.positional()[0],

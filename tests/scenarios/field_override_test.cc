@@ -114,7 +114,8 @@ TEST(FieldOverrideTest, ErrorsNameTheAssignmentAndWhatIsAllowed) {
        "not a Cluster in text format (write {field: value ...}): column 8: "
        "Expected string, got: 3"},
       {"pipeline[1].batch.batch_sizee=2",
-       "BatchStage has no field 'batch_sizee'; fields: batch_size, "
+       "BatchStage has no field 'batch_sizee'; did you mean \"batch_size\"?; "
+       "fields: batch_size, "
        "use_global_batch, drop_remainder"},
   };
   for (const Case& c : cases) {
