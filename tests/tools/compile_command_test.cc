@@ -85,7 +85,7 @@ TEST(CompileCommandTest, PrintsTheProgramAndItsKernels) {
   EXPECT_THAT(out, HasSubstr("+ infeed 0 +"));
 }
 
-// The example program of the README: independent work (the loss's reduce)
+// The example program of docs/model.md: independent work (the loss's reduce)
 // runs while the gradient's all-reduce is in flight; exact HBM bytes:
 // x 128*256*2, w 256*512*2, b 512*2, relu 128*512*2; the peak (#3) holds
 // relu, the gradient (kept until its done), the all-reduce result and the
