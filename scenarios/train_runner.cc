@@ -771,8 +771,11 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
   } else if (result.backend == "host") {
     if (!pod.has_slice()) {
       return absl::InvalidArgumentError(
-          "run.backend=\"host\" needs a slice name (run.pod.slice or "
-          "cluster.slice)");
+          plan ? "tpusim compile needs a slice name (run.pod.slice or "
+                 "cluster.slice): a pod given as a generation and a shape is "
+                 "only built by the simulator"
+               : "run.backend=\"host\" needs a slice name (run.pod.slice or "
+                 "cluster.slice)");
     }
     TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(pod.slice()));
     TPUSIM_ASSIGN_OR_RETURN(backend, CreateBackend("host", pod.slice()));
