@@ -248,7 +248,7 @@ class Override {
           }
           return Error(absl::StrCat("'", f->name(), "' takes one of ",
                                     absl::StrJoin(names, ", "), ", not '",
-                                    text, "'"));
+                                    text, "'", common::DidYouMean(text, names)));
         }
         repeated ? r->AddEnum(m, f, e) : r->SetEnum(m, f, e);
         return absl::OkStatus();

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/did_you_mean.h"
 #include "common/int_math.h"
 #include "common/status_macros.h"
 #include "models/workload.h"
@@ -719,7 +720,8 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
     return absl::InvalidArgumentError(
         absl::StrCat("run.workload.name=\"", run.workload().name(),
                      "\": unknown workload; workloads: ",
-                     absl::StrJoin(WorkloadNames(), ", ")));
+                     absl::StrJoin(WorkloadNames(), ", "),
+                     common::DidYouMean(run.workload().name(), WorkloadNames())));
   }
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload,
                           it->second(run.workload()));

@@ -99,7 +99,8 @@ TEST(FieldOverrideTest, ErrorsNameTheAssignmentAndWhatIsAllowed) {
        "'workers' takes an integer from -2147483648 to 2147483647, not "
        "'3000000000'"},
       {"shard_policy=FILES",
-       "'shard_policy' takes one of AUTO, FILE, DATA, OFF, not 'FILES'"},
+       "'shard_policy' takes one of AUTO, FILE, DATA, OFF, not 'FILES'; did "
+       "you mean \"FILE\"?"},
       {"pipeline[1].batch.drop_remainder=yes",
        "'drop_remainder' takes true or false, not 'yes'"},
       {"pipeline[3].batch.batch_size=2",
