@@ -113,6 +113,15 @@ class BytesPerSecond {
   double rate_ = 0;
 };
 
+// Text for people (exact numbers belong in JSON): three significant digits in
+// the largest binary unit that keeps the value at least 1, "512 B", "1.50 KiB",
+// "12.0 MiB", "120 GiB", "1.25 TiB"; negative counts keep their sign.
+std::string HumanBytes(int64_t bytes);
+
+// The same for a duration in seconds: "812 ns", "1.50 µs", "3.20 ms",
+// "1.25 s" (three significant digits; microseconds are written "µs").
+std::string HumanSeconds(double seconds);
+
 }  // namespace tpusim::common
 
 #endif  // TPUSIM_COMMON_UNITS_H_

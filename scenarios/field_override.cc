@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/did_you_mean.h"
 #include "common/status_macros.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -73,8 +74,9 @@ class Override {
         for (int k = 0; k < d->field_count(); ++k) {
           names.push_back(d->field(k)->name());
         }
-        return Error(absl::StrCat(d->name(), " has no field '", name,
-                                  "'; fields: ", absl::StrJoin(names, ", ")));
+        return Error(absl::StrCat(d->name(), " has no field '", name, "'",
+                                  common::DidYouMean(name, names), "; fields: ",
+                                  absl::StrJoin(names, ", ")));
       }
       const Reflection* r = message->GetReflection();
       const bool last = i + 1 == segments.size();
@@ -246,7 +248,7 @@ class Override {
           }
           return Error(absl::StrCat("'", f->name(), "' takes one of ",
                                     absl::StrJoin(names, ", "), ", not '",
-                                    text, "'"));
+                                    text, "'", common::DidYouMean(text, names)));
         }
         repeated ? r->AddEnum(m, f, e) : r->SetEnum(m, f, e);
         return absl::OkStatus();

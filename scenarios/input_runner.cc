@@ -181,6 +181,16 @@ absl::StatusOr<InputListing> RunInputScenario(const LoadedScenario& scenario,
                                               const RunInputOptions& options,
                                               ListingSink& sink) {
   const Scenario& sc = scenario.proto;
+  if (sc.pipeline_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        scenario.source_name, ": the scenario has no pipeline",
+        " (inspect-input lists what a dataset pipeline gives "
+        "each replica)",
+        sc.has_run() ? "; this scenario's run section trains on synthetic "
+                       "batches: see them with `tpusim run` (the step) or "
+                       "`tpusim compile` (its memory)"
+                     : ""));
+  }
   TPUSIM_ASSIGN_OR_RETURN(ClusterLayout cluster, ResolveCluster(scenario));
   InputListing listing;
   listing.name = sc.name();

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/did_you_mean.h"
 #include "common/int_math.h"
 #include "common/status_macros.h"
 #include "models/workload.h"
@@ -719,12 +720,15 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
     return absl::InvalidArgumentError(
         absl::StrCat("run.workload.name=\"", run.workload().name(),
                      "\": unknown workload; workloads: ",
-                     absl::StrJoin(WorkloadNames(), ", ")));
+                     absl::StrJoin(WorkloadNames(), ", "),
+                     common::DidYouMean(run.workload().name(), WorkloadNames())));
   }
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload,
                           it->second(run.workload()));
   TrainResult result;
-  result.backend = !options.backend.empty() ? options.backend
+  const bool plan = options.plan_only;
+  result.backend = plan                     ? "host"
+                   : !options.backend.empty() ? options.backend
                    : run.has_backend()      ? run.backend()
                                             : "sim";
   proto::PodSpec pod = run.pod();
@@ -769,8 +773,11 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
   } else if (result.backend == "host") {
     if (!pod.has_slice()) {
       return absl::InvalidArgumentError(
-          "run.backend=\"host\" needs a slice name (run.pod.slice or "
-          "cluster.slice)");
+          plan ? "tpusim compile needs a slice name (run.pod.slice or "
+                 "cluster.slice): a pod given as a generation and a shape is "
+                 "only built by the simulator"
+               : "run.backend=\"host\" needs a slice name (run.pod.slice or "
+                 "cluster.slice)");
     }
     TPUSIM_ASSIGN_OR_RETURN(layout, runtime::ParseSlice(pod.slice()));
     TPUSIM_ASSIGN_OR_RETURN(backend, CreateBackend("host", pod.slice()));
@@ -810,7 +817,7 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
   strategy::TPUStrategyOptions strategy_options;
   result.steps_per_run = run.has_steps_per_run() ? run.steps_per_run() : 1;
   strategy_options.steps_per_run = result.steps_per_run;
-  const bool pipeline = sc.pipeline_size() > 0;
+  const bool pipeline = sc.pipeline_size() > 0 && !plan;
   if (pipeline) strategy_options.semantics_version = SemanticsOf(sc);
   if (run.has_device_assignment()) {
     const DeviceAssignmentSpec& da = run.device_assignment();
@@ -840,7 +847,7 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
         "global_batch_size=", result.global_batch, ": must be divisible by the ",
         n, " replicas (each replica gets global_batch_size / replicas rows)"));
   }
-  const bool real = run.real_values();
+  const bool real = run.real_values() && !plan;
   {
     TPUSIM_ASSIGN_OR_RETURN(strategy::StrategyScope scope, strategy->Scope());
     TPUSIM_RETURN_IF_ERROR(workload->CreateVariables(real, run.seed()));
@@ -886,7 +893,7 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
                           workload->Inputs(local_batch, real, run.seed()));
   TPUSIM_RETURN_IF_ERROR(backend->CollectProfile().status());
   backend->ResetProfile();
-  if (result.steps_per_run == 1) {
+  if (result.steps_per_run == 1 || plan) {
     std::vector<strategy::ValueNest> leaves;
     for (const Tensor& t : inputs) {
       strategy::PerReplica<Tensor> leaf =
@@ -896,6 +903,15 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
       leaves.emplace_back(strategy::Value(std::move(leaf)));
     }
     const strategy::ValueNest args = strategy::ValueNest::Tuple(leaves);
+    if (plan) {
+      // One traced step on abstract values: the host backend computes
+      // nothing and times nothing.
+      TPUSIM_RETURN_IF_ERROR(strategy->Run(step, args).status());
+      result.step_program = std::make_shared<const runtime::Program>(
+          *strategy->last_traced_program());
+      result.steps = 0;
+      return result;
+    }
     for (int64_t s = 0; s < result.steps; ++s) {
       TPUSIM_ASSIGN_OR_RETURN(strategy::ValueNest loss, strategy->Run(step, args));
       if (real) result.last_loss = MeanLoss(loss);

@@ -42,12 +42,14 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "scenarios/scenario_loader.h"
 #include "strategy/runtime/profile.h"
+#include "strategy/runtime/program.h"
 
 namespace tpusim::scenarios {
 
@@ -71,6 +73,13 @@ struct TrainOptions {
   // and before each program's first call on the sim backend:
   // ResourceExhausted naming the estimate's largest parts. 0: none.
   int64_t memory_limit_bytes = 0;
+  // Trace and compile the scenario's step for its slice without running it
+  // (`tpusim compile SCENARIO`): the host backend with abstract values and
+  // synthetic inputs of the workload's per-replica types (a pipeline's
+  // batches are at most that), one traced step, no timing. TrainResult::
+  // step_program is the traced per-replica program; steps and profile are
+  // empty.
+  bool plan_only = false;
 };
 
 // What fed the workload.
@@ -136,6 +145,8 @@ struct TrainResult {
   int64_t memory_estimate_bytes = 0;
   int64_t sim_late_starts = 0;  // SimStats::late_starts
   runtime::Profile profile;
+  // TrainOptions::plan_only: the step as TPUStrategy traced it.
+  std::shared_ptr<const runtime::Program> step_program;
 };
 
 std::vector<std::string> WorkloadNames();

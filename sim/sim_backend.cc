@@ -18,6 +18,7 @@
 #include "common/check.h"
 #include "common/int_math.h"
 #include "common/status_macros.h"
+#include "common/units.h"
 #include "sim/kernel.h"
 #include "sim/compile/compile.h"
 #include "sim/net/collective.h"
@@ -734,15 +735,16 @@ absl::StatusOr<runtime::SpmdOutputs> SimBackend::Execute(
       const int64_t capacity = rates_.hbm_capacity.count();
       if (need > capacity) {
         const runtime::DeviceDescription& dd = layout_.devices[d];
+        using common::HumanBytes;
         return absl::ResourceExhaustedError(absl::StrCat(
             "program ", program.name(), " does not fit in HBM of device ", d,
             " (task ", dd.task, ", TPU:", dd.ordinal, ", coords (",
-            absl::StrJoin(dd.coords, ","), ")): needs ", need,
-            " bytes (variables ", variables, ", parameters ", m.parameters,
-            ", infeed buffers ", m.infeed, ", constants ", m.constants,
-            ", peak live values ", m.live_peak, "), capacity ", capacity,
-            " bytes; largest live values: ",
-            absl::StrJoin(m.largest_at_peak, ", ")));
+            absl::StrJoin(dd.coords, ","), ")): needs ", HumanBytes(need),
+            " (variables ", HumanBytes(variables), ", parameters ",
+            HumanBytes(m.parameters), ", infeed buffers ", HumanBytes(m.infeed),
+            ", constants ", HumanBytes(m.constants), ", peak live values ",
+            HumanBytes(m.live_peak), "), capacity ", HumanBytes(capacity),
+            "; largest live values: ", absl::StrJoin(m.largest_at_peak, "; ")));
       }
       DeviceCounters& counted = counters(d);
       if (need >= counted.peak_hbm_bytes) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/did_you_mean.h"
 #include "common/file_io.h"
 #include "common/utf8.h"
 
@@ -183,7 +184,8 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
     std::vector<std::string> names;
     for (const Subcommand& s : subcommands_) names.push_back(s.name);
     err << "tpusim: unknown command \"" << common::EscapeForTerminal(name)
-        << "\"; commands: " << absl::StrJoin(names, ", ")
+        << "\"" << common::DidYouMean(name, names)
+        << "; commands: " << absl::StrJoin(names, ", ")
         << " (see 'tpusim --help')\n";
     return kExitUsage;
   }
@@ -212,8 +214,18 @@ int Cli::Run(absl::Span<const std::string> args, std::ostream& out,
                                return spelled == absl::StrCat("--", f.name);
                              });
     if (spec == sub->flags.end()) {
+      // Compared without the dashes, so that they do not make a different
+      // word look close.
+      std::vector<std::string> flags = {"help"};
+      for (const FlagSpec& f : sub->flags) flags.push_back(f.name);
+      absl::string_view bare = spelled;
+      absl::ConsumePrefix(&bare, "--");
+      const std::string closest = common::ClosestName(bare, flags);
       err << "tpusim " << sub->name << ": unknown flag "
           << common::EscapeForTerminal(spelled)
+          << (closest.empty() ? ""
+                              : absl::StrCat("; did you mean \"--", closest,
+                                             "\"?"))
           << " (see 'tpusim " << sub->name << " --help')\n";
       return kExitUsage;
     }

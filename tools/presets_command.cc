@@ -32,6 +32,7 @@ std::string MaxSlice(const ChipPreset& p) {
 // One preset field: its label and unit, the text people read and the value
 // machines read (a number, a string, or null where the sheet has none).
 struct Field {
+  std::string key;  // the JSON key: snake_case, its unit as a suffix
   std::string label;
   std::string unit;
   std::string text;
@@ -39,53 +40,57 @@ struct Field {
 };
 
 // `text` overrides the default "%g" rendering for people.
-Field Number(std::string label, std::string unit, double v,
+Field Number(std::string key, std::string label, std::string unit, double v,
              std::string text = "") {
   if (text.empty()) text = absl::StrFormat("%g", v);
   // Whole numbers (counts, 900 GB/s) are JSON integers, the rest the shortest
   // float text.
   const bool whole = v == std::trunc(v) && std::abs(v) < 1e15;
-  return {std::move(label), std::move(unit), std::move(text),
+  return {std::move(key), std::move(label), std::move(unit), std::move(text),
           whole ? Json::Int(static_cast<int64_t>(v)) : Json::Float64(v)};
 }
-Field Optional(std::string label, std::string unit,
+Field Optional(std::string key, std::string label, std::string unit,
                const std::optional<double>& v) {
-  if (v.has_value()) return Number(std::move(label), std::move(unit), *v);
-  return {std::move(label), std::move(unit), "-", Json::Null()};
+  if (v.has_value()) {
+    return Number(std::move(key), std::move(label), std::move(unit), *v);
+  }
+  return {std::move(key), std::move(label), std::move(unit), "-", Json::Null()};
 }
-Field Text(std::string label, std::string unit, std::string text) {
+Field Text(std::string key, std::string label, std::string unit,
+           std::string text) {
   Json json = Json::String(text);
-  return {std::move(label), std::move(unit), std::move(text), std::move(json)};
+  return {std::move(key), std::move(label), std::move(unit), std::move(text),
+          std::move(json)};
 }
 
 std::vector<Field> Fields(const ChipPreset& p) {
   const auto* g = p.generation;
   return {
-      Number("TensorCores per chip", "", g->cores_per_chip),
-      Number("devices per chip", "", g->devices_per_chip),
-      Number("MXUs per core", "", p.mxus_per_core),
-      Text("MXU size", "", absl::StrCat(p.mxu_dim, "x", p.mxu_dim)),
-      Number("clock", "GHz", p.clock_ghz),
-      Number("peak bf16 (datasheet)", "TFLOPS/chip", p.datasheet_bf16_tflops),
-      Number("peak bf16 (MXU identity)", "TFLOPS/chip",
+      Number("tensorcores_per_chip", "TensorCores per chip", "", g->cores_per_chip),
+      Number("devices_per_chip", "devices per chip", "", g->devices_per_chip),
+      Number("mxus_per_core", "MXUs per core", "", p.mxus_per_core),
+      Text("mxu_size", "MXU size", "", absl::StrCat(p.mxu_dim, "x", p.mxu_dim)),
+      Number("clock_ghz", "clock", "GHz", p.clock_ghz),
+      Number("peak_bf16_datasheet_tflops_per_chip", "peak bf16 (datasheet)", "TFLOPS/chip", p.datasheet_bf16_tflops),
+      Number("peak_bf16_mxu_tflops_per_chip", "peak bf16 (MXU identity)", "TFLOPS/chip",
              p.PeakBf16FlopsPerSecond() / 1e12,
              absl::StrFormat("%.1f", p.PeakBf16FlopsPerSecond() / 1e12)),
-      Optional("int8", "TOPS/chip", p.int8_tops),
-      Number("HBM", "GiB/chip", p.hbm_capacity.gib()),
-      Number("HBM bandwidth", "GB/s/chip", p.hbm_gbps),
-      Number("ICI ports", "", p.ici_ports),
-      Number("ICI link (raw)", "GB/s/dir", p.ici_link_gbps),
-      Optional("ICI link (achieved)", "GB/s/dir", p.ici_link_achieved_gbps),
-      Number("ICI hop latency", "us", p.ici_hop_latency.microseconds()),
-      Optional("on-chip core path", "GB/s/dir", p.on_chip_core_gbps),
-      Number("on-chip core latency", "us",
+      Optional("int8_tops_per_chip", "int8", "TOPS/chip", p.int8_tops),
+      Number("hbm_gib_per_chip", "HBM", "GiB/chip", p.hbm_capacity.gib()),
+      Number("hbm_gbps_per_chip", "HBM bandwidth", "GB/s/chip", p.hbm_gbps),
+      Number("ici_ports", "ICI ports", "", p.ici_ports),
+      Number("ici_link_raw_gbps_per_direction", "ICI link (raw)", "GB/s/dir", p.ici_link_gbps),
+      Optional("ici_link_achieved_gbps_per_direction", "ICI link (achieved)", "GB/s/dir", p.ici_link_achieved_gbps),
+      Number("ici_hop_latency_us", "ICI hop latency", "us", p.ici_hop_latency.microseconds()),
+      Optional("on_chip_core_gbps_per_direction", "on-chip core path", "GB/s/dir", p.on_chip_core_gbps),
+      Number("on_chip_core_latency_us", "on-chip core latency", "us",
              p.on_chip_core_latency.microseconds()),
-      Text("torus", "", absl::StrCat(g->torus_rank, "-D")),
-      Text("max slice", "chips", MaxSlice(p)),
-      Number("chips per host", "", g->chips_per_host),
-      Optional("PCIe", "GB/s/chip", p.pcie_gbps),
-      Optional("DCN", "GB/s/chip", p.dcn_gbps),
-      Text("vector unit", "lanes x sublanes",
+      Text("torus", "torus", "", absl::StrCat(g->torus_rank, "-D")),
+      Text("max_slice_chips", "max slice", "chips", MaxSlice(p)),
+      Number("chips_per_host", "chips per host", "", g->chips_per_host),
+      Optional("pcie_gbps_per_chip", "PCIe", "GB/s/chip", p.pcie_gbps),
+      Optional("dcn_gbps_per_chip", "DCN", "GB/s/chip", p.dcn_gbps),
+      Text("vector_unit_lanes_x_sublanes", "vector unit", "lanes x sublanes",
            absl::StrCat(p.vpu_lanes, "x", p.vpu_sublanes)),
   };
 }
@@ -114,18 +119,16 @@ void PrintTable(std::ostream& out) {
          "sim/chip/chip_preset.cc. '-' = not published.\n";
 }
 
-// One JSON object per preset, keys "label (unit)" plus "name", sorted (the
-// project's JSON convention, tools/json_writer.h).
+// One JSON object per preset: "name", "slice_prefix" and one snake_case key
+// per field, its unit as a suffix (Field::key), sorted (the project's JSON
+// convention, tools/json_writer.h).
 void PrintJson(absl::Span<const ChipPreset* const> presets, std::ostream& out) {
   std::vector<Json> items;
   for (const ChipPreset* p : presets) {
     std::map<std::string, Json> members = {
-        {"name", Json::String(std::string(p->name()))}};
-    for (Field& f : Fields(*p)) {
-      members[f.unit.empty() ? f.label
-                             : absl::StrCat(f.label, " (", f.unit, ")")] =
-          std::move(f.json);
-    }
+        {"name", Json::String(std::string(p->name()))},
+        {"slice_prefix", Json::String(p->generation->slice_prefix)}};
+    for (Field& f : Fields(*p)) members[f.key] = std::move(f.json);
     items.push_back(Json::Object(std::move(members)));
   }
   out << Json::Array(std::move(items)).Dump() << "\n";

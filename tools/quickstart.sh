@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The run command: installs missing dependencies, builds the release preset with all cores, then
-# runs the tpusim CLI on the default scenario and prints its report.
+# estimates a ResNet-50 training step on a simulated v4-32 (the README's first recipe) and
+# prints its report.
 # Usage: tools/quickstart.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,13 +14,7 @@ cmake --build --preset release -j "$jobs"
 tpusim="$root/build/release/tools/tpusim"
 
 echo
-echo "== tpusim presets"
-"$tpusim" presets
-if [ -f "$root/scenarios/default.textproto" ]; then
-  echo
-  echo "== tpusim inspect-input scenarios/default.textproto --steps 3"
-  "$tpusim" inspect-input "$root/scenarios/default.textproto" --steps 3
-fi
+echo "== tpusim run scenarios/run/resnet50_v4_32.textproto (ResNet-50 on a simulated v4-32)"
+"$tpusim" run "$root/scenarios/run/resnet50_v4_32.textproto"
 echo
-echo "== tpusim run scenarios/run/quickstart.textproto (the MLP on a simulated v3-8)"
-"$tpusim" run "$root/scenarios/run/quickstart.textproto"
+echo "Next: the recipes in README.md (compile, sweep, goldens); tpusim --help lists every command."

@@ -72,6 +72,14 @@ std::string CategoryColour(const std::string& category) {
 
 std::string HtmlEscape(const std::string& text) { return Escape(text); }
 
+// Right-aligns `text` in `width` columns, counting UTF-8 characters (the
+// "µ" of µs is two bytes, one column).
+std::string PadLeft(const std::string& text, int width) {
+  int columns = 0;
+  for (char c : text) columns += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return std::string(std::max(0, width - columns), ' ') + text;
+}
+
 std::string LinkName(const LinkUse& l) {
   const char* axes = "xyzc";
   return absl::StrCat("chip ", l.chip, " (", absl::StrJoin(l.coords, ","),
@@ -103,22 +111,38 @@ RunStats ComputeRunStats(const std::string& scenario,
                                 " has no timing: run with --backend=sim");
     return s;
   }
-  std::vector<double> per_step;
+  // Warm-up: the first device call, all its steps_per_run steps. The step
+  // statistics count the later calls when there are any, else every step.
+  std::vector<double> all_steps, counted;
   double total_ps = 0;
-  for (const runtime::StepProfile& st : p.steps()) {
+  const bool has_steady = p.steps_size() > 1;
+  for (int i = 0; i < p.steps_size(); ++i) {
+    const runtime::StepProfile& st = p.steps(i);
     const double call = static_cast<double>(st.end_ps() - st.start_ps());
     total_ps += call;
     for (int64_t k = 0; k < st.steps(); ++k) {
-      per_step.push_back(call / st.steps() * 1e-9);
+      all_steps.push_back(call / st.steps() * 1e-9);
+      if (i > 0 || !has_steady) counted.push_back(call / st.steps() * 1e-9);
     }
   }
-  std::sort(per_step.begin(), per_step.end());
-  const double n = static_cast<double>(per_step.size());
-  double sum = 0;
-  for (double v : per_step) sum += v;
+  s.warmup_steps = p.steps(0).steps();
+  s.warmup_excluded = has_steady;
+  std::sort(counted.begin(), counted.end());
+  const double n_all = static_cast<double>(all_steps.size());
+  const double n = static_cast<double>(counted.size());
+  double sum = 0, sum_all = 0;
+  for (double v : counted) sum += v;
+  for (double v : all_steps) sum_all += v;
+  s.steps_counted = static_cast<int64_t>(counted.size());
   s.step_ms_mean = sum / n;
-  s.step_ms_p50 = per_step[static_cast<size_t>((n - 1) * 0.5)];
-  s.step_ms_p99 = per_step[static_cast<size_t>(std::ceil((n - 1) * 0.99))];
+  s.breakdown_step_ms = sum_all / n_all;
+  s.has_percentiles = counted.size() >= 3;
+  if (s.has_percentiles) {
+    s.step_ms_p50 = counted[static_cast<size_t>((n - 1) * 0.5)];
+    s.step_ms_p99 = counted[static_cast<size_t>(std::ceil((n - 1) * 0.99))];
+  } else {
+    s.counted_steps_ms = counted;
+  }
   s.examples_per_second = s.global_batch / (s.step_ms_mean * 1e-3);
   if (r.backend == "pjrt") {
     s.wall_time_only = true;
@@ -139,11 +163,12 @@ RunStats ComputeRunStats(const std::string& scenario,
   const double devices = static_cast<double>(std::max<int64_t>(1, ran));
   double accounted = 0;
   for (const char* c : kCategories) {
-    const double ms = static_cast<double>(by_category[c]) / devices / n * 1e-9;
+    const double ms =
+        static_cast<double>(by_category[c]) / devices / n_all * 1e-9;
     s.breakdown_ms[c] = ms;
     accounted += ms;
   }
-  s.breakdown_ms["idle"] = std::max(0.0, s.step_ms_mean - accounted);
+  s.breakdown_ms["idle"] = std::max(0.0, s.breakdown_step_ms - accounted);
   const double step_s = s.step_ms_mean * 1e-3;
   s.mfu = r.model_flops_per_step /
           (step_s * r.peak_flops_per_device * std::max(1, r.num_devices));
@@ -180,7 +205,10 @@ RunStats ComputeRunStats(const std::string& scenario,
   // the early devices wait in an all-reduce for a late one's input.)
   std::map<std::string, double> critical;
   double waits_ps = 0;
-  for (const runtime::StepProfile& st : p.steps()) {
+  double counted_ps = 0;
+  for (int i = has_steady ? 1 : 0; i < p.steps_size(); ++i) {
+    const runtime::StepProfile& st = p.steps(i);
+    counted_ps += static_cast<double>(st.end_ps() - st.start_ps());
     critical["input"] += st.input_wait_ps();
     critical["infeed"] += st.infeed_wait_ps();
     critical["collective"] += st.exposed_collective_ps();
@@ -188,7 +216,7 @@ RunStats ComputeRunStats(const std::string& scenario,
     waits_ps += st.input_wait_ps() + st.infeed_wait_ps() +
                 st.exposed_collective_ps() + st.host_overhead_ps();
   }
-  const double rest_ps = std::max(0.0, total_ps - waits_ps);
+  const double rest_ps = std::max(0.0, counted_ps - waits_ps);
   double compute_ms = 0;
   for (const char* c : {"mxu", "vector", "memory", "idle"}) {
     compute_ms += s.breakdown_ms[c];
@@ -202,6 +230,7 @@ RunStats ComputeRunStats(const std::string& scenario,
   for (const auto& [c, ps] : critical) {
     if (ps > critical[worst]) worst = c;
   }
+  for (const auto& [c, ps] : critical) s.critical_path_ms[c] = ps / n * 1e-9;
   const double worst_ms = critical[worst] / n * 1e-9;
   const double share = 100 * worst_ms / s.step_ms_mean;
   static const std::map<std::string, std::string>* what =
@@ -217,9 +246,9 @@ RunStats ComputeRunStats(const std::string& scenario,
   s.bottleneck_category = worst;
   s.bottleneck_share = worst_ms / s.step_ms_mean;
   s.bottleneck = absl::StrFormat(
-      "The step is %s: on its critical path %s takes %.1f%% of it (%.3f ms "
-      "of %.3f ms).",
-      what->at(worst), worst, share, worst_ms, s.step_ms_mean);
+      "The step is %s: on its critical path %s takes %.1f%% of it (%s of %s).",
+      what->at(worst), worst, share, common::HumanSeconds(worst_ms * 1e-3),
+      common::HumanSeconds(s.step_ms_mean * 1e-3));
   return s;
 }
 
@@ -265,48 +294,123 @@ std::string TextReport(const RunStats& s) {
     absl::StrAppendFormat(
         &out,
         "model parallel: %d cores per replica; cross-core bytes over the run "
-        "%d, of which "
-        "%d over ICI (cores of a replica at most %d chip hops apart)\n",
-        s.cores_per_replica, s.cross_core_bytes, s.cross_core_ici_bytes,
+        "%s, of which "
+        "%s over ICI (cores of a replica at most %d chip hops apart)\n",
+        s.cores_per_replica, common::HumanBytes(s.cross_core_bytes),
+        common::HumanBytes(s.cross_core_ici_bytes),
         s.max_pair_chip_distance);
   }
   if (!s.timed) return out + s.bottleneck + "\n";
-  absl::StrAppendFormat(&out,
-                        "step time: mean %.3f ms, p50 %.3f ms, p99 %.3f ms; "
-                        "%.1f examples/s\n",
-                        s.step_ms_mean, s.step_ms_p50, s.step_ms_p99,
-                        s.examples_per_second);
+  // Step statistics: warm-up excluded when there is more; p50/p99 from 3
+  // counted steps.
+  const std::string counted =
+      s.warmup_excluded
+          ? absl::StrFormat("over %d step%s after the warm-up (the first device "
+                            "call, %d step%s, is left out)",
+                            s.steps_counted, s.steps_counted == 1 ? "" : "s",
+                            s.warmup_steps,
+                            s.warmup_steps == 1 ? "" : "s")
+          : absl::StrFormat("over %d step%s, includes warm-up (one device "
+                            "call)",
+                            s.steps_counted, s.steps_counted == 1 ? "" : "s");
+  if (s.has_percentiles) {
+    absl::StrAppendFormat(
+        &out, "step time: mean %s, p50 %s, p99 %s %s\n",
+        common::HumanSeconds(s.step_ms_mean * 1e-3),
+        common::HumanSeconds(s.step_ms_p50 * 1e-3),
+        common::HumanSeconds(s.step_ms_p99 * 1e-3), counted);
+  } else {
+    std::vector<std::string> each;
+    for (double ms : s.counted_steps_ms) {
+      each.push_back(common::HumanSeconds(ms * 1e-3));
+    }
+    absl::StrAppendFormat(&out,
+                          "step time: mean %s %s (each: %s; p50 and p99 need "
+                          "3 steps)\n",
+                          common::HumanSeconds(s.step_ms_mean * 1e-3), counted,
+                          absl::StrJoin(each, ", "));
+  }
+  absl::StrAppendFormat(&out, "throughput: %.1f examples/s, %.1f per chip\n",
+                        s.examples_per_second,
+                        s.examples_per_second / std::max(1, s.num_chips));
   if (s.wall_time_only) {
     absl::StrAppend(&out,
                     "breakdown of a step, MFU, HBM, ICI links: not measured\n"
                     "bottleneck: ", s.bottleneck, "\n");
     return out;
   }
-  absl::StrAppend(&out, "breakdown of a step (mean per device):\n");
+  absl::StrAppendFormat(&out,
+                        "breakdown of a step: mean per device (all %d steps, "
+                        "warm-up included; step %s) | critical path (the "
+                        "device that finished each call last%s)\n",
+                        s.steps,
+                        common::HumanSeconds(s.breakdown_step_ms * 1e-3),
+                        s.warmup_excluded ? ", after the warm-up" : "");
+  std::string table_top = "idle";
+  std::string path_top = "idle";
   for (const std::string& c : BreakdownCategories()) {
     const double ms = s.breakdown_ms.at(c);
-    absl::StrAppendFormat(&out, "  %-10s %9.3f ms  %5.1f%%\n", c, ms,
-                          100 * ms / s.step_ms_mean);
+    const auto it = s.critical_path_ms.find(c);
+    const double path_ms = it == s.critical_path_ms.end() ? 0 : it->second;
+    if (ms > s.breakdown_ms.at(table_top)) table_top = c;
+    if (path_ms > s.critical_path_ms.at(path_top)) path_top = c;
+    absl::StrAppendFormat(&out, "  %-10s %s %6.1f%%  | %s %6.1f%%\n", c,
+                          PadLeft(common::HumanSeconds(ms * 1e-3), 9),
+                          100 * ms / s.breakdown_step_ms,
+                          PadLeft(common::HumanSeconds(path_ms * 1e-3), 9),
+                          100 * path_ms / s.step_ms_mean);
+  }
+  if (table_top != path_top) {
+    absl::StrAppendFormat(
+        &out,
+        "note: the mean per device is led by %s, the critical path by %s: the "
+        "step waits for %s on the device that finishes last, while the others "
+        "spend that time in %s\n",
+        table_top, path_top, path_top, table_top);
   }
   absl::StrAppendFormat(&out,
-                        "MFU %.1f%%; HBM %.1f GB/s per chip; peak HBM %.3f GiB "
-                        "of %.3f GiB per device\n",
+                        "MFU %.1f%%; HBM %.1f GB/s per chip; peak HBM %s of "
+                        "%s per device\n",
                         100 * s.mfu, s.hbm_gbps_per_chip,
-                        s.peak_hbm_bytes / double(int64_t{1} << 30),
-                        s.hbm_capacity_bytes / double(int64_t{1} << 30));
+                        common::HumanBytes(s.peak_hbm_bytes),
+                        common::HumanBytes(s.hbm_capacity_bytes));
   absl::StrAppend(&out, "busiest ICI links:\n");
   if (s.busiest_links.empty()) absl::StrAppend(&out, "  (none used)\n");
   for (const LinkUse& l : s.busiest_links) {
-    absl::StrAppendFormat(&out, "  %-24s %5.1f%% busy, %d bytes\n", LinkName(l),
-                          100 * l.utilization, l.bytes);
+    absl::StrAppendFormat(&out, "  %-24s %5.1f%% busy, %s\n", LinkName(l),
+                          100 * l.utilization, common::HumanBytes(l.bytes));
   }
   absl::StrAppend(&out, "bottleneck: ", s.bottleneck, "\n");
   return out;
 }
 
+namespace {
+
+// step_time_ms: the mean over the counted steps, p50/p99 only from 3 steps,
+// the steps themselves below that, and what was counted.
+Json StepTimeJson(const RunStats& s) {
+  std::map<std::string, Json> m = {
+      {"mean", Json::Float64(s.step_ms_mean)},
+      {"steps_counted", Json::Int(s.steps_counted)},
+      {"warmup_steps", Json::Int(s.warmup_steps)},
+      {"warmup_excluded", Json::Bool(s.warmup_excluded)}};
+  if (s.has_percentiles) {
+    m["p50"] = Json::Float64(s.step_ms_p50);
+    m["p99"] = Json::Float64(s.step_ms_p99);
+  } else {
+    std::vector<Json> each;
+    for (double ms : s.counted_steps_ms) each.push_back(Json::Float64(ms));
+    m["each"] = Json::Array(std::move(each));
+  }
+  return Json::Object(std::move(m));
+}
+
+}  // namespace
+
 Json StatsJson(const RunStats& s) {
-  std::map<std::string, Json> breakdown;
+  std::map<std::string, Json> breakdown, critical;
   for (const auto& [c, ms] : s.breakdown_ms) breakdown[c] = Json::Float64(ms);
+  for (const auto& [c, ms] : s.critical_path_ms) critical[c] = Json::Float64(ms);
   std::vector<Json> links;
   for (const LinkUse& l : s.busiest_links) {
     std::vector<Json> coords;
@@ -345,7 +449,7 @@ Json StatsJson(const RunStats& s) {
          {"max_pair_chip_distance", Json::Int(s.max_pair_chip_distance)}});
   }
   std::map<std::string, Json> members = {
-      {"schema", Json::String("tpusim.run.stats/1")},
+      {"schema", Json::String("tpusim.run.stats/2")},
       {"scenario", Json::String(s.scenario)},
       {"backend", Json::String(s.backend)},
       {"slice", Json::String(s.slice)},
@@ -354,11 +458,11 @@ Json StatsJson(const RunStats& s) {
       {"global_batch", Json::Int(s.global_batch)},
       {"steps", Json::Int(s.steps)},
       {"timed", Json::Bool(s.timed)},
-      {"step_time_ms", Json::Object({{"mean", Json::Float64(s.step_ms_mean)},
-                                     {"p50", Json::Float64(s.step_ms_p50)},
-                                     {"p99", Json::Float64(s.step_ms_p99)}})},
+      {"step_time_ms", StepTimeJson(s)},
       {"examples_per_second", Json::Float64(s.examples_per_second)},
       {"breakdown_ms", Json::Object(std::move(breakdown))},
+      {"breakdown_step_ms", Json::Float64(s.breakdown_step_ms)},
+      {"critical_path_ms", Json::Object(std::move(critical))},
       {"mfu", Json::Float64(s.mfu)},
       {"hbm_gbps_per_chip", Json::Float64(s.hbm_gbps_per_chip)},
       {"peak_hbm_bytes", Json::Int(s.peak_hbm_bytes)},
@@ -370,7 +474,8 @@ Json StatsJson(const RunStats& s) {
       {"last_loss", s.has_loss ? Json::Float64(s.last_loss) : Json::Null()},
   };
   if (s.wall_time_only) {
-    for (const char* k : {"breakdown_ms", "mfu", "hbm_gbps_per_chip",
+    for (const char* k : {"breakdown_ms", "breakdown_step_ms",
+                          "critical_path_ms", "mfu", "hbm_gbps_per_chip",
                           "peak_hbm_bytes", "hbm_capacity_bytes",
                           "busiest_links", "bottleneck_category",
                           "bottleneck_share"}) {

@@ -47,15 +47,30 @@ struct RunStats {
   // the text report says so and stats.json leaves their keys out.
   bool wall_time_only = false;
   // Per training step (a device call of K steps counts K steps of 1/K of its
-  // time), in milliseconds.
+  // time), in milliseconds. The warm-up is the first device call (all its
+  // steps_per_run steps): the statistics leave it out when later calls exist
+  // (warmup_excluded) and else count every step ("includes warm-up"). p50
+  // and p99 need 3 counted steps (has_percentiles); with fewer only the mean
+  // and the steps themselves (counted_steps_ms) are printed.
   double step_ms_mean = 0;
   double step_ms_p50 = 0;
   double step_ms_p99 = 0;
+  int64_t steps_counted = 0;
+  int64_t warmup_steps = 0;
+  bool warmup_excluded = false;
+  bool has_percentiles = false;
+  std::vector<double> counted_steps_ms;  // sorted; only when fewer than 3
   double examples_per_second = 0;
-  // Mean per device and step, in milliseconds, by span category ("mxu",
-  // "vector", "memory", "collective", "infeed", "input", "host"), plus "idle"
-  // (the rest of the step).
+  // Mean per device and step over every step (warm-up included: the
+  // devices' counters cover the whole run), in milliseconds, by span category
+  // ("mxu", "vector", "memory", "collective", "infeed", "input", "host"),
+  // plus "idle" (the rest of breakdown_step_ms, the mean over every step).
   std::map<std::string, double> breakdown_ms;
+  double breakdown_step_ms = 0;
+  // The critical path: per counted call, the device that finished last, its
+  // waits and its compute split as in the breakdown; ms per counted step by
+  // the same categories. The bottleneck is its largest entry.
+  std::map<std::string, double> critical_path_ms;
   // Model FLOPs over (step time x peak FLOP/s of all devices).
   double mfu = 0;
   // HBM bytes moved by kernels per second, per chip (GB/s), and the largest

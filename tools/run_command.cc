@@ -57,6 +57,28 @@ absl::Status ParseTraceDevices(const std::string& value,
   return absl::OkStatus();
 }
 
+// Creates `dir` when missing; an existing non-directory, or a directory
+// tpusim cannot write into, is an error naming it.
+absl::Status PrepareOutDir(const std::string& dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("--out= needs a directory");
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return common::ErrnoStatus("--out: cannot create", dir, errno);
+  }
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) {
+    return common::ErrnoStatus("--out: cannot inspect", dir, errno);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out=", dir, " is not a directory; give a directory (created when "
+        "missing) for stats.json, stats.textproto, trace.json and report.html"));
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return common::ErrnoStatus("--out: cannot write into", dir, errno);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   TPUSIM_RETURN_IF_ERROR(CheckRunBackendFlag(args));
   const std::string backend = args.Get("backend");
@@ -73,6 +95,9 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
                                              &options.trace_devices,
                                              &options.trace_all_devices));
   }
+  // --out is checked (and created) before the run, so that a file or an
+  // unwritable place fails in a moment rather than after the simulation.
+  if (args.Has("out")) TPUSIM_RETURN_IF_ERROR(PrepareOutDir(args.Get("out")));
   const auto t0 = std::chrono::steady_clock::now();
   const std::string& path = args.positional()[0];
   std::vector<std::string> sets = args.GetAll("set");
@@ -117,8 +142,6 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
   }
   if (args.Has("out")) {
     const std::string dir = args.Get("out");
-    if (dir.empty()) return absl::InvalidArgumentError("--out= needs a directory");
-    TPUSIM_RETURN_IF_ERROR(MakeDirectory(dir));
     std::string scenario_text;
     google::protobuf::TextFormat::PrintToString(scenario.proto, &scenario_text);
     // The summary: every counter, step and link; the spans, collectives and

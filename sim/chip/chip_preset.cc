@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/check.h"
 #include "sim/chip/model_constants.h"
 
@@ -183,12 +184,20 @@ double ChipPreset::PeakBf16FlopsPerSecond() const {
 absl::Span<const ChipPreset> ChipPresets() { return Presets(); }
 
 absl::StatusOr<const ChipPreset*> FindChipPreset(absl::string_view name) {
+  // The generation's names ("v5e" or "v5litepod") resolve to its preset.
+  absl::StatusOr<const runtime::TpuGeneration*> g =
+      runtime::FindTpuGeneration(name);
+  if (!g.ok()) {
+    // "TPU generation "x" is not known; …" as "chip preset "x" is not known; …"
+    absl::string_view message = g.status().message();
+    absl::ConsumePrefix(&message, "TPU generation ");
+    return absl::NotFoundError(absl::StrCat("chip preset ", message));
+  }
   for (const ChipPreset& p : Presets()) {
-    if (p.name() == name) return &p;
+    if (p.name() == (*g)->name) return &p;
   }
   return absl::NotFoundError(
-      absl::StrCat("chip preset \"", name,
-                   "\" is not known; valid: ", runtime::TpuGenerationNames()));
+      absl::StrCat("chip preset \"", name, "\" has no preset"));
 }
 
 }  // namespace tpusim::sim

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/units.h"
 
 namespace tpusim::sim {
 namespace {
@@ -1014,8 +1015,8 @@ absl::StatusOr<CompiledProgram> CompileProgram(const runtime::Program& program,
       for (size_t i = 0; i < at_peak.size() && i < 5; ++i) {
         const int v = at_peak[i].second;
         mem.largest_at_peak.push_back(absl::StrCat(
-            "%", v, " ", ops[v].type.ToString(), " (", at_peak[i].first,
-            " bytes)"));
+            runtime::OpCodeName(ops[v].code), " %", v, ": ",
+            ops[v].type.ToString(), ", ", common::HumanBytes(at_peak[i].first)));
       }
     }
   }

@@ -169,8 +169,8 @@ struct CoreMemory {
   int64_t constants = 0;
   int64_t live_peak = 0;        // the schedule's live buffers at their peak
   int peak_kernel = -1;         // the kernel at which live_peak is reached
-  // Up to five largest buffers live at the peak, largest first:
-  // "%7 f32[8,3] (96 bytes)".
+  // Up to five largest buffers live at the peak, largest first, named by
+  // the op that made them: "dot %7: f32[8,3], 96 B".
   std::vector<std::string> largest_at_peak;
   // Saturates at INT64_MAX, as every count here does.
   int64_t total() const;

@@ -56,7 +56,7 @@
 //   started on this one, and cannot finish there before its last byte has
 //   arrived (finish = max(start + bytes/B, tail arrival)).
 // * The packet size is NetConfig::packet_bytes; 0 sends each message as one
-//   packet (the fast default; see the README for its error against 4 KiB
+//   packet (the fast default; see docs/collectives.md for its error against 4 KiB
 //   packets).
 // * Both cores of a v2/v3 chip use all of the chip's ICI links (tpusim
 //   choice); messages between the two cores of one chip take the on-chip path.

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/did_you_mean.h"
 #include "common/status_macros.h"
 
 namespace tpusim::runtime {
@@ -90,13 +91,19 @@ absl::StatusOr<ParsedName> ParseName(absl::string_view name) {
   }
   const absl::string_view prefix = name.substr(0, dash);
   const TpuGeneration* generation = nullptr;
+  // A slice is named by Cloud's prefix ("v5litepod-16") or by the
+  // generation's preset name ("v5e-16"): both name the same chips.
+  std::vector<std::string> known;
   for (const TpuGeneration& g : TpuGenerations()) {
-    if (prefix == g.slice_prefix) generation = &g;
+    if (prefix == g.slice_prefix || prefix == g.name) generation = &g;
+    known.push_back(g.slice_prefix);
+    if (std::string(g.name) != g.slice_prefix) known.push_back(g.name);
   }
   if (generation == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("slice name \"", name, "\" has an unknown generation \"",
-                     prefix, "\"; valid: ", SlicePrefixes()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slice name \"", name, "\" has an unknown generation \"", prefix, "\"",
+        common::DidYouMean(prefix, known), "; valid: ", SlicePrefixes(),
+        " (v5e is accepted for v5litepod)"));
   }
   const TpuGeneration& g = *generation;
   for (const std::array<int, 3>& mesh : AllowedChipMeshes(g)) {
@@ -149,7 +156,9 @@ absl::StatusOr<std::array<int, 3>> SliceChipMesh(absl::string_view name) {
 
 absl::StatusOr<SliceLayout> ParseSlice(absl::string_view name, int rank) {
   TPUSIM_ASSIGN_OR_RETURN(ParsedName parsed, ParseName(name));
-  return LayoutChipMesh(*parsed.generation, parsed.chip_mesh, rank, name);
+  // The layout carries the canonical name ("v5e-8" is printed v5litepod-8).
+  return LayoutChipMesh(*parsed.generation, parsed.chip_mesh, rank,
+                        SliceName(*parsed.generation, parsed.chip_mesh));
 }
 
 absl::StatusOr<SliceLayout> LayoutChipMesh(const TpuGeneration& g,

@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/did_you_mean.h"
 
 namespace tpusim::runtime {
 namespace {
@@ -52,12 +53,17 @@ std::string TpuGenerationNames() {
 }
 
 absl::StatusOr<const TpuGeneration*> FindTpuGeneration(absl::string_view name) {
+  // Cloud's slice prefix names the generation too ("v5litepod" is v5e).
+  std::vector<std::string> known;
   for (const TpuGeneration& g : kGenerations) {
-    if (name == g.name) return &g;
+    if (name == g.name || name == g.slice_prefix) return &g;
+    known.push_back(g.name);
+    if (std::string(g.name) != g.slice_prefix) known.push_back(g.slice_prefix);
   }
-  return absl::NotFoundError(
-      absl::StrCat("TPU generation \"", name,
-                   "\" is not known; valid: ", TpuGenerationNames()));
+  return absl::NotFoundError(absl::StrCat(
+      "TPU generation \"", name, "\" is not known",
+      common::DidYouMean(name, known), "; valid: ", TpuGenerationNames(),
+      " (v5litepod is accepted for v5e)"));
 }
 
 }  // namespace tpusim::runtime

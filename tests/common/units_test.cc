@@ -26,5 +26,26 @@ TEST(UnitsTest, BandwidthTimeRoundsUpToWholePicoseconds) {
   EXPECT_EQ(BytesPerSecond::GBps(7).TimeFor(Bytes(3)).count(), 429);
 }
 
+TEST(UnitsTest, HumanBytesKeepThreeDigitsUpToTiB) {
+  EXPECT_EQ(HumanBytes(0), "0 B");
+  EXPECT_EQ(HumanBytes(1023), "1023 B");
+  EXPECT_EQ(HumanBytes(1536), "1.50 KiB");
+  EXPECT_EQ(HumanBytes(int64_t{12} << 20), "12.0 MiB");
+  EXPECT_EQ(HumanBytes(10737418240), "10.0 GiB");
+  EXPECT_EQ(HumanBytes(128851116040), "120 GiB");
+  EXPECT_EQ(HumanBytes((int64_t{5} << 40) / 4), "1.25 TiB");
+  EXPECT_EQ(HumanBytes((int64_t{1} << 20) - 1), "1.00 MiB");  // not 1024 KiB
+  EXPECT_EQ(HumanBytes(-2048), "-2.00 KiB");
+}
+
+TEST(UnitsTest, HumanSecondsGoFromNanosecondsToSeconds) {
+  EXPECT_EQ(HumanSeconds(0), "0 s");
+  EXPECT_EQ(HumanSeconds(812e-9), "812 ns");
+  EXPECT_EQ(HumanSeconds(1.5e-6), "1.50 \u00b5s");
+  EXPECT_EQ(HumanSeconds(3.2e-3), "3.20 ms");
+  EXPECT_EQ(HumanSeconds(0.2576), "258 ms");
+  EXPECT_EQ(HumanSeconds(1.25), "1.25 s");
+}
+
 }  // namespace
 }  // namespace tpusim::common

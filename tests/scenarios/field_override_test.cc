@@ -99,7 +99,8 @@ TEST(FieldOverrideTest, ErrorsNameTheAssignmentAndWhatIsAllowed) {
        "'workers' takes an integer from -2147483648 to 2147483647, not "
        "'3000000000'"},
       {"shard_policy=FILES",
-       "'shard_policy' takes one of AUTO, FILE, DATA, OFF, not 'FILES'"},
+       "'shard_policy' takes one of AUTO, FILE, DATA, OFF, not 'FILES'; did "
+       "you mean \"FILE\"?"},
       {"pipeline[1].batch.drop_remainder=yes",
        "'drop_remainder' takes true or false, not 'yes'"},
       {"pipeline[3].batch.batch_size=2",
@@ -114,7 +115,8 @@ TEST(FieldOverrideTest, ErrorsNameTheAssignmentAndWhatIsAllowed) {
        "not a Cluster in text format (write {field: value ...}): column 8: "
        "Expected string, got: 3"},
       {"pipeline[1].batch.batch_sizee=2",
-       "BatchStage has no field 'batch_sizee'; fields: batch_size, "
+       "BatchStage has no field 'batch_sizee'; did you mean \"batch_size\"?; "
+       "fields: batch_size, "
        "use_global_batch, drop_remainder"},
   };
   for (const Case& c : cases) {

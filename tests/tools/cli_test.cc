@@ -72,6 +72,19 @@ TEST(CliTest, UnknownFlagIsOneClearLineAndExitTwo) {
   EXPECT_EQ(RunCli({"echo", "hi", "-x"}).code, kExitUsage);
 }
 
+TEST(CliTest, MistypedNamesGetADidYouMean) {
+  Result command = RunCli({"presest"});
+  EXPECT_EQ(command.code, kExitUsage);
+  EXPECT_EQ(command.err,
+            "tpusim: unknown command \"presest\"; did you mean \"presets\"?; "
+            "commands: presets, echo (see 'tpusim --help')\n");
+  Result flag = RunCli({"echo", "hi", "--tims=3"});
+  EXPECT_EQ(flag.code, kExitUsage);
+  EXPECT_EQ(flag.err,
+            "tpusim echo: unknown flag --tims; did you mean \"--times\"? "
+            "(see 'tpusim echo --help')\n");
+}
+
 TEST(CliTest, SubcommandHelpExitsZeroAndShowsFlags) {
   Result r = RunCli({"echo", "--help"});
   EXPECT_EQ(r.code, kExitOk);
@@ -131,8 +144,29 @@ TEST(PresetsCommandTest, JsonHasNullForUnpublishedNumbers) {
   Result r = RunCli({"presets", "v3", "--format=json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"name\": \"v3\""));
-  EXPECT_THAT(r.out, HasSubstr("\"PCIe (GB/s/chip)\": null"));
-  EXPECT_THAT(r.out, HasSubstr("\"HBM bandwidth (GB/s/chip)\": 900"));
+  EXPECT_THAT(r.out, HasSubstr("\"pcie_gbps_per_chip\": null"));
+  EXPECT_THAT(r.out, HasSubstr("\"hbm_gbps_per_chip\": 900"));
+  EXPECT_THAT(r.out, HasSubstr("\"slice_prefix\": \"v3\""));
+}
+
+// Issue 21: JSON keys are snake_case names without spaces or parentheses.
+TEST(PresetsCommandTest, JsonKeysHaveNoSpacesOrParentheses) {
+  Result r = RunCli({"presets", "--format=json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(::testing::ContainsRegex("\"[^\"]*[ (][^\"]*\": ")));
+  EXPECT_THAT(r.out, HasSubstr("\"clock_ghz\": 0.94"));
+}
+
+// Issue 21: v5litepod (Cloud's slice prefix) names the v5e preset too.
+TEST(PresetsCommandTest, BothV5eNamesFindThePreset) {
+  Result e = RunCli({"presets", "v5e", "--format=json"});
+  Result lite = RunCli({"presets", "v5litepod", "--format=json"});
+  ASSERT_EQ(e.code, kExitOk) << e.err;
+  EXPECT_EQ(lite.out, e.out);
+  EXPECT_THAT(e.out, HasSubstr("\"slice_prefix\": \"v5litepod\""));
+  Result typo = RunCli({"presets", "v5ee"});
+  EXPECT_EQ(typo.code, kExitError);
+  EXPECT_THAT(typo.err, HasSubstr("is not known; did you mean \"v5e\"?"));
 }
 
 TEST(PresetsCommandTest, UnknownPresetListsValidOnesAndExitsOne) {
@@ -141,7 +175,7 @@ TEST(PresetsCommandTest, UnknownPresetListsValidOnesAndExitsOne) {
   EXPECT_EQ(r.err,
             "tpusim presets: NOT_FOUND: chip preset \"v9\" is not known; "
             "valid: v2, v3, "
-            "v4, v5e, v5p, v6e\n");
+            "v4, v5e, v5p, v6e (v5litepod is accepted for v5e)\n");
 }
 
 TEST(PresetsCommandTest, UnknownFormatIsAnInputError) {

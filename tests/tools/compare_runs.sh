@@ -10,8 +10,8 @@ field() {  # field JSON KEY: the number after "KEY": (the first occurrence)
 a=$("$tpusim" run "$near" --format=json 2>/dev/null) || { echo "run $near failed"; exit 1; }
 b=$("$tpusim" run "$far" --format=json 2>/dev/null) || { echo "run $far failed"; exit 1; }
 ici_a=$(field "$a" cross_core_ici_bytes); ici_b=$(field "$b" cross_core_ici_bytes)
-step_a=$(sed -n 's/.*"step_time_ms": {"mean": \([0-9.e+-]*\).*/\1/p' <<< "$a")
-step_b=$(sed -n 's/.*"step_time_ms": {"mean": \([0-9.e+-]*\).*/\1/p' <<< "$b")
+step_a=$(sed -n 's/.*"step_time_ms": {[^}]*"mean": \([0-9.e+-]*\).*/\1/p' <<< "$a")
+step_b=$(sed -n 's/.*"step_time_ms": {[^}]*"mean": \([0-9.e+-]*\).*/\1/p' <<< "$b")
 echo "near: ICI bytes $ici_a, step $step_a ms; far: ICI bytes $ici_b, step $step_b ms"
 [ -n "$ici_a" ] && [ -n "$ici_b" ] && [ -n "$step_a" ] && [ -n "$step_b" ] || {
   echo "a figure is missing"; exit 1; }

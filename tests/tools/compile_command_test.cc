@@ -57,7 +57,7 @@ TEST(CompileCommandTest, PrintsTheProgramAndItsKernels) {
   ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(pb, &text));
   const std::string path = Write("dense.textproto", text);
   std::string out, err;
-  ASSERT_EQ(RunCli({"compile", path}, &out, &err), 0) << err;
+  ASSERT_EQ(RunCli({"compile", "--program", path}, &out, &err), 0) << err;
   EXPECT_EQ(out,
             p.ToText() +
                 "kernels (issue order) {\n"
@@ -74,7 +74,7 @@ TEST(CompileCommandTest, PrintsTheProgramAndItsKernels) {
   std::string bytes;
   ASSERT_TRUE(pb.SerializeToString(&bytes));
   const std::string bin = Write("dense.pb", bytes);
-  ASSERT_EQ(RunCli({"compile", bin, "--no-fusion", "--infeed-depth=0"}, &out,
+  ASSERT_EQ(RunCli({"compile", "--program", bin, "--no-fusion", "--infeed-depth=0"}, &out,
                    &err),
             0)
       << err;
@@ -85,14 +85,14 @@ TEST(CompileCommandTest, PrintsTheProgramAndItsKernels) {
   EXPECT_THAT(out, HasSubstr("+ infeed 0 +"));
 }
 
-// The example program of the README: independent work (the loss's reduce)
+// The example program of docs/model.md: independent work (the loss's reduce)
 // runs while the gradient's all-reduce is in flight; exact HBM bytes:
 // x 128*256*2, w 256*512*2, b 512*2, relu 128*512*2; the peak (#3) holds
 // relu, the gradient (kept until its done), the all-reduce result and the
 // 2-byte loss.
 TEST(CompileCommandTest, TheExampleProgram) {
   std::string out, err;
-  ASSERT_EQ(RunCli({"compile", std::string(TPUSIM_SOURCE_DIR) +
+  ASSERT_EQ(RunCli({"compile", "--program", std::string(TPUSIM_SOURCE_DIR) +
                                    "/tests/tools/testdata/dense_step.textproto"},
                    &out, &err),
             0)
@@ -127,7 +127,7 @@ TEST(CompileCommandTest, TheExampleProgram) {
 TEST(CompileCommandTest, BadInputIsAnErrorNamingIt) {
   std::string out, err;
   const std::string junk = Write("junk.textproto", "ops { op: \"dot\" ");
-  EXPECT_EQ(RunCli({"compile", junk}, &out, &err), 1);
+  EXPECT_EQ(RunCli({"compile", "--program", junk}, &out, &err), 1);
   EXPECT_THAT(err, HasSubstr("junk.textproto\" is not a text-format "
                              "ProgramProto: 1:17: Expected identifier"));
   const std::string bad = Write(
@@ -137,7 +137,7 @@ TEST(CompileCommandTest, BadInputIsAnErrorNamingIt) {
       "declared_type { dtype: \"float32\" dims: 2 } } "
       "ops { op: \"neg\" operands: 0 precision: \"HIGH\" "
       "type { dtype: \"float32\" dims: 2 } }");
-  EXPECT_EQ(RunCli({"compile", bad}, &out, &err), 1);
+  EXPECT_EQ(RunCli({"compile", "--program", bad}, &out, &err), 1);
   EXPECT_THAT(err, HasSubstr("precision=HIGH is only allowed on dot and "
                              "conv2d"));
   const std::string good = Write(
@@ -145,13 +145,80 @@ TEST(CompileCommandTest, BadInputIsAnErrorNamingIt) {
       "name: \"p\" num_replicas: 1 num_cores_per_replica: 1 "
       "ops { op: \"parameter\" type { dtype: \"float32\" dims: 2 } "
       "declared_type { dtype: \"float32\" dims: 2 } }");
-  EXPECT_EQ(RunCli({"compile", good}, &out, &err), 0) << err;
-  EXPECT_NE(RunCli({"compile", good, "--infeed-depth=-1"}, &out, &err), 0);
+  EXPECT_EQ(RunCli({"compile", "--program", good}, &out, &err), 0) << err;
+  EXPECT_NE(RunCli({"compile", "--program", good, "--infeed-depth=-1"}, &out, &err), 0);
   EXPECT_THAT(err, HasSubstr("infeed-depth"));
-  EXPECT_EQ(RunCli({"compile", good, "--infeed-depth=2000"}, &out, &err), 1);
+  EXPECT_EQ(RunCli({"compile", "--program", good, "--infeed-depth=2000"}, &out, &err), 1);
   EXPECT_THAT(err, HasSubstr("--infeed-depth=2000 is more than the limit of "
                              "1024"));
   EXPECT_EQ(RunCli({"compile"}, &out, &err), 2);
+  // A program and a scenario at once, or a scenario with --program's flags,
+  // is a usage error.
+  EXPECT_EQ(RunCli({"compile", "--program", good, "x.textproto"}, &out, &err),
+            2);
+  EXPECT_EQ(RunCli({"compile", "x.textproto", "--no-fusion"}, &out, &err), 2);
+}
+
+std::string Scenario(const std::string& name) {
+  return std::string(TPUSIM_SOURCE_DIR) + "/scenarios/" + name;
+}
+
+// Issue 21: `compile SCENARIO` compiles the run's step for its slice without
+// simulating, and prints the HBM plan with a verdict.
+TEST(CompileScenarioTest, ResNet50OnV3_32FitsWithItsPlan) {
+  std::string out, err;
+  ASSERT_EQ(RunCli({"compile", Scenario("run/resnet50_v3_32.textproto")}, &out,
+                   &err),
+            0)
+      << err;
+  EXPECT_THAT(out, HasSubstr("scenario resnet50_v3_32: workload resnet50, slice "
+                             "v3-32 (16 chips, 32 devices), 32 replicas x 1 "
+                             "core, global batch 1024 (32 per replica)\n"));
+  EXPECT_THAT(out, HasSubstr("443 kernels from 3052 ops: 161 MXU, 274 vector"));
+  EXPECT_THAT(out, HasSubstr("  parameters (variables)         97.5 MiB   0.6%\n"));
+  EXPECT_THAT(out, HasSubstr("  step inputs                    18.4 MiB   0.1%"));
+  EXPECT_THAT(out, HasSubstr("largest values live at the peak: conv2d %5: "
+                             "bf16[32,112,112,64], 49.0 MiB; "));
+  EXPECT_THAT(out, HasSubstr("verdict: fits, 1.79 GiB of 16.0 GiB per device "
+                             "(14.2 GiB free)\n"));
+  EXPECT_EQ(err, "");
+}
+
+TEST(CompileScenarioTest, AStepThatDoesNotFitExitsOneWithTheVerdict) {
+  std::string out, err;
+  EXPECT_EQ(RunCli({"compile", Scenario("run/hbm_oversubscribed.textproto")},
+                   &out, &err),
+            1);
+  EXPECT_THAT(out, HasSubstr("  parameters (variables)         40.0 GiB 250.0%"));
+  EXPECT_THAT(out, HasSubstr("dot %126: f32[16384,16384], 1.00 GiB"));
+  EXPECT_THAT(out, HasSubstr("verdict: does NOT fit, 120 GiB of 16.0 GiB per "
+                             "device (104 GiB over)"));
+  EXPECT_EQ(err,
+            "tpusim compile: RESOURCE_EXHAUSTED: the step of hbm_oversubscribed "
+            "does not fit in HBM on v5litepod-4: it needs 120 GiB per device, "
+            "the chip has 16.0 GiB\n");
+}
+
+TEST(CompileScenarioTest, SetChangesTheStepAndJsonHasExactBytes) {
+  std::string out, err;
+  ASSERT_EQ(RunCli({"compile", Scenario("run/resnet50_v3_32.textproto"),
+                    "--set", "global_batch_size=2048", "--format=json"},
+                   &out, &err),
+            0)
+      << err;
+  EXPECT_THAT(out, HasSubstr("\"schema\": \"tpusim.compile.step/1\""));
+  EXPECT_THAT(out, HasSubstr("\"global_batch\": 2048"));
+  EXPECT_THAT(out, HasSubstr("\"hbm_capacity_bytes\": 17179869184"));
+  EXPECT_THAT(out, HasSubstr("\"fits\": true"));
+}
+
+TEST(CompileScenarioTest, AScenarioWithoutRunIsAnErrorNamingTheSection) {
+  std::string out, err;
+  EXPECT_EQ(RunCli({"compile", Scenario("default.textproto")}, &out, &err), 1);
+  EXPECT_THAT(err, HasSubstr("default.textproto: the scenario has no `run` "
+                             "section; `tpusim compile` compiles a run's "
+                             "training step"));
+  EXPECT_EQ(out, "");
 }
 
 }  // namespace

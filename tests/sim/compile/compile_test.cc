@@ -573,8 +573,9 @@ TEST(CompileTest, LivenessPeakOfASmallProgram) {
   EXPECT_EQ(mem.live_peak, 1024 + 1024 + 64);
   EXPECT_EQ(mem.peak_kernel, 2);
   EXPECT_THAT(mem.largest_at_peak,
-              ElementsAre("%1 f32[16,16] (1024 bytes)",
-                          "%2 f32[16,16] (1024 bytes)", "%3 f32[16] (64 bytes)"));
+              ElementsAre("transpose %1: f32[16,16], 1.00 KiB",
+                          "transpose %2: f32[16,16], 1.00 KiB",
+                          "reduce_sum %3: f32[16], 64 B"));
   EXPECT_EQ(mem.variables, 32);
   EXPECT_EQ(mem.optimizer_state, 16);
   EXPECT_EQ(mem.parameters, 1024);

@@ -1,7 +1,7 @@
 // Validation of the collective algorithms against their formulas (sheet C.3)
 // and the published measurements (sheet B items 5 and 6). Each TEST is its own
 // process (one SystemC elaboration each). Lines starting "[validation]" are
-// the figures quoted in the README's validation table.
+// the figures quoted in docs/collectives.md's validation table.
 
 #include <algorithm>
 #include <cmath>
@@ -567,7 +567,7 @@ TEST(CollectiveBoundTest, NoRunBeatsItsLowerBound) {
 }
 
 // The coarse default (one packet per message) against 4 KiB packets on small
-// tori; the README quotes the errors printed here.
+// tori; docs/collectives.md quotes the errors printed here.
 TEST(CollectivePacketTest, CoarseDefaultAgainst4KiBPackets) {
   const Topology t2 = *MakeTopology("v5e", {4, 4, 1}, WrapMode::kOn);
   const Topology t3 = *MakeTopology("v4", {4, 4, 4}, WrapMode::kGeneration);

@@ -169,6 +169,20 @@ TEST(SliceTest, ChipCountingGenerationsUseFourByTwoHostBlocks) {
   EXPECT_EQ(ParseSlice("v6e-8")->num_hosts, 1);
 }
 
+// Issue 21: "v5e-N" names the same slice as "v5litepod-N" (Cloud's name), and
+// the layout always carries the Cloud name.
+TEST(SliceTest, V5eIsAcceptedForV5litepodAndPrintedAsV5litepod) {
+  absl::StatusOr<SliceLayout> e = ParseSlice("v5e-8");
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ(e->name, "v5litepod-8");
+  EXPECT_EQ(e->chip_mesh, ParseSlice("v5litepod-8")->chip_mesh);
+  EXPECT_EQ(std::string((*FindTpuGeneration("v5litepod"))->name), "v5e");
+  EXPECT_THAT(ParseSlice("v5lightpod-8"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown generation \"v5lightpod\"; did you mean "
+                                 "\"v5litepod\"?")));
+}
+
 TEST(SliceTest, SlicesSmallerThanAHostBlockShrinkTheBlock) {
   absl::StatusOr<SliceLayout> four = ParseSlice("v5litepod-4");
   ASSERT_THAT(four, IsOk());
