@@ -96,8 +96,16 @@ Picoseconds HbmArbiter::Reserve(Picoseconds start, double bytes,
   for (const Piece& p : pieces) {
     if (p.to <= p.from) continue;
     const size_t a = Split(mine, p.from);
-    const size_t b = Split(mine, p.to);
+    size_t b = Split(mine, p.to);
     for (size_t i = a; i < b; ++i) mine[i].used += p.rate;
+    // A breakpoint whose use equals the one before it says nothing: merged
+    // (back-to-back reservations at one rate make one step).
+    if (b < mine.size() && mine[b].used == mine[b - 1].used) {
+      mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(b));
+    }
+    if (a > 0 ? mine[a].used == mine[a - 1].used : mine[a].used == 0) {
+      mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(a));
+    }
   }
   const Picoseconds end(t);
   last_end_ = std::max(last_end_, end);
