@@ -28,7 +28,15 @@
 // * A collective starts (on sim/net) as soon as its operand is ready on each
 //   member and the device goes on with independent ops; the first op that
 //   uses the result waits for it (the wait is exposed collective time).
-//   Values used on another logical core travel over ICI as a permute.
+//   Values used on another logical core are copied at one link's rate (or
+//   the on-chip path's) plus the route's latency: a formula, not network
+//   traffic (no contention, not in the link counters).
+// * The walk: each (replica, core) runs its kernels in program order until
+//   it blocks on another core's kernel or on a collective's end; the
+//   network runs only when every one is finished or blocked, and only to
+//   the first end one waits for, so every collective start reaches the
+//   network at or after its clock (a late start cannot happen; one would
+//   be an error naming the collective, the device and both times).
 // * Arguments are a device's infeed: per call iteration, the arguments a
 //   device reads form one batch whose host work (TransferOptions::host_cost,
 //   the input pipeline's declared costs) the device's host pipeline does

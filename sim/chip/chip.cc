@@ -19,20 +19,33 @@ int SpanCategoryIndex(const char* category) {
   return 0;
 }
 
-size_t HbmArbiter::Split(int64_t t) {
+size_t HbmArbiter::Split(std::vector<Step>& steps, int64_t t) {
   auto it = std::lower_bound(
-      steps_.begin(), steps_.end(), t,
+      steps.begin(), steps.end(), t,
       [](const Step& s, int64_t v) { return s.at < v; });
-  if (it != steps_.end() && it->at == t) {
-    return static_cast<size_t>(it - steps_.begin());
+  if (it != steps.end() && it->at == t) {
+    return static_cast<size_t>(it - steps.begin());
   }
-  const double used = it == steps_.begin() ? 0.0 : std::prev(it)->used;
-  it = steps_.insert(it, Step{t, used});
-  return static_cast<size_t>(it - steps_.begin());
+  const double used = it == steps.begin() ? 0.0 : std::prev(it)->used;
+  it = steps.insert(it, Step{t, used});
+  return static_cast<size_t>(it - steps.begin());
 }
 
+namespace {
+
+// The first breakpoint after `t` of a lane.
+template <typename Steps>
+size_t After(const Steps& steps, int64_t t) {
+  return static_cast<size_t>(
+      std::upper_bound(steps.begin(), steps.end(), t,
+                       [](int64_t v, const auto& s) { return v < s.at; }) -
+      steps.begin());
+}
+
+}  // namespace
+
 Picoseconds HbmArbiter::Reserve(Picoseconds start, double bytes,
-                                double max_rate) {
+                                double max_rate, Lane lane) {
   if (!(bytes > 0)) return start;
   if (start < horizon_) {
     if (violations_.count++ == 0) {
@@ -46,38 +59,53 @@ Picoseconds HbmArbiter::Reserve(Picoseconds start, double bytes,
   bytes_ += bytes;
   // Free of bandwidth up to a rounding error: full.
   const double full = bytes_per_second_ * (1 - 1e-12);
-  // Walk the timeline from `start`: each piece runs at what is left (at most
-  // `limit`) until the next breakpoint or the last byte.
+  // Walk both lanes' breakpoints from `start` in time order: each piece
+  // runs at what their sum leaves (at most `limit`) until the next
+  // breakpoint or the last byte.
   std::vector<Piece>& pieces = pieces_;
   pieces.clear();
   double left = bytes;
   int64_t t = start.count();
-  // `it` is the first breakpoint after t; the use at t is the one before.
-  auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
-                             [](int64_t v, const Step& s) { return v < s.at; });
+  const std::vector<Step>& k = steps_[kKernels];
+  const std::vector<Step>& d = steps_[kDma];
+  size_t ik = After(k, t), id = After(d, t);
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
   for (;;) {
-    const double used = it == steps_.begin() ? 0.0 : std::prev(it)->used;
-    const bool last = it == steps_.end();
+    const double used = (ik == 0 ? 0.0 : k[ik - 1].used) +
+                        (id == 0 ? 0.0 : d[id - 1].used);
+    const int64_t next = std::min(ik < k.size() ? k[ik].at : kEnd,
+                                  id < d.size() ? d[id].at : kEnd);
+    const bool last = next == kEnd;
     const double rate = std::min(limit, bytes_per_second_ - used);
     if (used < full && rate > 0) {
       const int64_t need = TimeAtRate(left, rate).count();
-      if (last || t + need <= it->at) {
+      if (last || t + need <= next) {
         pieces.push_back({t, t + need, rate});
         t += need;
         break;
       }
-      pieces.push_back({t, it->at, rate});
-      left -= rate * static_cast<double>(it->at - t) * 1e-12;
+      pieces.push_back({t, next, rate});
+      left -= rate * static_cast<double>(next - t) * 1e-12;
     }
     TPUSIM_CHECK(!last) << "HBM reservation past the timeline";
-    t = it->at;
-    ++it;
+    t = next;
+    if (ik < k.size() && k[ik].at == next) ++ik;
+    if (id < d.size() && d[id].at == next) ++id;
   }
+  std::vector<Step>& mine = steps_[lane];
   for (const Piece& p : pieces) {
     if (p.to <= p.from) continue;
-    const size_t a = Split(p.from);
-    const size_t b = Split(p.to);
-    for (size_t i = a; i < b; ++i) steps_[i].used += p.rate;
+    const size_t a = Split(mine, p.from);
+    size_t b = Split(mine, p.to);
+    for (size_t i = a; i < b; ++i) mine[i].used += p.rate;
+    // A breakpoint whose use equals the one before it says nothing: merged
+    // (back-to-back reservations at one rate make one step).
+    if (b < mine.size() && mine[b].used == mine[b - 1].used) {
+      mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(b));
+    }
+    if (a > 0 ? mine[a].used == mine[a - 1].used : mine[a].used == 0) {
+      mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(a));
+    }
   }
   const Picoseconds end(t);
   last_end_ = std::max(last_end_, end);
@@ -87,21 +115,34 @@ Picoseconds HbmArbiter::Reserve(Picoseconds start, double bytes,
 void HbmArbiter::Forget(Picoseconds horizon) {
   if (horizon <= horizon_) return;
   horizon_ = horizon;
-  // Keep the breakpoint in force at the horizon (moved to it).
-  auto it = std::upper_bound(
-      steps_.begin(), steps_.end(), horizon.count(),
-      [](int64_t v, const Step& s) { return v < s.at; });
-  if (it == steps_.begin()) return;
-  --it;
-  it->at = std::max(it->at, horizon.count());
-  steps_.erase(steps_.begin(), it);
-  // A timeline that ends in no use needs no breakpoints.
-  if (steps_.size() == 1 && steps_[0].used == 0) steps_.clear();
+  for (std::vector<Step>& steps : steps_) {
+    // Keep the breakpoint in force at the horizon (moved to it).
+    auto it = std::upper_bound(
+        steps.begin(), steps.end(), horizon.count(),
+        [](int64_t v, const Step& s) { return v < s.at; });
+    if (it == steps.begin()) continue;
+    --it;
+    it->at = std::max(it->at, horizon.count());
+    steps.erase(steps.begin(), it);
+    // A timeline that ends in no use needs no breakpoints.
+    if (steps.size() == 1 && steps[0].used == 0) steps.clear();
+  }
 }
 
 double HbmArbiter::PeakUse() const {
+  // The sum of the lanes at each breakpoint of either.
+  const std::vector<Step>& k = steps_[kKernels];
+  const std::vector<Step>& d = steps_[kDma];
   double peak = 0;
-  for (const Step& s : steps_) peak = std::max(peak, s.used);
+  size_t ik = 0, id = 0;
+  while (ik < k.size() || id < d.size()) {
+    const int64_t at = std::min(ik < k.size() ? k[ik].at : INT64_MAX,
+                                id < d.size() ? d[id].at : INT64_MAX);
+    while (ik < k.size() && k[ik].at == at) ++ik;
+    while (id < d.size() && d[id].at == at) ++id;
+    peak = std::max(peak, (ik == 0 ? 0.0 : k[ik - 1].used) +
+                              (id == 0 ? 0.0 : d[id - 1].used));
+  }
   return peak;
 }
 
@@ -131,7 +172,8 @@ KernelTime ChipModel::RunKernel(int core, const KernelWork& work,
   if (compute_ps > 0) {
     pace = std::min(pace, bytes / (static_cast<double>(compute_ps) * 1e-12));
   }
-  const Picoseconds memory_end = hbm_[core].Reserve(ready, bytes, pace);
+  const Picoseconds memory_end =
+      hbm_[core].Reserve(ready, bytes, pace, HbmArbiter::kKernels);
   const KernelTime t =
       KernelDurationWithMemoryTime(rates_, work, memory_end - ready);
   if (t.total < KernelRoofline(rates_, work)) ++roofline_violations_;

@@ -50,11 +50,15 @@ class HbmArbiter {
       : bytes_per_second_(bytes_per_second) {}
 
   double bytes_per_second() const { return bytes_per_second_; }
+  // Who reserves: the device's kernels (which the walk reserves in time
+  // order) or its DMA. The timeline keeps the two apart only so that each
+  // list is appended to in time order (cheap); a reservation sees their sum.
+  enum Lane { kKernels = 0, kDma = 1 };
   // Reserves `bytes` from `start` on at up to `max_rate` (capped at the
   // device's rate); returns when the last byte has moved (`start` for no
   // bytes).
   common::Picoseconds Reserve(common::Picoseconds start, double bytes,
-                              double max_rate);
+                              double max_rate, Lane lane = kDma);
   // Forgets the timeline before `horizon` (no later reservation starts
   // earlier).
   void Forget(common::Picoseconds horizon);
@@ -79,7 +83,7 @@ class HbmArbiter {
     int64_t at;
     double used;
   };
-  std::vector<Step> steps_;
+  std::vector<Step> steps_[2];  // by Lane
   common::Picoseconds horizon_ = common::Picoseconds(0);
   double bytes_ = 0;
   common::Picoseconds last_end_ = common::Picoseconds(0);
@@ -88,9 +92,9 @@ class HbmArbiter {
     int64_t from, to;
     double rate;
   };
+  static size_t Split(std::vector<Step>& steps, int64_t t);
   std::vector<Piece> pieces_;  // Reserve's scratch
-  // The index of the breakpoint at `t` (inserted when missing).
-  size_t Split(int64_t t);
+
 };
 
 // The device span categories (runtime::TimelineSpan::category), in the order
