@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/units.h"
 #include "tools/json_reader.h"
 
 namespace tpusim::tools {
@@ -483,8 +484,9 @@ std::string CompareHtml(const std::string& title,
     for (const LinkUse& l : r.stats.busiest_links) {
       absl::StrAppendFormat(&html,
                             "<tr><td>%d</td><td class=\"l\">%s</td><td>%.1f%%"
-                            "</td><td>%d</td></tr>\n",
-                            i, LinkName(l), 100 * l.utilization, l.bytes);
+                            "</td><td>%s</td></tr>\n",
+                            i, LinkName(l), 100 * l.utilization,
+                            common::Bytes(l.bytes).ToString());
     }
   }
   absl::StrAppend(&html, "</table>\n</body></html>\n");

@@ -158,6 +158,8 @@ TEST(CompareReportTest, HtmlDrawsEveryRunOnOneScaleWithoutTheNetwork) {
   for (const std::string& c : BreakdownCategories()) {
     EXPECT_THAT(html, HasSubstr("<span data-category=\"" + c + "\">"));
   }
+  EXPECT_THAT(html, HasSubstr("<tr><td>1</td><td class=\"l\">chip 1 (1,0,0) -x"
+                              "</td><td>50.0%</td><td>1000 B</td></tr>"));
   EXPECT_THAT(html, Not(HasSubstr("http:")));
   EXPECT_THAT(html, Not(HasSubstr("https:")));
   EXPECT_THAT(html, Not(HasSubstr("<script")));

@@ -191,5 +191,30 @@ TEST(ReportTest, HtmlHasALegendABarPerStepAndACellPerLink) {
   EXPECT_THAT(html, Not(HasSubstr("https:")));
 }
 
+// Issue 21: at pod scale the per-device chart bins devices but keeps the
+// ends of the sorted order alone, so one straggler among 4096 is its own
+// (first) bar.
+TEST(ReportTest, AStragglerAmong4096DevicesIsTheFirstBar) {
+  scenarios::TrainResult r = TwoChips();
+  runtime::Profile& p = r.profile;
+  p.clear_devices();
+  for (int d = 0; d < 4096; ++d) {
+    runtime::DeviceProfile* dp = p.add_devices();
+    dp->set_device_id(d);
+    dp->set_executions(2);
+    (*dp->mutable_category_ps())["mxu"] = d == 2345 ? 16000000 : 8000000;
+  }
+  const std::string html = HtmlReport(ComputeRunStats("big", r), r, "");
+  const size_t first = html.find("<g class=\"device-bar\"><title>");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(html.substr(first, 48),
+            "<g class=\"device-bar\"><title>device 2345</title>");
+  EXPECT_EQ(Count(html, "<g class=\"device-bar\">"), 512);
+  EXPECT_THAT(html, HasSubstr("<g class=\"device-bar\"><title>8 devices "
+                              "(ranks 8-15 by kernel time), mean</title>"));
+  EXPECT_THAT(html, HasSubstr("4096 devices, busiest (kernel time) left; the 8 "
+                              "at either end alone, the others in bins (mean)"));
+}
+
 }  // namespace
 }  // namespace tpusim::tools
