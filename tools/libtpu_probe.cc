@@ -1,6 +1,6 @@
 // tools/libtpu_probe.cc
 //
-// `libtpu_probe [LIBTPU_SO]`: the check that libtpu compiles for a TPU topology
+// `libtpu_probe [LIBTPU_SO [OUT_DIR]]`: the check that libtpu compiles for a TPU topology
 // on this machine, which has no TPU. It loads libtpu (default: the pinned
 // wheel's, or $TPUSIM_LIBTPU), prints its PJRT C API version and tpusim's,
 // then for a small v4 slice ("v4:2x2x1", megacore) and a small v5e slice
@@ -8,17 +8,22 @@
 // StableHLO program (a matmul and an all-reduce of its result), and prints
 // the optimized program's format and size, the compiler's per-device memory
 // stats, its cost analysis and the compile time. Exit 0 when every step of
-// both topologies worked, 1 otherwise (the first error is printed).
+// both topologies worked, 1 otherwise (the first error is printed). With
+// OUT_DIR, each optimized program is written to
+// OUT_DIR/probe_<topology>.<format>.pb (the HLO importer's test data).
 // docs/xla-tpu.md quotes its output; ctest runs it (libtpu_probe).
 
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "strategy/runtime/pjrt/xla_tpu_compiler.h"
 
 int main(int argc, char** argv) {
   namespace pjrt = tpusim::runtime::pjrt;
-  const std::string path = argc > 1 ? argv[1] : pjrt::DefaultLibtpuPath();
+  const std::string path =
+      argc > 1 && argv[1][0] != '\0' ? argv[1] : pjrt::DefaultLibtpuPath();
+  const std::string out_dir = argc > 2 ? argv[2] : "";
   std::printf("libtpu: %s\n", path.c_str());
   struct Target {
     const char* generation;
@@ -53,6 +58,16 @@ int main(int argc, char** argv) {
     std::printf("[%s] optimized program: format %s, %zu bytes\n", topo,
                 result->optimized_format.c_str(),
                 result->optimized_program.size());
+    if (!out_dir.empty()) {
+      std::string name = request.topology;
+      for (char& c : name) {
+        if (c == ':') c = '_';
+      }
+      const std::string file = out_dir + "/probe_" + name + "." +
+                               result->optimized_format + ".pb";
+      std::ofstream(file, std::ios::binary) << result->optimized_program;
+      std::printf("[%s] wrote %s\n", topo, file.c_str());
+    }
     const pjrt::XlaTpuMemoryStats& m = result->memory;
     std::printf(
         "[%s] memory per device (bytes): arguments %lld, outputs %lld, alias "
