@@ -47,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "scenarios/scenario_loader.h"
+#include "strategy/runtime/backend.h"
 #include "strategy/runtime/profile.h"
 
 namespace tpusim::scenarios {
@@ -71,6 +72,12 @@ struct TrainOptions {
   // and before each program's first call on the sim backend:
   // ResourceExhausted naming the estimate's largest parts. 0: none.
   int64_t memory_limit_bytes = 0;
+  // Called with each program the strategy compiles, before the backend
+  // compiles it; a non-OK status ends the run with that status (tpusim
+  // compile --compiler xla-tpu takes the training step this way).
+  std::function<absl::Status(const runtime::Program&,
+                             const runtime::CompileOptions&)>
+      on_compile;
 };
 
 // What fed the workload.

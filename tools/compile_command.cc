@@ -11,6 +11,9 @@
 #include "sim/compile/compile.h"
 #include "strategy/runtime/program.h"
 #include "strategy/runtime/program.pb.h"
+#ifdef TPUSIM_HAVE_XLA_TPU
+#include "tools/xla_tpu_compile.h"
+#endif
 
 namespace tpusim::tools {
 namespace {
@@ -35,6 +38,27 @@ class FirstError : public google::protobuf::io::ErrorCollector {
 constexpr int64_t kMaxProgramFileBytes = int64_t{256} << 20;
 
 absl::Status RunCompile(const ParsedArgs& args, std::ostream& out) {
+  const std::string compiler = args.Get("compiler", "tpusim");
+  if (compiler == "xla-tpu") {
+#ifdef TPUSIM_HAVE_XLA_TPU
+    return RunXlaTpuCompile(args, out);
+#else
+    return absl::FailedPreconditionError(
+        "--compiler xla-tpu: this tpusim was built without the PJRT C API "
+        "header that libtpu needs (TPUSIM_PJRT=OFF, or tools/setup.sh not run)");
+#endif
+  }
+  if (compiler != "tpusim") {
+    return UsageError(absl::StrCat("--compiler=", compiler,
+                                   ": must be tpusim or xla-tpu"));
+  }
+  for (const char* flag :
+       {"set", "format", "libtpu", "compile-time-limit", "save-optimized"}) {
+    if (args.Has(flag)) {
+      return UsageError(
+          absl::StrCat("--", flag, " needs --compiler xla-tpu (and a SCENARIO)"));
+    }
+  }
   const std::string& path = args.positional()[0];
   TPUSIM_ASSIGN_OR_RETURN(
       std::string bytes,
@@ -77,10 +101,27 @@ Subcommand CompileCommand() {
   Subcommand s;
   s.name = "compile";
   s.summary = "print a program's fused kernels, issue order and HBM footprint";
-  s.usage = "tpusim compile PROGRAM [--no-fusion] [--infeed-depth=N]";
+  s.usage =
+      "tpusim compile PROGRAM [--no-fusion] [--infeed-depth=N]\n"
+      "       tpusim compile SCENARIO --compiler xla-tpu [--set PATH=VALUE]... "
+      "[--format=text|json] [--libtpu PATH] [--compile-time-limit SECONDS]";
   s.flags = {{"no-fusion", false, "one kernel per op (the unfused baseline)"},
              {"infeed-depth", true,
-              "batches prefetched into HBM (default 1, at most 1024)"}};
+              "batches prefetched into HBM (default 1, at most 1024)"},
+             // --compiler xla-tpu (tools/xla_tpu_compile.h, docs/xla-tpu.md).
+             {"compiler", true,
+              "tpusim (default) or xla-tpu: the XLA:TPU compiler in libtpu "
+              "compiles the training step of SCENARIO for its slice"},
+             {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
+             {"format", true, "text (default) or json (--compiler xla-tpu)"},
+             {"libtpu", true,
+              "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU or "
+              "the pinned wheel's)"},
+             {"compile-time-limit", true,
+              "seconds one xla-tpu compile may take (default 600)"},
+             {"save-optimized", true,
+              "FILE: write the compiler's optimized module there (--compiler "
+              "xla-tpu; a serialized HloModuleProtoWithConfig)"}};
   s.min_positional = 1;
   s.max_positional = 1;
   s.out_of_memory_hint =

@@ -28,13 +28,7 @@
 namespace tpusim::tools {
 namespace {
 
-absl::Status WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream o(path, std::ios::binary | std::ios::trunc);
-  if (o) o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (o) o.close();
-  if (!o) return common::ErrnoStatus("cannot write", path, errno);
-  return absl::OkStatus();
-}
+using common::WriteFile;
 
 // --trace-devices=all, or a comma-separated list of device ids (their range
 // and repeats are checked against the slice by the backend).

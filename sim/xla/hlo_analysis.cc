@@ -46,7 +46,7 @@ const std::set<std::string>& NoWork() {
   static const auto* s = new std::set<std::string>{
       "parameter", "constant", "get-tuple-element", "tuple", "bitcast",
       "after-all", "partition-id", "replica-id", "opt-barrier",
-      "optimization-barrier", "add-dependency", "domain"};
+      "optimization-barrier", "add-dependency", "domain", "async-update"};
   return *s;
 }
 
@@ -60,8 +60,7 @@ const std::set<std::string>& Collectives() {
 const std::set<std::string>& Unsupported() {
   static const auto* s = new std::set<std::string>{
       "while", "conditional", "call", "send", "send-done", "recv",
-      "recv-done", "infeed", "outfeed", "async-update",
-      "rng-get-and-update-state"};
+      "recv-done", "infeed", "outfeed", "rng-get-and-update-state"};
   return *s;
 }
 
@@ -187,6 +186,41 @@ absl::Status AddCost(const HloModule& module, const HloComputation& comp,
   return Unknown(inst, comp);
 }
 
+// The first collective instruction of `comp` or of a fusion it calls.
+const HloInstruction* FindCollective(const HloModule& module,
+                                     const HloComputation& comp, int depth) {
+  if (depth > 16) return nullptr;
+  for (const HloInstruction& i : comp.instructions) {
+    if (Collectives().count(i.opcode)) return &i;
+    if (i.opcode == "fusion") {
+      for (int64_t id : i.called_computation_ids) {
+        if (const HloComputation* c = module.FindComputation(id)) {
+          if (const HloInstruction* f = FindCollective(module, *c, depth + 1)) {
+            return f;
+          }
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
+// What a computation holding `inner` does, by XLA:TPU's names for its
+// decomposed collectives ("all-reduce-scatter.3": a reduce-scatter done with
+// an all-reduce; "all-gather.3": an all-gather done with one); otherwise the
+// wrapped op's own opcode.
+std::string CollectiveOfComputation(const HloComputation& comp,
+                                    const HloInstruction& inner,
+                                    const HloModule&) {
+  if (absl::StartsWith(comp.name, "all-reduce-scatter") ||
+      absl::StartsWith(comp.name, "reduce-scatter")) {
+    return "reduce-scatter";
+  }
+  if (absl::StartsWith(comp.name, "all-gather")) return "all-gather";
+  if (absl::StartsWith(comp.name, "all-to-all")) return "all-to-all";
+  return inner.opcode;
+}
+
 // "all-reduce-start" -> "all-reduce"; "" when `op` is not a collective start.
 std::string StartedCollective(const std::string& op) {
   if (!absl::EndsWith(op, "-start")) return "";
@@ -271,30 +305,61 @@ absl::StatusOr<HloSchedule> AnalyzeHloModule(const HloModule& module) {
     HloKernel k;
     k.name = inst.name;
     k.opcode = op;
-    // An async-start wrapping a collective: the wrapped computation's root.
-    std::string wrapped;
-    if (op == "async-start" && !inst.called_computation_ids.empty()) {
+    // Is it a collective? A collective op, its -start, an async-start
+    // wrapping one, or a fusion whose computation holds one (XLA:TPU lowers
+    // all-reduce to kCustom fusions "all-reduce-scatter.N" + "all-gather.N"
+    // around an all-reduce).
+    const HloInstruction* inner = nullptr;  // the collective instruction
+    std::string collective;
+    bool async = false;
+    if (Collectives().count(op)) {
+      inner = &inst;
+      collective = op;
+    } else if (std::string base = StartedCollective(op); !base.empty()) {
+      inner = &inst;
+      collective = base;
+      async = true;
+    } else if ((op == "async-start" || op == "fusion") &&
+               !inst.called_computation_ids.empty()) {
       const HloComputation* c =
           module.FindComputation(inst.called_computation_ids[0]);
-      if (c->root() != nullptr) wrapped = c->root()->opcode;
-      if (!Collectives().count(wrapped)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "HLO import: instruction ", inst.name, " is an async-start of \"",
-            wrapped, "\", which tpusim's importer does not support"));
+      inner = FindCollective(module, *c, 0);
+      if (inner != nullptr) {
+        collective = CollectiveOfComputation(*c, *inner, module);
+        async = op == "async-start";
+      } else if (op == "async-start") {
+        // Any other op run asynchronously (an async slice, a dynamic
+        // update, ...): a kernel with the wrapped computation's cost; its
+        // async-done is a wait.
+        Cost cost;
+        for (const HloInstruction& i : c->instructions) {
+          TPUSIM_RETURN_IF_ERROR(AddCost(module, *c, i, 1, &cost));
+        }
+        k.kind = HloKernelKind::kCompute;
+        k.opcode = absl::StrCat(
+            "async-start(", c->root() != nullptr ? c->root()->opcode : "", ")");
+        k.flops = cost.flops;
+        k.transcendentals = cost.transcendentals;
+        operand_bytes(&k);
+        if (c->root() != nullptr) k.bytes_written = LaidOutBytes(c->root()->shape);
+        out.kernels.push_back(std::move(k));
+        continue;
       }
     }
-    const std::string started =
-        !wrapped.empty() ? wrapped : StartedCollective(op);
-    if (Collectives().count(op) || !started.empty()) {
-      k.kind = Collectives().count(op) ? HloKernelKind::kCollective
-                                       : HloKernelKind::kCollectiveStart;
-      k.collective = Collectives().count(op) ? op : started;
-      const HloInstruction* groups_of = &inst;
-      if (!wrapped.empty()) {
-        groups_of = module.FindComputation(inst.called_computation_ids[0])->root();
+    if (inner != nullptr) {
+      k.kind = async ? HloKernelKind::kCollectiveStart
+                     : HloKernelKind::kCollective;
+      k.collective = collective;
+      k.fusion_kind = inst.fusion_kind;
+      k.replica_groups = inner->replica_groups;
+      k.source_target_pairs = inner->source_target_pairs;
+      if (op == "fusion") {
+        // The fused elementwise work (padding, slicing) around it.
+        Cost cost;
+        TPUSIM_RETURN_IF_ERROR(AddCost(module, *entry, inst, 0, &cost));
+        k.flops = cost.flops;
+        k.transcendentals = cost.transcendentals;
       }
-      k.replica_groups = groups_of->replica_groups;
-      k.source_target_pairs = groups_of->source_target_pairs;
       int64_t in_bytes = 0;
       for (int64_t o : inst.operand_ids) {
         in_bytes += LaidOutBytes(entry->Find(o)->shape, false);
@@ -321,6 +386,10 @@ absl::StatusOr<HloSchedule> AnalyzeHloModule(const HloModule& module) {
       const std::string base = op.substr(0, op.size() - 5);
       if (Collectives().count(base) || op == "async-done") {
         k.kind = HloKernelKind::kCollectiveDone;
+        if (op == "async-done" && !inst.operand_ids.empty() &&
+            start_kernel.count(inst.operand_ids[0]) == 0) {
+          continue;  // the done of an async non-collective: a wait
+        }
         if (!inst.operand_ids.empty()) {
           auto it = start_kernel.find(inst.operand_ids[0]);
           if (it == start_kernel.end()) {

@@ -33,11 +33,17 @@
 //    a wait); custom-call (bytes only, no FLOPs; named in `custom_calls`).
 //    parameter, constant, get-tuple-element, tuple, bitcast, after-all,
 //    partition-id, replica-id, opt-barrier and the done half of an async
-//    pair are not kernels.
+//    pair are not kernels. An async-start wrapping another op (XLA:TPU runs
+//    slices and dynamic updates asynchronously) is a compute kernel costed
+//    from the wrapped computation; its async-done is a wait.
 //  * Collectives: all-reduce, all-gather, reduce-scatter, all-to-all,
 //    collective-permute, synchronous or as -start/-done pairs (and
-//    async-start/async-done wrapping one): bytes are the operand's
-//    (all-gather: the result's).
+//    async-start/async-done wrapping one), and fusions whose computation
+//    holds one (XLA:TPU lowers an all-reduce to kCustom fusions named
+//    "all-reduce-scatter.N" and "all-gather.N", each around an all-reduce:
+//    they are a reduce-scatter and an all-gather, named so): bytes are the
+//    operand's (all-gather: the result's); such fusions are collectives, not
+//    counted in num_fusions.
 //  * Errors (InvalidArgument naming the instruction): while, conditional and
 //    call (control flow the importer does not flatten), send/recv, infeed/
 //    outfeed, and any opcode not listed here ("unknown HLO opcode").

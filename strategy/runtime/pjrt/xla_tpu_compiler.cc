@@ -1,8 +1,11 @@
 #include "strategy/runtime/pjrt/xla_tpu_compiler.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -11,6 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "strategy/runtime/pjrt/compile_options.h"
 #include "strategy/runtime/pjrt/pjrt_plugin.h"
 
@@ -21,11 +27,12 @@
 namespace tpusim::runtime::pjrt {
 namespace {
 
-#define TPUSIM_REQUIRE_PJRT(plugin, fn)                                       \
-  do {                                                                        \
-    absl::Status _s = (plugin)->Require(#fn, TPUSIM_PJRT_FN_OFFSET(fn));      \
-    if (!_s.ok()) return _s;                                                  \
-  } while (0)
+// tpusim choice: lines of a compiler error kept (its out-of-memory report
+// lists every allocation).
+constexpr size_t kMaxErrorLines = 40;
+
+#define TPUSIM_REQUIRE_PJRT(plugin, fn) \
+  TPUSIM_RETURN_IF_ERROR((plugin)->Require(#fn, TPUSIM_PJRT_FN_OFFSET(fn)))
 
 void DestroyExecutable(PjrtPlugin* plugin, PJRT_Executable* executable) {
   if (executable == nullptr) return;
@@ -178,6 +185,23 @@ constexpr char kProbeProgram[] = R"(module @libtpu_probe attributes {mhlo.num_pa
 
 const char* LibtpuProbeProgram() { return kProbeProgram; }
 
+absl::StatusOr<std::array<int, 4>> ParseTpuDeviceCoords(
+    absl::string_view text) {
+  std::array<int, 4> c = {0, 0, 0, 0};
+  const size_t at = text.find("coords=(");
+  const size_t core = text.find("core_on_chip=");
+  if (at == absl::string_view::npos || core == absl::string_view::npos ||
+      std::sscanf(std::string(text.substr(at)).c_str(), "coords=(%d,%d,%d)",
+                  &c[0], &c[1], &c[2]) != 3 ||
+      std::sscanf(std::string(text.substr(core)).c_str(), "core_on_chip=%d",
+                  &c[3]) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "libtpu device description \"", text,
+        "\" has no coords=(x,y,z) and core_on_chip=c"));
+  }
+  return c;
+}
+
 std::string DefaultLibtpuPath() {
   const char* env = ::getenv("TPUSIM_LIBTPU");
   if (env != nullptr && env[0] != '\0') return env;
@@ -207,8 +231,17 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
         "libtpu wheel of tools/requirements.txt) and reconfigure, or set "
         "TPUSIM_LIBTPU to a libtpu.so");
   }
-  if (request.device_assignment.empty() ||
-      request.device_assignment[0].empty()) {
+  struct stat st;
+  if (::stat(libtpu_path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "libtpu \"", libtpu_path,
+        "\" does not exist: run tools/setup.sh (it installs the pinned libtpu "
+        "wheel of tools/requirements.txt) or pass --libtpu PATH / set "
+        "TPUSIM_LIBTPU"));
+  }
+  if ((request.device_assignment.empty() ||
+       request.device_assignment[0].empty()) &&
+      (request.device_coords.empty() || request.device_coords[0].empty())) {
     return absl::InvalidArgumentError(
         "xla-tpu compile: the device assignment is empty");
   }
@@ -217,6 +250,10 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
   // name it logs an error at load; this process is its only worker.
   ::setenv("TPU_SKIP_MDS_QUERY", "1", /*overwrite=*/0);
   ::setenv("TPU_WORKER_HOSTNAMES", "localhost", /*overwrite=*/0);
+  // Without host bounds libtpu prints a warning at load; the topology (and
+  // its hosts) comes from the topology name either way (a v4:2x2x2 step
+  // compiles to the same module with and without).
+  ::setenv("TPU_HOST_BOUNDS", "1,1,1", /*overwrite=*/0);
   // Found by the probe: with TPU_ACCELERATOR_TYPE set, libtpu 0.0.30 aborts
   // the process in PJRT_Executable_GetCostAnalysis for a megacore topology
   // (it looks for a chip config file that only a TPU VM has).
@@ -293,7 +330,30 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
     if (!s.ok()) return s;
     result.devices.emplace_back(text.to_string, text.to_string_size);
   }
-  for (const auto& row : request.device_assignment) {
+  result.device_assignment = request.device_assignment;
+  if (!request.device_coords.empty()) {
+    std::map<std::array<int, 4>, int64_t> by_coords;
+    for (size_t i = 0; i < result.devices.size(); ++i) {
+      using Coords = std::array<int, 4>;
+      TPUSIM_ASSIGN_OR_RETURN(Coords c, ParseTpuDeviceCoords(result.devices[i]));
+      by_coords[c] = static_cast<int64_t>(i);
+    }
+    result.device_assignment.clear();
+    for (const auto& row : request.device_coords) {
+      result.device_assignment.emplace_back();
+      for (const std::array<int, 4>& c : row) {
+        auto it = by_coords.find(c);
+        if (it == by_coords.end()) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "xla-tpu compile: topology \"%s\" has no device at coords "
+              "(%d,%d,%d) core %d",
+              request.topology, c[0], c[1], c[2], c[3]));
+        }
+        result.device_assignment.back().push_back(it->second);
+      }
+    }
+  }
+  for (const auto& row : result.device_assignment) {
     for (int64_t id : row) {
       if (id < 0 || id >= static_cast<int64_t>(result.devices.size())) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -306,7 +366,7 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
 
   job->program = request.program;
   job->format = request.format;
-  job->options = EncodeCompileOptions(request.device_assignment);
+  job->options = EncodeCompileOptions(result.device_assignment);
   std::thread worker(RunCompile, job);
   {
     std::unique_lock<std::mutex> lock(job->mu);
@@ -327,7 +387,21 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
     }
   }
   worker.join();
-  if (!job->status.ok()) return job->status;
+  if (!job->status.ok()) {
+    // XLA:TPU's out-of-memory report lists every large allocation; the
+    // summary (the first lines) names the totals and the largest ones.
+    const std::vector<std::string> lines =
+        absl::StrSplit(job->status.message(), '\n');
+    if (lines.size() > kMaxErrorLines) {
+      return absl::Status(
+          job->status.code(),
+          absl::StrCat(absl::StrJoin(lines.begin(),
+                                     lines.begin() + kMaxErrorLines, "\n"),
+                       "\n(", lines.size() - kMaxErrorLines,
+                       " more lines of the compiler's report)"));
+    }
+    return job->status;
+  }
   ++plugin->live_executables;
   result.compile_seconds = job->seconds;
   s = ReadOptimizedProgram(plugin, job->executable, &result);

@@ -20,7 +20,10 @@
 //    one is Unimplemented naming it and both API versions).
 //  * Before the first load, TPU_SKIP_MDS_QUERY=1 is set unless the user set
 //    it: libtpu would otherwise ask the GCE metadata server for the machine's
-//    TPU configuration, which a machine without TPUs does not have.
+//    TPU configuration, which a machine without TPUs does not have; and
+//    TPU_WORKER_HOSTNAMES=localhost, TPU_HOST_BOUNDS=1,1,1 unless set (libtpu
+//    logs errors at load without them). TPU_ACCELERATOR_TYPE set is
+//    FailedPrecondition (with it, libtpu 0.0.30 aborts in its cost analysis).
 //  * The topology's options: chip_config_name=megacore for v4 and v5p (one
 //    device per chip, as TensorFlow and tpusim see those generations), none
 //    otherwise (TopologyOptionsFor).
@@ -35,6 +38,7 @@
 #ifndef TPUSIM_STRATEGY_RUNTIME_PJRT_XLA_TPU_COMPILER_H_
 #define TPUSIM_STRATEGY_RUNTIME_PJRT_XLA_TPU_COMPILER_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -70,6 +74,11 @@ struct XlaTpuCompileRequest {
   // device_assignment[r][p]: the topology's device id of replica r, partition
   // p. Non-empty; every row the same length.
   std::vector<std::vector<int64_t>> device_assignment;
+  // Instead of ids (when not empty): device_coords[r][p] = (x, y, z, core on
+  // chip) of the device of replica r, partition p, matched against the
+  // coordinates in libtpu's device descriptions (InvalidArgument naming a
+  // coordinate the topology does not have).
+  std::vector<std::vector<std::array<int, 4>>> device_coords;
   // A compile running longer is DeadlineExceeded; <= 0: no limit.
   double time_limit_seconds = 0;
 };
@@ -90,11 +99,18 @@ struct XlaTpuMemoryStats {
   }
 };
 
+// (x, y, z, core) of a libtpu device description
+// ("TpuDevice(id=3, process_index=0, coords=(1,1,0), core_on_chip=0)");
+// InvalidArgument when the text has no such coordinates.
+absl::StatusOr<std::array<int, 4>> ParseTpuDeviceCoords(absl::string_view text);
+
 struct XlaTpuCompileResult {
   // "PJRT C API 0.81 (plugin) / 0.81 (tpusim's header)".
   std::string plugin_version;
   // The plugin's attributes ("xla_version", "stablehlo_current_version").
   std::vector<std::pair<std::string, std::string>> plugin_attributes;
+  // The device assignment used (ids of the topology's devices).
+  std::vector<std::vector<int64_t>> device_assignment;
   // The topology's devices as libtpu describes them
   // ("TpuDevice(id=0, process_index=0, coords=(0,0,0), core_on_chip=0)").
   std::vector<std::string> devices;

@@ -114,8 +114,37 @@ TEST(XlaTpuCompilerTest, MissingLibtpu) {
                        HasSubstr("libtpu is not installed: run tools/setup.sh")));
   EXPECT_THAT(CompileForTpu("/nonexistent/libtpu.so", request).status(),
               StatusIs(absl::StatusCode::kNotFound,
-                       HasSubstr("libtpu: pjrt plugin \"/nonexistent/libtpu.so\" "
-                                 "does not exist")));
+                       HasSubstr("libtpu \"/nonexistent/libtpu.so\" does not "
+                                 "exist: run tools/setup.sh")));
+  // A file that is not a PJRT plugin (the loader's check, prefixed "libtpu").
+  EXPECT_THAT(CompileForTpu("/etc/hostname", request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("libtpu: pjrt plugin \"/etc/hostname\" is "
+                                 "not a loadable shared object")));
+}
+
+TEST(XlaTpuCompilerTest, DeviceCoordinates) {
+  auto coords = ParseTpuDeviceCoords(
+      "TpuDevice(id=5, process_index=0, coords=(0,1,0), core_on_chip=1)");
+  ASSERT_THAT(coords.status(), IsOk());
+  EXPECT_EQ(*coords, (std::array<int, 4>{0, 1, 0, 1}));
+  EXPECT_THAT(ParseTpuDeviceCoords("CpuDevice(id=0)").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("has no coords=(x,y,z) and core_on_chip=c")));
+  // v3: two cores per chip; the device at chip (1,1) core 1 is id 7.
+  XlaTpuCompileRequest request = ProbeRequest("v3", 2, 2, 1);
+  request.device_assignment.clear();
+  request.device_coords = {{{1, 1, 0, 1}}, {{0, 0, 0, 0}}, {{1, 0, 0, 0}},
+                           {{0, 1, 0, 1}}};
+  auto r = CompileForTpu(DefaultLibtpuPath(), request);
+  ASSERT_THAT(r.status(), IsOk());
+  EXPECT_EQ(r->device_assignment,
+            (std::vector<std::vector<int64_t>>{{7}, {0}, {2}, {5}}));
+  request.device_coords[3] = {{2, 0, 0, 0}};
+  EXPECT_THAT(CompileForTpu(DefaultLibtpuPath(), request).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "xla-tpu compile: topology \"v3:2x2\" has no device "
+                       "at coords (2,0,0) core 0"));
 }
 
 TEST(XlaTpuCompilerTest, AcceleratorTypeSetIsAnErrorNotAnAbort) {
