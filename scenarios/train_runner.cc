@@ -811,12 +811,22 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
           sim::CheckMemoryLimit(estimate, options.memory_limit_bytes));
     }
   }
+  if (options.sim_compiler && result.backend != "sim") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--compiler ", options.compiler, " times the compiled program on the "
+        "sim backend; the run's backend is \"", result.backend, "\""));
+  }
   std::unique_ptr<runtime::Backend> backend;
   const sim::SimBackend* sim_backend = nullptr;
   runtime::SliceLayout layout;
   if (result.backend == "sim") {
     TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> s,
                             sim::SimBackend::Create(pod));
+    if (options.sim_compiler) {
+      s->SetCompiler(options.sim_compiler, options.compiler);
+      result.compiler = options.compiler;
+      result.compiler_detail = options.compiler_detail;
+    }
     s->SetMemoryLimit(options.memory_limit_bytes,
                       run.has_steps() ? run.steps() : 10);
     layout = s->layout();

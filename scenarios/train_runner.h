@@ -47,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "scenarios/scenario_loader.h"
+#include "sim/sim_backend.h"
 #include "strategy/runtime/backend.h"
 #include "strategy/runtime/profile.h"
 
@@ -78,6 +79,13 @@ struct TrainOptions {
   std::function<absl::Status(const runtime::Program&,
                              const runtime::CompileOptions&)>
       on_compile;
+  // The sim backend compiles with this instead of sim/compile (tpusim run
+  // --compiler xla-tpu: scenarios/xla_tpu_step.h), named `compiler` in the
+  // result and the report. Any other backend with it is InvalidArgument.
+  sim::ExternalCompiler sim_compiler;
+  std::string compiler = "tpusim";
+  // Shown in the report under the compiler ("libtpu 0.0.30 ...").
+  std::string compiler_detail;
 };
 
 // What fed the workload.
@@ -106,6 +114,10 @@ struct InputSummary {
 
 struct TrainResult {
   std::string backend;
+  // Whose schedule the sim backend timed: "tpusim" (sim/compile) or
+  // "xla-tpu"; and what the options said of it.
+  std::string compiler = "tpusim";
+  std::string compiler_detail;
   std::string slice;
   std::string generation;
   int num_chips = 0;

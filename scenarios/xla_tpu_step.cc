@@ -1,5 +1,6 @@
 #include "scenarios/xla_tpu_step.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -8,6 +9,7 @@
 #include "scenarios/train_runner.h"
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
+#include "sim/xla/hlo_import.h"
 #include "strategy/runtime/pjrt/stablehlo_emitter.h"
 
 namespace tpusim::scenarios {
@@ -29,14 +31,6 @@ absl::StatusOr<XlaTpuStep> CompileStepForTpu(const LoadedScenario& scenario,
   XlaTpuStep step;
   step.scenario = sc.name();
   TPUSIM_ASSIGN_OR_RETURN(step.layout, runtime::ParseSlice(slice));
-  const runtime::TpuGeneration& gen = *step.layout.generation;
-  step.topology = runtime::pjrt::TpuTopologyName(
-      gen.name, step.layout.chip_mesh[0], step.layout.chip_mesh[1],
-      step.layout.chip_mesh[2]);
-  TPUSIM_ASSIGN_OR_RETURN(const sim::ChipPreset* preset,
-                          sim::FindChipPreset(gen.name));
-  step.hbm_capacity_per_device =
-      sim::DeviceRates::FromPreset(*preset).hbm_capacity.count();
 
   // Trace the step as `tpusim run` does; stop at its compile.
   std::optional<runtime::Program> program;
@@ -57,21 +51,45 @@ absl::StatusOr<XlaTpuStep> CompileStepForTpu(const LoadedScenario& scenario,
     return absl::InternalError(absl::StrCat(
         scenario.source_name, ": the run compiled no program to take"));
   }
-  step.program_name = program->name();
-  step.num_replicas = program->num_replicas();
-  step.cores_per_replica = program->num_cores_per_replica();
+  TPUSIM_ASSIGN_OR_RETURN(XlaTpuStep step_of_program,
+                          CompileProgramForTpu(*program, step.layout, options));
+  step_of_program.scenario = step.scenario;
+  return step_of_program;
+}
+
+absl::StatusOr<XlaTpuStep> CompileProgramForTpu(
+    const runtime::Program& program, const runtime::SliceLayout& layout,
+    const XlaTpuStepOptions& options) {
+  XlaTpuStep step;
+  step.layout = layout;
+  if (layout.generation == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--compiler xla-tpu needs a TPU slice; \"", layout.name,
+        "\" is a plain layout without a generation"));
+  }
+  const runtime::TpuGeneration& gen = *layout.generation;
+  step.topology = runtime::pjrt::TpuTopologyName(
+      gen.name, layout.chip_mesh[0], layout.chip_mesh[1], layout.chip_mesh[2]);
+  TPUSIM_ASSIGN_OR_RETURN(const sim::ChipPreset* preset,
+                          sim::FindChipPreset(gen.name));
+  step.hbm_capacity_per_device =
+      sim::DeviceRates::FromPreset(*preset).hbm_capacity.count();
+  const std::string& slice = layout.name;
+  step.program_name = program.name();
+  step.num_replicas = program.num_replicas();
+  step.cores_per_replica = program.num_cores_per_replica();
 
   TPUSIM_ASSIGN_OR_RETURN(runtime::pjrt::EmittedModule emitted,
-                          runtime::pjrt::EmitStableHlo(*program));
+                          runtime::pjrt::EmitStableHlo(program));
   step.stablehlo_bytes = static_cast<int64_t>(emitted.text.size());
-  for (runtime::Value p : program->parameters()) {
-    const runtime::ValueType& t = program->type(p);
+  for (runtime::Value p : program.parameters()) {
+    const runtime::ValueType& t = program.type(p);
     TPUSIM_ASSIGN_OR_RETURN(int64_t bytes,
                             runtime::CheckedByteSize(t.dtype, t.shape));
     step.input_argument_bytes += bytes;
   }
   for (const runtime::pjrt::VariableArg& v : emitted.variable_inputs) {
-    const runtime::VariableDecl* decl = program->FindVariable(v.slot);
+    const runtime::VariableDecl* decl = program.FindVariable(v.slot);
     if (decl == nullptr) continue;
     TPUSIM_ASSIGN_OR_RETURN(int64_t bytes,
                             runtime::CheckedByteSize(decl->dtype, decl->shape));
@@ -107,6 +125,36 @@ absl::StatusOr<XlaTpuStep> CompileStepForTpu(const LoadedScenario& scenario,
   TPUSIM_ASSIGN_OR_RETURN(step.schedule,
                           sim::xla::AnalyzeHloModule(step.module));
   return step;
+}
+
+sim::ExternalCompiler XlaTpuSimCompiler(
+    XlaTpuStepOptions options,
+    std::function<void(const XlaTpuStep&)> on_compiled) {
+  return [options, on_compiled](const runtime::Program& program,
+                                const runtime::SliceLayout& layout)
+             -> absl::StatusOr<sim::ExternalCompiledProgram> {
+    if (program.num_cores_per_replica() != 1) {
+      return absl::UnimplementedError(absl::StrCat(
+          "program ", program.name(), " has ",
+          program.num_cores_per_replica(),
+          " cores per replica: --compiler xla-tpu times data-parallel "
+          "programs (one core per replica) only"));
+    }
+    TPUSIM_ASSIGN_OR_RETURN(XlaTpuStep step,
+                            CompileProgramForTpu(program, layout, options));
+    if (on_compiled) on_compiled(step);
+    const runtime::pjrt::XlaTpuMemoryStats& m = step.compiled.memory;
+    sim::CoreMemory memory;
+    memory.variables = std::min(step.variable_argument_bytes, m.arguments);
+    memory.parameters = m.arguments - memory.variables;
+    memory.live_peak = m.outputs - m.alias + m.temporaries + m.generated_code;
+    memory.largest_at_peak = {absl::StrCat(
+        "the XLA:TPU compiler's numbers: arguments ", m.arguments,
+        ", outputs ", m.outputs, ", aliased ", m.alias, ", temporaries ",
+        m.temporaries, ", generated code ", m.generated_code)};
+    return sim::xla::ImportSchedule(
+        step.schedule, static_cast<int>(program.parameters().size()), memory);
+  };
 }
 
 }  // namespace tpusim::scenarios

@@ -26,11 +26,13 @@
 #define TPUSIM_SCENARIOS_XLA_TPU_STEP_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "scenarios/scenario_loader.h"
 #include "sim/xla/hlo_analysis.h"
+#include "sim/sim_backend.h"
 #include "sim/xla/hlo_module.h"
 #include "strategy/runtime/pjrt/xla_tpu_compiler.h"
 #include "strategy/runtime/slice.h"
@@ -68,6 +70,23 @@ struct XlaTpuStep {
 
 absl::StatusOr<XlaTpuStep> CompileStepForTpu(const LoadedScenario& scenario,
                                             const XlaTpuStepOptions& options);
+
+// The same for one traced program on `layout` (a named TPU slice).
+absl::StatusOr<XlaTpuStep> CompileProgramForTpu(
+    const runtime::Program& program, const runtime::SliceLayout& layout,
+    const XlaTpuStepOptions& options);
+
+// SimBackend's compiler for `tpusim run --compiler xla-tpu`
+// (SimBackend::SetCompiler): each program compiled by libtpu for the
+// backend's slice and imported (sim/xla/hlo_import.h). The HBM footprint is
+// the compiler's: variables = the variables' argument bytes, parameters = the
+// rest of the arguments, live peak = outputs - aliased + temporaries +
+// generated code (so the capacity check compares the compiler's total).
+// Unimplemented for programs with several cores per replica. `on_compiled`
+// (may be empty) sees each compile's result.
+sim::ExternalCompiler XlaTpuSimCompiler(
+    XlaTpuStepOptions options,
+    std::function<void(const XlaTpuStep&)> on_compiled = nullptr);
 
 }  // namespace tpusim::scenarios
 

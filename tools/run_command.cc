@@ -24,6 +24,9 @@
 #include "sim/memory_estimate.h"
 #include "tools/collective_command.h"
 #include "tools/report.h"
+#ifdef TPUSIM_HAVE_XLA_TPU
+#include "tools/xla_tpu_compile.h"
+#endif
 
 namespace tpusim::tools {
 namespace {
@@ -85,6 +88,30 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
       scenarios::LoadScenarioFile(path, args.GetAll("set")));
   options.backend = backend;
   options.pjrt_plugin = args.Get("pjrt-plugin");
+  // --compiler xla-tpu: the sim backend times what libtpu compiled
+  // (tools/xla_tpu_compile.h, docs/xla-tpu.md).
+  const std::string compiler = args.Get("compiler", "tpusim");
+  if (compiler == "xla-tpu") {
+#ifdef TPUSIM_HAVE_XLA_TPU
+    TPUSIM_ASSIGN_OR_RETURN(scenarios::XlaTpuStepOptions xla,
+                            XlaTpuOptionsFromArgs(args));
+    const std::string libtpu = xla.libtpu.empty()
+                                   ? runtime::pjrt::DefaultLibtpuPath()
+                                   : xla.libtpu;
+    options.sim_compiler = scenarios::XlaTpuSimCompiler(xla);
+    options.compiler = "xla-tpu";
+    options.compiler_detail = absl::StrCat("libtpu ", libtpu);
+#else
+    return absl::FailedPreconditionError(
+        "--compiler xla-tpu: this tpusim was built without the PJRT C API "
+        "header that libtpu needs (TPUSIM_PJRT=OFF, or tools/setup.sh not run)");
+#endif
+  } else if (compiler != "tpusim") {
+    return UsageError(absl::StrCat("--compiler=", compiler,
+                                   ": must be tpusim or xla-tpu"));
+  } else if (args.Has("libtpu") || args.Has("compile-time-limit")) {
+    return UsageError("--libtpu and --compile-time-limit need --compiler xla-tpu");
+  }
   // A progress bar on stderr when it is a terminal and the run takes more
   // than 2 s (never in the outputs, which stay deterministic).
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -171,7 +198,8 @@ Subcommand RunCommand() {
   s.usage =
       "tpusim run SCENARIO [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
       "[--out DIR] [--set PATH=VALUE]... [--format=text|json] "
-      "[--trace-devices=ID,...|all] [--memory-limit=SIZE]";
+      "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
+      "[--compiler=tpusim|xla-tpu] [--libtpu PATH] [--compile-time-limit S]";
   s.flags = {
       {"backend", true,
        "sim (default: the simulated pod), host (values only) or pjrt (a real "
@@ -190,6 +218,14 @@ Subcommand RunCommand() {
        "(16 devices at most by default)"},
       {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
       {"format", true, "text (default: the report) or json (stats.json)"},
+      {"compiler", true,
+       "tpusim (default: sim/compile) or xla-tpu: the sim backend times the "
+       "module the XLA:TPU compiler in libtpu made of each program"},
+      {"libtpu", true,
+       "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU or the "
+       "pinned wheel's)"},
+      {"compile-time-limit", true,
+       "seconds one xla-tpu compile may take (default 600)"},
   };
   s.min_positional = 1;
   s.max_positional = 1;

@@ -90,12 +90,8 @@ Json KernelJson(const HloKernel& k, int index) {
 
 }  // namespace
 
-absl::Status RunXlaTpuCompile(const ParsedArgs& args, std::ostream& out) {
-  const std::string format = args.Get("format", "text");
-  if (format != "text" && format != "json") {
-    return UsageError(absl::StrCat("--format=", format,
-                                   ": must be text or json"));
-  }
+absl::StatusOr<scenarios::XlaTpuStepOptions> XlaTpuOptionsFromArgs(
+    const ParsedArgs& args) {
   scenarios::XlaTpuStepOptions options;
   options.libtpu = args.Get("libtpu", "");
   options.time_limit_seconds = kDefaultTimeLimitSeconds;
@@ -110,6 +106,17 @@ absl::Status RunXlaTpuCompile(const ParsedArgs& args, std::ostream& out) {
     }
     options.time_limit_seconds = seconds;
   }
+  return options;
+}
+
+absl::Status RunXlaTpuCompile(const ParsedArgs& args, std::ostream& out) {
+  const std::string format = args.Get("format", "text");
+  if (format != "text" && format != "json") {
+    return UsageError(absl::StrCat("--format=", format,
+                                   ": must be text or json"));
+  }
+  TPUSIM_ASSIGN_OR_RETURN(scenarios::XlaTpuStepOptions options,
+                          XlaTpuOptionsFromArgs(args));
   TPUSIM_ASSIGN_OR_RETURN(
       scenarios::LoadedScenario scenario,
       scenarios::LoadScenarioFile(args.positional()[0], args.GetAll("set")));

@@ -17,9 +17,15 @@
 #include <ostream>
 
 #include "absl/status/status.h"
+#include "scenarios/xla_tpu_step.h"
 #include "tools/cli.h"
 
 namespace tpusim::tools {
+
+// --libtpu and --compile-time-limit (default 600 s): a limit that is not a
+// number of seconds in (0, 86400] is a usage error.
+absl::StatusOr<scenarios::XlaTpuStepOptions> XlaTpuOptionsFromArgs(
+    const ParsedArgs& args);
 
 // Runs the command (args.positional()[0] is the scenario).
 absl::Status RunXlaTpuCompile(const ParsedArgs& args, std::ostream& out);

@@ -76,6 +76,7 @@ int64_t ShapeElements(const HloShape& s) {
 struct Cost {
   double flops = 0;
   double transcendentals = 0;
+  std::vector<HloMatmul> matmuls;
 };
 
 absl::Status Unknown(const HloInstruction& inst, const HloComputation& comp) {
@@ -123,6 +124,19 @@ absl::Status AddCost(const HloModule& module, const HloComputation& comp,
       k *= static_cast<double>(lhs->shape.dimensions[d]);
     }
     cost->flops += 2 * out * k;
+    HloMatmul mm;
+    mm.element_type = lhs->shape.element_type;
+    for (int64_t d : inst.lhs_batch) {
+      if (d >= 0 && d < static_cast<int64_t>(lhs->shape.dimensions.size())) {
+        mm.batch *= lhs->shape.dimensions[d];
+      }
+    }
+    mm.k = static_cast<int64_t>(k);
+    const HloInstruction* rhs = operand(1);
+    const int64_t bk = std::max<int64_t>(1, mm.batch * mm.k);
+    mm.m = ShapeElements(lhs->shape) / bk;
+    mm.n = rhs == nullptr ? 0 : ShapeElements(rhs->shape) / bk;
+    cost->matmuls.push_back(mm);
     return absl::OkStatus();
   }
   if (op == "convolution") {
@@ -146,6 +160,18 @@ absl::Status AddCost(const HloModule& module, const HloComputation& comp,
       k *= static_cast<double>(kernel->shape.dimensions[d]);
     }
     cost->flops += 2 * out * k;
+    HloMatmul mm;
+    const HloInstruction* input = operand(0);
+    mm.element_type = input != nullptr ? input->shape.element_type
+                                       : inst.shape.element_type;
+    const int64_t out_dim = inst.kernel_output_feature_dimension;
+    const int64_t cout =
+        out_dim >= 0 && out_dim < rank ? kernel->shape.dimensions[out_dim] : 1;
+    mm.batch = std::max<int64_t>(1, inst.feature_group_count);
+    mm.k = static_cast<int64_t>(k);
+    mm.n = std::max<int64_t>(1, cout / mm.batch);
+    mm.m = static_cast<int64_t>(out) / std::max<int64_t>(1, cout);
+    cost->matmuls.push_back(mm);
     return absl::OkStatus();
   }
   if (Elementwise().count(op)) {
@@ -298,6 +324,18 @@ absl::StatusOr<HloSchedule> AnalyzeHloModule(const HloModule& module) {
     auto operand_bytes = [&](HloKernel* k) {
       for (int64_t o : inst.operand_ids) {
         const HloInstruction* in = entry->Find(o);
+        const HloInstruction* root = in;
+        while ((root->opcode == "bitcast" ||
+                root->opcode == "get-tuple-element") &&
+               !root->operand_ids.empty()) {
+          root = entry->Find(root->operand_ids[0]);
+        }
+        if (root->opcode == "parameter" &&
+            std::find(k->parameters_read.begin(), k->parameters_read.end(),
+                      root->parameter_number) == k->parameters_read.end()) {
+          k->parameters_read.push_back(root->parameter_number);
+          std::sort(k->parameters_read.begin(), k->parameters_read.end());
+        }
         k->bytes_read += LaidOutBytes(in->shape);
         k->on_chip_bytes += LaidOutBytes(in->shape, false) - LaidOutBytes(in->shape);
       }
@@ -340,6 +378,7 @@ absl::StatusOr<HloSchedule> AnalyzeHloModule(const HloModule& module) {
             "async-start(", c->root() != nullptr ? c->root()->opcode : "", ")");
         k.flops = cost.flops;
         k.transcendentals = cost.transcendentals;
+        k.matmuls = std::move(cost.matmuls);
         operand_bytes(&k);
         if (c->root() != nullptr) k.bytes_written = LaidOutBytes(c->root()->shape);
         out.kernels.push_back(std::move(k));
@@ -445,6 +484,7 @@ absl::StatusOr<HloSchedule> AnalyzeHloModule(const HloModule& module) {
     k.fusion_kind = inst.fusion_kind;
     k.flops = cost.flops;
     k.transcendentals = cost.transcendentals;
+    k.matmuls = std::move(cost.matmuls);
     operand_bytes(&k);
     k.bytes_written = LaidOutBytes(inst.shape);
     k.on_chip_bytes += LaidOutBytes(inst.shape, false) - LaidOutBytes(inst.shape);

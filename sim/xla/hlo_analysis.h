@@ -71,6 +71,18 @@ enum class HloKernelKind {
 };
 const char* HloKernelKindName(HloKernelKind kind);
 
+// A dot or convolution as matrix products (for the MXU timing): `batch`
+// products of (m x k) . (k x n); a convolution as an implicit GEMM (m = output
+// elements / output features, k = input features x window, n = output
+// features; feature groups as the batch).
+struct HloMatmul {
+  int64_t batch = 1;
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+  int element_type = 0;  // the lhs's
+};
+
 struct HloKernel {
   HloKernelKind kind = HloKernelKind::kCompute;
   std::string name;    // the instruction's name
@@ -78,9 +90,14 @@ struct HloKernel {
   std::string fusion_kind;
   double flops = 0;
   double transcendentals = 0;
+  // Its dots and convolutions (fused ones included).
+  std::vector<HloMatmul> matmuls;
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
   int64_t on_chip_bytes = 0;
+  // The entry parameters it reads (parameter_number; through bitcasts and
+  // get-tuple-elements), ascending.
+  std::vector<int64_t> parameters_read;
   // Collectives: "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
   // "collective-permute"; its replica groups (empty: all replicas in one
   // group) or its source-target pairs; its bytes per device.

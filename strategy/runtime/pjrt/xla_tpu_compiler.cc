@@ -254,6 +254,9 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
   // its hosts) comes from the topology name either way (a v4:2x2x2 step
   // compiles to the same module with and without).
   ::setenv("TPU_HOST_BOUNDS", "1,1,1", /*overwrite=*/0);
+  // libtpu takes /tmp/libtpu_lockfile so that one process owns the TPU; a
+  // compiler-only process owns none, and tests and sweeps run several.
+  ::setenv("ALLOW_MULTIPLE_LIBTPU_LOAD", "1", /*overwrite=*/0);
   // Found by the probe: with TPU_ACCELERATOR_TYPE set, libtpu 0.0.30 aborts
   // the process in PJRT_Executable_GetCostAnalysis for a megacore topology
   // (it looks for a chip config file that only a TPU VM has).

@@ -22,7 +22,9 @@
 //    it: libtpu would otherwise ask the GCE metadata server for the machine's
 //    TPU configuration, which a machine without TPUs does not have; and
 //    TPU_WORKER_HOSTNAMES=localhost, TPU_HOST_BOUNDS=1,1,1 unless set (libtpu
-//    logs errors at load without them). TPU_ACCELERATOR_TYPE set is
+//    logs errors at load without them); ALLOW_MULTIPLE_LIBTPU_LOAD=1 unless
+//    set (without it a second process using libtpu fails on libtpu's
+//    lockfile). TPU_ACCELERATOR_TYPE set is
 //    FailedPrecondition (with it, libtpu 0.0.30 aborts in its cost analysis).
 //  * The topology's options: chip_config_name=megacore for v4 and v5p (one
 //    device per chip, as TensorFlow and tpusim see those generations), none
