@@ -90,7 +90,8 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
                                      "--format=json"};
     // `run`'s own flags go to every point as given.
     for (const char* flag :
-         {"backend", "pjrt-plugin", "trace-devices", "memory-limit"}) {
+         {"backend", "pjrt-plugin", "trace-devices", "memory-limit",
+          "compiler", "libtpu", "compile-time-limit"}) {
       if (args.Has(flag)) {
         argv.push_back(absl::StrCat("--", flag, "=", args.Get(flag)));
       }
@@ -215,7 +216,8 @@ Subcommand SweepCommand() {
   s.usage =
       "tpusim sweep SCENARIO --set PATH=V1,V2,... [--set ...] [--jobs N] "
       "[--format=text|json|csv] [--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
-      "[--trace-devices=ID,...|all] [--memory-limit=SIZE]";
+      "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
+      "[--compiler=tpusim|xla-tpu] [--libtpu PATH] [--compile-time-limit S]";
   s.flags = {
       {"set", true, "PATH=V1,V2,...: the values of one field (repeatable: the "
                     "points are the cartesian product)"},
@@ -225,6 +227,9 @@ Subcommand SweepCommand() {
       {"pjrt-plugin", true, "passed to each `tpusim run`"},
       {"trace-devices", true, "passed to each `tpusim run`"},
       {"memory-limit", true, "passed to each `tpusim run`"},
+      {"compiler", true, "passed to each `tpusim run` (xla-tpu: docs/xla-tpu.md)"},
+      {"libtpu", true, "passed to each `tpusim run`"},
+      {"compile-time-limit", true, "passed to each `tpusim run`"},
   };
   s.min_positional = 1;
   s.max_positional = 1;
