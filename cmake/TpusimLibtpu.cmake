@@ -5,7 +5,7 @@
 # TPUSIM_LIBTPU=AUTO uses libtpu when it is found and says why when it is not; ON requires it
 # (CI, tools/test.sh: a failed install fails the run); OFF never uses it and says so. Sets
 # TPUSIM_LIBTPU_ENABLED and TPUSIM_LIBTPU_PATH (the default libtpu.so compiled into tpusim;
-# $TPUSIM_LIBTPU overrides it at run time).
+# $TPUSIM_LIBTPU_PATH overrides it at run time).
 
 set(TPUSIM_LIBTPU "AUTO" CACHE STRING "Use libtpu (the XLA:TPU compiler): AUTO, ON or OFF")
 set_property(CACHE TPUSIM_LIBTPU PROPERTY STRINGS AUTO ON OFF)

@@ -115,7 +115,7 @@ Subcommand CompileCommand() {
              {"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
              {"format", true, "text (default) or json (--compiler xla-tpu)"},
              {"libtpu", true,
-              "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU or "
+              "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU_PATH or "
               "the pinned wheel's)"},
              {"compile-time-limit", true,
               "seconds one xla-tpu compile may take (default 600)"},

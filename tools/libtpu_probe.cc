@@ -2,7 +2,7 @@
 //
 // `libtpu_probe [LIBTPU_SO [OUT_DIR]]`: the check that libtpu compiles for a TPU topology
 // on this machine, which has no TPU. It loads libtpu (default: the pinned
-// wheel's, or $TPUSIM_LIBTPU), prints its PJRT C API version and tpusim's,
+// wheel's, or $TPUSIM_LIBTPU_PATH), prints its PJRT C API version and tpusim's,
 // then for a small v4 slice ("v4:2x2x1", megacore) and a small v5e slice
 // ("v5e:2x2") creates the topology description, compiles a 4-replica
 // StableHLO program (a matmul and an all-reduce of its result), and prints

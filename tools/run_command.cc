@@ -222,7 +222,7 @@ Subcommand RunCommand() {
        "tpusim (default: sim/compile) or xla-tpu: the sim backend times the "
        "module the XLA:TPU compiler in libtpu made of each program"},
       {"libtpu", true,
-       "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU or the "
+       "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU_PATH or the "
        "pinned wheel's)"},
       {"compile-time-limit", true,
        "seconds one xla-tpu compile may take (default 600)"},

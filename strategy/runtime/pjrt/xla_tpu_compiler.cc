@@ -203,7 +203,7 @@ absl::StatusOr<std::array<int, 4>> ParseTpuDeviceCoords(
 }
 
 std::string DefaultLibtpuPath() {
-  const char* env = ::getenv("TPUSIM_LIBTPU");
+  const char* env = ::getenv("TPUSIM_LIBTPU_PATH");
   if (env != nullptr && env[0] != '\0') return env;
   return TPUSIM_LIBTPU_DEFAULT_PATH;
 }
@@ -229,7 +229,7 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
     return absl::FailedPreconditionError(
         "libtpu is not installed: run tools/setup.sh (it installs the pinned "
         "libtpu wheel of tools/requirements.txt) and reconfigure, or set "
-        "TPUSIM_LIBTPU to a libtpu.so");
+        "TPUSIM_LIBTPU_PATH to a libtpu.so");
   }
   struct stat st;
   if (::stat(libtpu_path.c_str(), &st) != 0) {
@@ -237,7 +237,7 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
         "libtpu \"", libtpu_path,
         "\" does not exist: run tools/setup.sh (it installs the pinned libtpu "
         "wheel of tools/requirements.txt) or pass --libtpu PATH / set "
-        "TPUSIM_LIBTPU"));
+        "TPUSIM_LIBTPU_PATH"));
   }
   if ((request.device_assignment.empty() ||
        request.device_assignment[0].empty()) &&

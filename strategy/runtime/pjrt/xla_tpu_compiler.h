@@ -51,7 +51,7 @@
 
 namespace tpusim::runtime::pjrt {
 
-// The default libtpu.so: $TPUSIM_LIBTPU when set, else the one found in the
+// The default libtpu.so: $TPUSIM_LIBTPU_PATH when set, else the one found in the
 // pinned wheel at configure time (empty when none was found).
 std::string DefaultLibtpuPath();
 
