@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 
@@ -110,6 +111,14 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+absl::Status WriteFile(const std::string& path, absl::string_view bytes) {
+  std::ofstream o(path, std::ios::binary | std::ios::trunc);
+  if (o) o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (o) o.close();
+  if (!o) return ErrnoStatus("cannot write", path, errno);
+  return absl::OkStatus();
 }
 
 }  // namespace tpusim::common

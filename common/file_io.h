@@ -42,6 +42,10 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
                                             absl::string_view what,
                                             int64_t max_bytes);
 
+// Writes `bytes` to `path` (created or truncated). The OS error through
+// ErrnoStatus ("cannot write").
+absl::Status WriteFile(const std::string& path, absl::string_view bytes);
+
 }  // namespace tpusim::common
 
 #endif  // TPUSIM_COMMON_FILE_IO_H_

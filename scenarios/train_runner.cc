@@ -674,6 +674,65 @@ absl::Status OutOfMemory(const Scenario& sc, absl::string_view what) {
           : "; lower them"));
 }
 
+// A backend that passes every call to `inner`, first calling `hook` with each
+// program compiled (TrainOptions::on_compile).
+class CompileHookBackend : public runtime::Backend {
+ public:
+  using Hook = std::function<absl::Status(const runtime::Program&,
+                                          const runtime::CompileOptions&)>;
+  CompileHookBackend(std::unique_ptr<runtime::Backend> inner, Hook hook)
+      : inner_(std::move(inner)), hook_(std::move(hook)) {}
+  absl::string_view name() const override { return inner_->name(); }
+  absl::Span<runtime::Device* const> devices() const override {
+    return inner_->devices();
+  }
+  absl::StatusOr<std::unique_ptr<runtime::Buffer>> TransferToDevice(
+      int device_id, const runtime::Tensor& value,
+      const runtime::TransferOptions& options) override {
+    return inner_->TransferToDevice(device_id, value, options);
+  }
+  absl::StatusOr<runtime::Tensor> TransferFromDevice(
+      const runtime::Buffer& buffer) override {
+    return inner_->TransferFromDevice(buffer);
+  }
+  absl::StatusOr<std::unique_ptr<runtime::Executable>> Compile(
+      const runtime::Program& program,
+      const runtime::CompileOptions& options) override {
+    TPUSIM_RETURN_IF_ERROR(hook_(program, options));
+    return inner_->Compile(program, options);
+  }
+  absl::StatusOr<runtime::SpmdOutputs> ExecuteSpmd(
+      const runtime::Executable& executable,
+      const runtime::SpmdAssignment& assignment,
+      absl::Span<const std::vector<runtime::Buffer*>> per_replica_args)
+      override {
+    return inner_->ExecuteSpmd(executable, assignment, per_replica_args);
+  }
+  absl::StatusOr<runtime::SpmdOutputs> ExecuteSpmdLoop(
+      const runtime::Executable& executable,
+      const runtime::SpmdAssignment& assignment,
+      absl::Span<const std::vector<std::vector<runtime::Buffer*>>>
+          per_iteration_args) override {
+    return inner_->ExecuteSpmdLoop(executable, assignment, per_iteration_args);
+  }
+  absl::Status WriteVariable(int device_id, int slot,
+                             const runtime::Tensor& value) override {
+    return inner_->WriteVariable(device_id, slot, value);
+  }
+  absl::StatusOr<runtime::Tensor> ReadVariable(int device_id,
+                                               int slot) const override {
+    return inner_->ReadVariable(device_id, slot);
+  }
+  absl::StatusOr<runtime::Profile> CollectProfile() const override {
+    return inner_->CollectProfile();
+  }
+  void ResetProfile() override { inner_->ResetProfile(); }
+
+ private:
+  std::unique_ptr<runtime::Backend> inner_;
+  Hook hook_;
+};
+
 }  // namespace
 
 absl::StatusOr<TrainResult> RunTraining(const LoadedScenario& scenario,
@@ -756,12 +815,22 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
           sim::CheckMemoryLimit(estimate, options.memory_limit_bytes));
     }
   }
+  if (options.sim_compiler && result.backend != "sim") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--compiler ", options.compiler, " times the compiled program on the "
+        "sim backend; the run's backend is \"", result.backend, "\""));
+  }
   std::unique_ptr<runtime::Backend> backend;
   const sim::SimBackend* sim_backend = nullptr;
   runtime::SliceLayout layout;
   if (result.backend == "sim") {
     TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> s,
                             sim::SimBackend::Create(pod));
+    if (options.sim_compiler) {
+      s->SetCompiler(options.sim_compiler, options.compiler);
+      result.compiler = options.compiler;
+      result.compiler_detail = options.compiler_detail;
+    }
     s->SetMemoryLimit(options.memory_limit_bytes,
                       run.has_steps() ? run.steps() : 10);
     layout = s->layout();
@@ -796,6 +865,10 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
     return absl::InvalidArgumentError(absl::StrCat(
         "--backend=", result.backend, ": must be one of ",
         absl::StrJoin(BackendNames(), ", ")));
+  }
+  if (options.on_compile) {
+    backend = std::make_unique<CompileHookBackend>(std::move(backend),
+                                                   options.on_compile);
   }
   result.slice = layout.name;
   result.generation =

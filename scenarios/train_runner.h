@@ -48,6 +48,8 @@
 
 #include "absl/status/statusor.h"
 #include "scenarios/scenario_loader.h"
+#include "sim/sim_backend.h"
+#include "strategy/runtime/backend.h"
 #include "strategy/runtime/profile.h"
 #include "strategy/runtime/program.h"
 
@@ -80,6 +82,19 @@ struct TrainOptions {
   // step_program is the traced per-replica program; steps and profile are
   // empty.
   bool plan_only = false;
+  // Called with each program the strategy compiles, before the backend
+  // compiles it; a non-OK status ends the run with that status (tpusim
+  // compile --compiler xla-tpu takes the training step this way).
+  std::function<absl::Status(const runtime::Program&,
+                             const runtime::CompileOptions&)>
+      on_compile;
+  // The sim backend compiles with this instead of sim/compile (tpusim run
+  // --compiler xla-tpu: scenarios/xla_tpu_step.h), named `compiler` in the
+  // result and the report. Any other backend with it is InvalidArgument.
+  sim::ExternalCompiler sim_compiler;
+  std::string compiler = "tpusim";
+  // Shown in the report under the compiler ("libtpu 0.0.30 ...").
+  std::string compiler_detail;
 };
 
 // What fed the workload.
@@ -108,6 +123,10 @@ struct InputSummary {
 
 struct TrainResult {
   std::string backend;
+  // Whose schedule the sim backend timed: "tpusim" (sim/compile) or
+  // "xla-tpu"; and what the options said of it.
+  std::string compiler = "tpusim";
+  std::string compiler_detail;
   std::string slice;
   std::string generation;
   int num_chips = 0;

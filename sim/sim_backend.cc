@@ -374,6 +374,16 @@ class SimExecutable final : public runtime::Executable {
     }
     schedule_ = std::move(s);
   }
+  // A program another compiler compiled (SimBackend::SetCompiler).
+  SimExecutable(std::unique_ptr<runtime::Executable> host,
+                ExternalCompiledProgram external) {
+    auto s = std::make_shared<SimSchedule>();
+    s->host = std::move(host);
+    s->compiled = std::move(external.compiled);
+    s->kernel_parameters = std::move(external.kernel_parameters);
+    s->kernel_parameters.resize(s->compiled.kernels.size());
+    schedule_ = std::move(s);
+  }
   const runtime::Program& program() const override {
     return schedule_->program();
   }
@@ -667,6 +677,18 @@ absl::StatusOr<std::unique_ptr<runtime::Executable>> SimBackend::Compile(
     const runtime::Program& program, const runtime::CompileOptions& options) {
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Executable> host,
                           host_->Compile(program, options));
+  if (compiler_) {
+    absl::StatusOr<ExternalCompiledProgram> external =
+        compiler_(host->program(), layout_);
+    if (!external.ok()) {
+      return absl::Status(
+          external.status().code(),
+          absl::StrCat("compiler ", compiler_name_, ": ",
+                       external.status().message()));
+    }
+    return std::unique_ptr<runtime::Executable>(
+        new SimExecutable(std::move(host), *std::move(external)));
+  }
   TPUSIM_ASSIGN_OR_RETURN(CompiledProgram compiled,
                           CompileProgram(host->program(), CompileOptions{}));
   return std::unique_ptr<runtime::Executable>(
@@ -1000,7 +1022,15 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
       const Kernel& kernel = kernels[k];
       const int c = kernel.core;
-      const runtime::Op& op = ops[kernel.op_ids.back()];
+      // sim/compile's kernels name their op; an external compiler's carry
+      // the collective's op, groups and bytes themselves.
+      runtime::Op imported;
+      if (kernel.op_ids.empty()) {
+        imported.code = kernel.collective;
+        imported.attrs.replica_groups = kernel.replica_groups;
+      }
+      const runtime::Op& op =
+          kernel.op_ids.empty() ? imported : ops[kernel.op_ids.back()];
       SimPod::Collective col;
       std::vector<std::vector<int>> groups;
       std::vector<bool> member(num_devices, false);

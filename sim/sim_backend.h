@@ -77,6 +77,7 @@
 
 #include <deque>
 #include <map>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -90,6 +91,7 @@
 #include "sim/chip/chip_preset.h"
 #include "sim/chip/kernel_timing.h"
 #include "sim/chip/model_constants.h"
+#include "sim/compile/compile.h"
 #include "sim/host/host_model.h"
 #include "sim/memory_estimate.h"
 #include "sim/net/topology.h"
@@ -163,6 +165,18 @@ struct SimBackendOptions {
 #endif
 };
 
+// A program compiled by another compiler than sim/compile (the XLA:TPU
+// compiler, sim/xla/hlo_import.h): its kernels, one logical core, and per
+// kernel the program parameters it reads (its infeed). Kernels of such a
+// program have no op_ids: collectives carry their op, groups and bytes.
+struct ExternalCompiledProgram {
+  CompiledProgram compiled;
+  std::vector<std::vector<int>> kernel_parameters;
+};
+using ExternalCompiler =
+    std::function<absl::StatusOr<ExternalCompiledProgram>(
+        const runtime::Program& program, const runtime::SliceLayout& layout)>;
+
 class SimBackend final : public runtime::Backend {
  public:
   // `slice`: a slice name ("v4-32", "v5litepod-16"; runtime::ParseSlice).
@@ -181,6 +195,13 @@ class SimBackend final : public runtime::Backend {
   static absl::StatusOr<std::unique_ptr<SimBackend>> Create(
       const proto::PodSpec& spec);
   ~SimBackend() override;
+
+  // Programs compiled from now on are compiled by `compiler` (named `name` in
+  // errors) instead of sim/compile; values still come from the host backend.
+  void SetCompiler(ExternalCompiler compiler, std::string name) {
+    compiler_ = std::move(compiler);
+    compiler_name_ = std::move(name);
+  }
 
   absl::string_view name() const override { return "sim"; }
   absl::Span<runtime::Device* const> devices() const override {
@@ -257,6 +278,8 @@ class SimBackend final : public runtime::Backend {
 
  private:
   struct Infeed;
+  ExternalCompiler compiler_;
+  std::string compiler_name_;
   // A call whose values were computed and whose timing waits (Settle).
   struct PendingCall {
     int64_t number = 0;  // 1, 2, ... in call order

@@ -242,9 +242,11 @@ absl::StatusOr<double> B5AllGatherSeconds(int64_t bytes) {
   return TimeOne(n, net::CollectiveOp::kAllGather, bytes, groups);
 }
 
-absl::StatusOr<C4Result> C4DataParallelStep(absl::string_view slice) {
+absl::StatusOr<C4Result> C4DataParallelStep(
+    absl::string_view slice, const ExternalCompiler* compiler) {
   TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<SimBackend> sim,
                           SimBackend::Create(slice));
+  if (compiler != nullptr) sim->SetCompiler(*compiler, "xla-tpu");
   const int n = sim->layout().num_devices();
   constexpr int kLayers = 6, kBatch = 1024, kWidth = 2048;
   ProgramBuilder b("mlp_step", n);

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "sim/sim_backend.h"
 
 namespace tpusim::sim {
 
@@ -48,7 +49,10 @@ struct C4Result {
   double exposed_collective = 0;  // of the simulator's last call
   double hidden_collective = 0;
 };
-absl::StatusOr<C4Result> C4DataParallelStep(absl::string_view slice);
+// `compiler` (may be null): the sim backend compiles with it instead of
+// sim/compile (SimBackend::SetCompiler; `tpusim validate --compiler xla-tpu`).
+absl::StatusOr<C4Result> C4DataParallelStep(
+    absl::string_view slice, const ExternalCompiler* compiler = nullptr);
 
 }  // namespace tpusim::sim
 

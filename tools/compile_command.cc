@@ -16,6 +16,9 @@
 #include "sim/compile/compile.h"
 #include "strategy/runtime/program.h"
 #include "strategy/runtime/program.pb.h"
+#ifdef TPUSIM_HAVE_XLA_TPU
+#include "tools/xla_tpu_compile.h"
+#endif
 
 namespace tpusim::tools {
 namespace {
@@ -80,6 +83,29 @@ absl::Status RunCompileProgram(const ParsedArgs& args, std::ostream& out) {
 }
 
 absl::Status RunCompile(const ParsedArgs& args, std::ostream& out) {
+  const std::string compiler = args.Get("compiler", "tpusim");
+  if (compiler == "xla-tpu") {
+    if (args.Has("program")) {
+      return UsageError(
+          "--compiler xla-tpu compiles a SCENARIO's step, not --program");
+    }
+#ifdef TPUSIM_HAVE_XLA_TPU
+    return RunXlaTpuCompile(args, out);
+#else
+    return absl::FailedPreconditionError(
+        "--compiler xla-tpu: this tpusim was built without the PJRT C API "
+        "header that libtpu needs (TPUSIM_PJRT=OFF, or tools/setup.sh not run)");
+#endif
+  }
+  if (compiler != "tpusim") {
+    return UsageError(absl::StrCat("--compiler=", compiler,
+                                   ": must be tpusim or xla-tpu"));
+  }
+  for (const char* flag : {"libtpu", "compile-time-limit", "save-optimized"}) {
+    if (args.Has(flag)) {
+      return UsageError(absl::StrCat("--", flag, " needs --compiler xla-tpu"));
+    }
+  }
   const std::string format = args.Get("format", "text");
   if (format != "text" && format != "json") {
     return UsageError(absl::StrCat("--format=", format, " must be text or json"));
@@ -309,7 +335,9 @@ Subcommand CompileCommand() {
       "compile a scenario's step for its slice: fused kernels, HBM plan, fit "
       "verdict";
   s.usage =
-      "tpusim compile SCENARIO [--set PATH=VALUE]... [--format=text|json] | "
+      "tpusim compile SCENARIO [--set PATH=VALUE]... [--format=text|json] "
+      "[--compiler=tpusim|xla-tpu [--libtpu PATH] [--compile-time-limit "
+      "SECONDS] [--save-optimized FILE]] | "
       "tpusim compile --program FILE [--no-fusion] [--infeed-depth=N]";
   s.flags = {{"set", true, "PATH=VALUE: change one scenario field (repeatable)"},
              {"format", true, "text (default) or json (schema "
@@ -321,7 +349,19 @@ Subcommand CompileCommand() {
               "with --program: one kernel per op (the unfused baseline)"},
              {"infeed-depth", true,
               "with --program: batches prefetched into HBM (default 1, at "
-              "most 1024)"}};
+              "most 1024)"},
+             // --compiler xla-tpu (tools/xla_tpu_compile.h, docs/xla-tpu.md).
+             {"compiler", true,
+              "tpusim (default) or xla-tpu: the XLA:TPU compiler in libtpu "
+              "compiles the training step of SCENARIO for its slice"},
+             {"libtpu", true,
+              "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU_PATH "
+              "or the pinned wheel's)"},
+             {"compile-time-limit", true,
+              "seconds one xla-tpu compile may take (default 600)"},
+             {"save-optimized", true,
+              "FILE: write the compiler's optimized module there (--compiler "
+              "xla-tpu; a serialized HloModuleProtoWithConfig)"}};
   s.min_positional = 0;
   s.max_positional = 1;
   s.out_of_memory_hint =

@@ -92,6 +92,8 @@ RunStats ComputeRunStats(const std::string& scenario,
   RunStats s;
   s.scenario = scenario;
   s.backend = r.backend;
+  s.compiler = r.compiler;
+  s.compiler_detail = r.compiler_detail;
   s.slice = r.slice;
   s.num_chips = r.num_chips;
   s.num_replicas = r.num_replicas;
@@ -258,6 +260,12 @@ std::string TextReport(const RunStats& s) {
       "batch %d, %d steps\n",
       s.scenario, s.backend, s.slice, s.num_chips, s.num_replicas,
       s.global_batch, s.steps);
+  if (s.compiler != "tpusim") {
+    absl::StrAppendFormat(&out,
+                          "compiler: %s (%s): the simulator times the "
+                          "compiler's optimized, scheduled module\n",
+                          s.compiler, s.compiler_detail);
+  }
   const scenarios::InputSummary& in = s.input;
   if (in.pipeline) {
     absl::StrAppendFormat(&out,
@@ -473,6 +481,8 @@ Json StatsJson(const RunStats& s) {
       {"bottleneck_share", Json::Float64(s.bottleneck_share)},
       {"last_loss", s.has_loss ? Json::Float64(s.last_loss) : Json::Null()},
   };
+  // Only when not tpusim's own (the schema's earlier outputs stay as they were).
+  if (s.compiler != "tpusim") members["compiler"] = Json::String(s.compiler);
   if (s.wall_time_only) {
     for (const char* k : {"breakdown_ms", "breakdown_step_ms",
                           "critical_path_ms", "mfu", "hbm_gbps_per_chip",

@@ -37,6 +37,8 @@ struct LinkUse {
 struct RunStats {
   std::string scenario;
   std::string backend;
+  std::string compiler = "tpusim";  // TrainResult::compiler
+  std::string compiler_detail;
   std::string slice;
   int num_chips = 0;
   int num_replicas = 0;

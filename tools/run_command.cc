@@ -27,9 +27,14 @@
 #include "tools/out_dir.h"
 #include "tools/report.h"
 #include "tools/scale_batch.h"
+#ifdef TPUSIM_HAVE_XLA_TPU
+#include "tools/xla_tpu_compile.h"
+#endif
 
 namespace tpusim::tools {
 namespace {
+
+using common::WriteFile;
 
 // --trace-devices=all, or a comma-separated list of device ids (their range
 // and repeats are checked against the slice by the backend).
@@ -109,6 +114,30 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
                           LoadRunScenario(path, sets, scale_batch));
   options.backend = backend;
   options.pjrt_plugin = args.Get("pjrt-plugin");
+  // --compiler xla-tpu: the sim backend times what libtpu compiled
+  // (tools/xla_tpu_compile.h, docs/xla-tpu.md).
+  const std::string compiler = args.Get("compiler", "tpusim");
+  if (compiler == "xla-tpu") {
+#ifdef TPUSIM_HAVE_XLA_TPU
+    TPUSIM_ASSIGN_OR_RETURN(scenarios::XlaTpuStepOptions xla,
+                            XlaTpuOptionsFromArgs(args));
+    const std::string libtpu = xla.libtpu.empty()
+                                   ? runtime::pjrt::DefaultLibtpuPath()
+                                   : xla.libtpu;
+    options.sim_compiler = scenarios::XlaTpuSimCompiler(xla);
+    options.compiler = "xla-tpu";
+    options.compiler_detail = absl::StrCat("libtpu ", libtpu);
+#else
+    return absl::FailedPreconditionError(
+        "--compiler xla-tpu: this tpusim was built without the PJRT C API "
+        "header that libtpu needs (TPUSIM_PJRT=OFF, or tools/setup.sh not run)");
+#endif
+  } else if (compiler != "tpusim") {
+    return UsageError(absl::StrCat("--compiler=", compiler,
+                                   ": must be tpusim or xla-tpu"));
+  } else if (args.Has("libtpu") || args.Has("compile-time-limit")) {
+    return UsageError("--libtpu and --compile-time-limit need --compiler xla-tpu");
+  }
   // A progress bar on stderr when it is a terminal and the run takes more
   // than 2 s (never in the outputs, which stay deterministic).
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -198,7 +227,8 @@ Subcommand RunCommand() {
       "[--out DIR] [--set PATH=VALUE]... [--scale-batch=global|per-replica] "
       "[--format=text|json] "
       "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
-      "[--check-invariants]";
+      "[--check-invariants] "
+      "[--compiler=tpusim|xla-tpu] [--libtpu PATH] [--compile-time-limit S]";
   s.flags = {
       {"backend", true,
        "sim (default: the simulated pod), host (values only) or pjrt (a real "
@@ -226,6 +256,14 @@ Subcommand RunCommand() {
        "<= elapsed, chip injection, HBM bytes and rate, kernel rooflines, "
        "collective lower bounds); a violation fails the run naming the "
        "device or link, the bound and the excess"},
+      {"compiler", true,
+       "tpusim (default: sim/compile) or xla-tpu: the sim backend times the "
+       "module the XLA:TPU compiler in libtpu made of each program"},
+      {"libtpu", true,
+       "libtpu.so for --compiler xla-tpu (default: $TPUSIM_LIBTPU_PATH or the "
+       "pinned wheel's)"},
+      {"compile-time-limit", true,
+       "seconds one xla-tpu compile may take (default 600)"},
   };
   s.min_positional = 1;
   s.max_positional = 1;

@@ -97,8 +97,9 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
     const Point& p = points[i];
     std::vector<std::string> argv = {"run", path, "--format=json"};
     // `run`'s own flags go to every point as given.
-    for (const char* flag : {"backend", "pjrt-plugin", "trace-devices",
-                             "memory-limit", "scale-batch"}) {
+    for (const char* flag :
+         {"backend", "pjrt-plugin", "trace-devices", "memory-limit",
+          "scale-batch", "compiler", "libtpu", "compile-time-limit"}) {
       if (args.Has(flag)) {
         argv.push_back(absl::StrCat("--", flag, "=", args.Get(flag)));
       }
@@ -197,7 +198,8 @@ Subcommand SweepCommand() {
       "[--format=text|json|csv] [--out DIR] [--scale-batch=global|per-replica] "
       "[--backend=host|sim|pjrt] [--pjrt-plugin PATH] "
       "[--trace-devices=ID,...|all] [--memory-limit=SIZE] "
-      "[--check-invariants]";
+      "[--check-invariants] "
+      "[--compiler=tpusim|xla-tpu] [--libtpu PATH] [--compile-time-limit S]";
   s.flags = {
       {"set", true, "PATH=V1,V2,...: the values of one field (repeatable: the "
                     "points are the cartesian product)"},
@@ -214,6 +216,9 @@ Subcommand SweepCommand() {
       {"trace-devices", true, "passed to each `tpusim run`"},
       {"memory-limit", true, "passed to each `tpusim run`"},
       {"check-invariants", false, "passed to each `tpusim run`"},
+      {"compiler", true, "passed to each `tpusim run` (xla-tpu: docs/xla-tpu.md)"},
+      {"libtpu", true, "passed to each `tpusim run`"},
+      {"compile-time-limit", true, "passed to each `tpusim run`"},
   };
   s.min_positional = 1;
   s.max_positional = 1;

@@ -14,10 +14,12 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 tools/setup.sh
 # The PJRT backend is required (ON) where it can build: XLA's CPU plugin from the pinned wheel is
 # then tested for real. The asan and fuzz presets keep it OFF (the plugin is not instrumented).
+# libtpu (the XLA:TPU compiler, pinned in tools/requirements.txt) is required with it: a failed
+# install fails the run instead of skipping the libtpu probe.
 pjrt=()
 case "$preset" in
   asan|fuzz) ;;
-  *) pjrt=(-DTPUSIM_PJRT=ON) ;;
+  *) pjrt=(-DTPUSIM_PJRT=ON -DTPUSIM_LIBTPU=ON) ;;
 esac
 cmake --preset "$preset" "${pjrt[@]}"
 cmake --build --preset "$preset" -j "$jobs"

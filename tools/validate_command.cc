@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -22,6 +23,9 @@
 #include "sim/chip/model_constants.h"
 #include "sim/validation.h"
 #include "tools/child_process.h"
+#ifdef TPUSIM_HAVE_XLA_TPU
+#include "tools/xla_tpu_compile.h"
+#endif
 #include "tools/json_writer.h"
 
 namespace tpusim::tools {
@@ -50,6 +54,15 @@ struct Row {
 // (as `run` defines it), the step is the median of the other three. The
 // sheet does not give the published setup's steps_per_run; tpusim runs 1, so
 // each step pays the host loop.
+// Child mode with --compiler xla-tpu: the compiler the rows that compile a
+// program use (null: sim/compile).
+const sim::ExternalCompiler* g_compiler = nullptr;
+
+// The rows that compile a program (and so have an xla-tpu value).
+bool CompilesAProgram(absl::string_view id) {
+  return absl::StartsWith(id, "C.4") || id == "B.2";
+}
+
 absl::StatusOr<double> B2SteadyStepMs() {
   TPUSIM_ASSIGN_OR_RETURN(
       scenarios::LoadedScenario s,
@@ -59,8 +72,13 @@ absl::StatusOr<double> B2SteadyStepMs() {
           "\"resnet50\" params { key: \"dtype\" value: "
           "\"bfloat16\" } } steps: 4 steps_per_run: 1 }",
           "B.2", ""));
+  scenarios::TrainOptions options;
+  if (g_compiler != nullptr) {
+    options.sim_compiler = *g_compiler;
+    options.compiler = "xla-tpu";
+  }
   TPUSIM_ASSIGN_OR_RETURN(scenarios::TrainResult r,
-                          scenarios::RunTraining(s, {}));
+                          scenarios::RunTraining(s, options));
   if (r.profile.steps_size() != 4) {
     return absl::InternalError(absl::StrCat(
         "B.2: expected 4 device calls, got ", r.profile.steps_size()));
@@ -114,7 +132,7 @@ const std::vector<Row>& Rows() {
        0.10,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(sim::C4Result r,
-                                 sim::C4DataParallelStep("v3-32"));
+                                 sim::C4DataParallelStep("v3-32", g_compiler));
          return r.simulated / r.model;
        }},
       {"C.4-v4-32",
@@ -124,7 +142,7 @@ const std::vector<Row>& Rows() {
        0.10,
        []() -> absl::StatusOr<double> {
          TPUSIM_ASSIGN_OR_RETURN(sim::C4Result r,
-                                 sim::C4DataParallelStep("v4-32"));
+                                 sim::C4DataParallelStep("v4-32", g_compiler));
          return r.simulated / r.model;
        }},
       {"B.2",
@@ -162,12 +180,14 @@ struct Outcome {
   std::string error;
 };
 std::vector<Outcome> RunChildren(
-    const std::vector<std::pair<size_t, std::string>>& cases, int jobs) {
+    const std::vector<std::pair<size_t, std::string>>& cases, int jobs,
+    const std::vector<std::string>& extra = {}) {
   std::vector<std::vector<std::string>> commands;
   for (const auto& [row, scale] : cases) {
     std::vector<std::string> c = {"validate",
                                   absl::StrCat("--row=", Rows()[row].id)};
     if (!scale.empty()) c.push_back(absl::StrCat("--scale=", scale));
+    for (const std::string& e : extra) c.push_back(e);
     commands.push_back(std::move(c));
   }
   const std::vector<ChildResult> results = RunSelf(commands, jobs);
@@ -332,6 +352,15 @@ absl::Status RunValidate(const ParsedArgs& args, std::ostream& out) {
       TPUSIM_RETURN_IF_ERROR(sim::ScaleModelConstant(kv[0], factor));
     }
     const std::string id = args.Get("row");
+#ifdef TPUSIM_HAVE_XLA_TPU
+    static sim::ExternalCompiler* xla = nullptr;
+    if (args.Get("compiler", "tpusim") == "xla-tpu") {
+      TPUSIM_ASSIGN_OR_RETURN(scenarios::XlaTpuStepOptions o,
+                              XlaTpuOptionsFromArgs(args));
+      xla = new sim::ExternalCompiler(scenarios::XlaTpuSimCompiler(o));
+      g_compiler = xla;
+    }
+#endif
     for (const Row& row : Rows()) {
       if (id != row.id) continue;
       if (!row.run) {
@@ -362,14 +391,58 @@ absl::Status RunValidate(const ParsedArgs& args, std::ostream& out) {
     if (format != "text") return UsageError("--sensitivity prints text");
     return RunSensitivity(static_cast<int>(jobs), out);
   }
-  std::vector<std::pair<size_t, std::string>> cases;
+  const std::string compiler = args.Get("compiler", "tpusim");
+  if (compiler != "tpusim" && compiler != "xla-tpu") {
+    return UsageError(absl::StrCat("--compiler=", compiler,
+                                   ": must be tpusim or xla-tpu"));
+  }
+  const bool xla = compiler == "xla-tpu";
+#ifndef TPUSIM_HAVE_XLA_TPU
+  if (xla) {
+    return absl::FailedPreconditionError(
+        "--compiler xla-tpu: this tpusim was built without the PJRT C API "
+        "header that libtpu needs (TPUSIM_PJRT=OFF, or tools/setup.sh not run)");
+  }
+#endif
+  // --rows=ID,...: only those rows (e.g. without B.2's v4-8192 run).
+  std::vector<std::string> only;
+  if (args.Has("rows")) only = absl::StrSplit(args.Get("rows"), ',');
+  auto selected = [&](const Row& row) {
+    return only.empty() ||
+           std::find(only.begin(), only.end(), row.id) != only.end();
+  };
+  std::vector<std::pair<size_t, std::string>> cases, xla_cases;
   for (size_t i = 0; i < Rows().size(); ++i) {
-    if (Rows()[i].run) cases.push_back({i, ""});
+    if (!Rows()[i].run || !selected(Rows()[i])) continue;
+    cases.push_back({i, ""});
+    if (xla && CompilesAProgram(Rows()[i].id)) xla_cases.push_back({i, ""});
   }
   const std::vector<Outcome> results =
       RunChildren(cases, static_cast<int>(jobs));
   std::vector<const Outcome*> outcome(Rows().size(), nullptr);
   for (size_t k = 0; k < cases.size(); ++k) outcome[cases[k].first] = &results[k];
+  std::vector<std::string> xla_args = {"--compiler=xla-tpu"};
+  for (const char* flag : {"libtpu", "compile-time-limit"}) {
+    if (args.Has(flag)) {
+      xla_args.push_back(absl::StrCat("--", flag, "=", args.Get(flag)));
+    }
+  }
+  const std::vector<Outcome> xla_results =
+      xla ? RunChildren(xla_cases, static_cast<int>(jobs), xla_args)
+          : std::vector<Outcome>{};
+  std::vector<const Outcome*> xla_outcome(Rows().size(), nullptr);
+  for (size_t k = 0; k < xla_cases.size(); ++k) {
+    xla_outcome[xla_cases[k].first] = &xla_results[k];
+  }
+  // The xla-tpu column: the value in the row's unit and its error, or why
+  // there is none.
+  auto xla_cell = [&](size_t i, const Row& row) -> std::string {
+    const Outcome* o = xla_outcome[i];
+    if (o == nullptr) return "-";
+    if (!o->ok) return absl::StrCat("could not run: ", o->error);
+    return absl::StrFormat("%.4g %s (%+.1f%%)", o->value, row.unit,
+                           100 * (o->value / row.published - 1));
+  };
 
   std::vector<Json> rows;
   std::string text = absl::StrFormat("%-22s %-90s %12s %12s %8s %14s %s\n",
@@ -396,6 +469,7 @@ absl::Status RunValidate(const ParsedArgs& args, std::ostream& out) {
   std::vector<std::string> failed;
   for (size_t i = 0; i < Rows().size(); ++i) {
     const Row& row = Rows()[i];
+    if (!selected(row)) continue;
     std::map<std::string, Json> j = {{"id", Json::String(row.id)},
                                      {"what", Json::String(row.what)},
                                      {"source", Json::String(row.source)},
@@ -438,6 +512,15 @@ absl::Status RunValidate(const ParsedArgs& args, std::ostream& out) {
     j["predicted"] = Json::Float64(o.value);
     j["error"] = Json::Float64(err);
     j["result"] = Json::String(pass ? "PASS" : "FAIL");
+    if (xla) {
+      absl::StrAppendFormat(&text, "%-22s   with --compiler xla-tpu: %s\n", "",
+                            xla_cell(i, row));
+      absl::StrAppendFormat(&md, "| %s (xla-tpu) | the same, compiled by XLA:TPU | %s | | | | |\n",
+                            row.id, MarkdownCell(xla_cell(i, row)));
+      if (const Outcome* xo = xla_outcome[i]) {
+        j["xla_tpu"] = xo->ok ? Json::Float64(xo->value) : Json::String(xo->error);
+      }
+    }
     rows.push_back(Json::Object(std::move(j)));
   }
   if (format == "json") {
@@ -466,7 +549,8 @@ Subcommand ValidateCommand() {
       "compare the model with the published targets (PASS/FAIL per row; "
       "exit 1 on a FAIL only with --strict)";
   s.usage =
-      "tpusim validate [--jobs N] [--format=text|json|markdown] [--strict] | "
+      "tpusim validate [--jobs N] [--format=text|json|markdown] [--strict] "
+      "[--compiler=xla-tpu] [--rows=ID,...] | "
       "--sensitivity | --constants";
   s.flags = {
       {"jobs", true, "cases run at once (default 2)"},
@@ -477,6 +561,12 @@ Subcommand ValidateCommand() {
        "constant and row)"},
       {"constants", false,
        "print the table of model constants (markdown: docs/model.md)"},
+      {"compiler", true,
+       "xla-tpu: also run every row that compiles a program (C.4, B.2) with "
+       "the XLA:TPU compiler in libtpu, side by side (docs/xla-tpu.md)"},
+      {"libtpu", true, "libtpu.so for --compiler xla-tpu"},
+      {"compile-time-limit", true, "seconds one xla-tpu compile may take"},
+      {"rows", true, "ID,...: only these rows"},
       {"row", true, "run one case in this process and print its value (internal)"},
       {"scale", true, "with --row: NAME=FACTOR scales a chosen constant (internal)"},
   };
