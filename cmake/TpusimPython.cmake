@@ -12,8 +12,10 @@ if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
 else()
   set(_tpusim_cache "$ENV{HOME}/.cache")
 endif()
-set(TPUSIM_PYENV "${_tpusim_cache}/tpusim/venv-${_tpusim_req_hash}" CACHE PATH
-    "tpusim's Python environment (tools/setup.sh makes it; tools/pyenv.sh prints its path)")
+# Not a cache entry: the path follows the requirements file at every configure, so a build
+# directory configured before a pin changed finds the new environment (tools/setup.sh makes it;
+# tools/pyenv.sh prints its path).
+set(TPUSIM_PYENV "${_tpusim_cache}/tpusim/venv-${_tpusim_req_hash}")
 
 set(TPUSIM_PYTHON "")
 set(TPUSIM_PYENV_SITE "")
