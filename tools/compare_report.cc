@@ -99,6 +99,11 @@ absl::StatusOr<RunStats> ReadStatsJson(absl::string_view text,
     }
     s.breakdown_ms[c] = d;
   }
+  // The step the breakdown is a mean over (stats.json /2; a /1 file's
+  // breakdown is over its step mean).
+  s.breakdown_step_ms = v.Has("breakdown_step_ms")
+                            ? v.Get("breakdown_step_ms").number
+                            : s.step_ms_mean;
   s.mfu = v.Get("mfu").number;
   s.hbm_gbps_per_chip = v.Get("hbm_gbps_per_chip").number;
   s.peak_hbm_bytes = static_cast<int64_t>(v.Get("peak_hbm_bytes").number);
@@ -169,8 +174,7 @@ std::string CompareText(const std::vector<ComparedRun>& runs) {
     for (const std::string& c : BreakdownCategories()) {
       auto it = s.breakdown_ms.find(c);
       const double ms = it == s.breakdown_ms.end() ? 0 : it->second;
-      absl::StrAppendFormat(&out, " %6.1f",
-                            s.step_ms_mean > 0 ? 100 * ms / s.step_ms_mean : 0);
+      absl::StrAppendFormat(&out, " %6.1f", BreakdownPercent(s, ms));
     }
     absl::StrAppendFormat(&out, "  %8.2f of %6.2f GiB  %s\n",
                           s.peak_hbm_bytes / kGiB, s.hbm_capacity_bytes / kGiB,
@@ -304,7 +308,7 @@ std::string CompareHtml(const std::string& title,
   double max_step = 0, max_per_chip = 0;
   for (const ComparedRun& r : runs) {
     if (!r.ok || !r.stats.timed) continue;
-    max_step = std::max(max_step, r.stats.step_ms_mean);
+    max_step = std::max(max_step, r.stats.breakdown_step_ms);
     max_per_chip = std::max(max_per_chip, ExamplesPerSecondPerChip(r.stats));
   }
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -339,6 +343,8 @@ std::string CompareHtml(const std::string& title,
   // Breakdown bars, one time scale for all runs.
   absl::StrAppend(&html,
                   "<h2>Mean step by category (one time scale)</h2>\n"
+                  "<p>Mean per device over every step, the warm-up "
+                  "included, as each run's breakdown table.</p>\n"
                   "<p class=\"legend\" id=\"legend\">");
   for (const std::string& c : BreakdownCategories()) {
     absl::StrAppend(&html, "<span data-category=\"", c,
@@ -375,13 +381,12 @@ std::string CompareHtml(const std::string& title,
           "<rect class=\"seg\" data-run=\"%d\" data-category=\"%s\" x=\"%.2f\" "
           "y=\"%.0f\" width=\"%.2f\" height=\"20\" fill=\"%s\"><title>%s "
           "%.3f ms (%.1f%%)</title></rect>",
-          i, c, x, y, w, CategoryColour(c), c, ms,
-          100 * ms / s.step_ms_mean);
+          i, c, x, y, w, CategoryColour(c), c, ms, BreakdownPercent(s, ms));
       x += w;
     }
     absl::StrAppendFormat(&html,
                           "<text x=\"%.2f\" y=\"%.0f\">%.3f ms</text>", x + 4,
-                          y + 15, s.step_ms_mean);
+                          y + 15, s.breakdown_step_ms);
   }
   absl::StrAppendFormat(&html,
                         "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "

@@ -72,6 +72,10 @@ std::string CategoryColour(const std::string& category) {
 
 std::string HtmlEscape(const std::string& text) { return Escape(text); }
 
+double BreakdownPercent(const RunStats& s, double ms) {
+  return s.breakdown_step_ms > 0 ? 100 * ms / s.breakdown_step_ms : 0.0;
+}
+
 // Right-aligns `text` in `width` columns, counting UTF-8 characters (the
 // "µ" of µs is two bytes, one column).
 std::string PadLeft(const std::string& text, int width) {
@@ -364,7 +368,7 @@ std::string TextReport(const RunStats& s) {
     if (path_ms > s.critical_path_ms.at(path_top)) path_top = c;
     absl::StrAppendFormat(&out, "  %-10s %s %6.1f%%  | %s %6.1f%%\n", c,
                           PadLeft(common::HumanSeconds(ms * 1e-3), 9),
-                          100 * ms / s.breakdown_step_ms,
+                          BreakdownPercent(s, ms),
                           PadLeft(common::HumanSeconds(path_ms * 1e-3), 9),
                           100 * path_ms / s.step_ms_mean);
   }
@@ -735,8 +739,7 @@ std::string Legend(const RunStats& s) {
         &out,
         "<span data-category=\"%s\"><i class=\"sw\" style=\"background:%s\">"
         "</i>%s <b class=\"value\">%s (%.1f%%)</b></span>",
-        c, CategoryColour(c), c, Ms(ms),
-        s.step_ms_mean > 0 ? 100 * ms / s.step_ms_mean : 0.0);
+        c, CategoryColour(c), c, Ms(ms), BreakdownPercent(s, ms));
   }
   return out + "</p>\n";
 }

@@ -105,6 +105,10 @@ struct RunStats {
 const std::vector<std::string>& BreakdownCategories();
 // The category's colour in every chart ("#rrggbb"; grey for an unknown one).
 std::string CategoryColour(const std::string& category);
+// A category's breakdown_ms as a percentage of the step it is a mean over
+// (breakdown_step_ms, every step: the warm-up included), so that the eight
+// shares add up to 100; 0 when there is no step.
+double BreakdownPercent(const RunStats& s, double ms);
 // "chip 3 (1,1,0) +x": a link as the reports name it.
 std::string LinkName(const LinkUse& link);
 // `text` with <, >, &, " escaped for HTML.
