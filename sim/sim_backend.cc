@@ -298,6 +298,17 @@ class HbmDataPath final : public net::CollectiveDataPath {
     }
   }
   void set_hbm(int device, HbmArbiter* hbm) { devices_[device].hbm = hbm; }
+  // What the walk may still reserve on `device`'s HBM, set by the walk when
+  // its slot stops: nothing before `clock`, or (`waits_on_network`: the slot
+  // waits for a collective's end) nothing before that end, which is after
+  // anything the network does while it waits. With the network's own floor
+  // (ChunkWork::floor) this is how far back the device's HBM timeline is
+  // kept while the network runs (HbmArbiter::Forget).
+  void SetWalkFloor(int device, Picoseconds clock, bool waits_on_network) {
+    devices_[device].walk_floor =
+        waits_on_network ? Picoseconds(std::numeric_limits<int64_t>::max())
+                         : clock;
+  }
 
   net::ChunkTiming Process(int device, net::ChunkTiming in,
                            const net::ChunkWork& work) override {
@@ -306,6 +317,7 @@ class HbmDataPath final : public net::CollectiveDataPath {
         static_cast<double>(work.bytes_read + work.bytes_written);
     if (bytes <= 0) return out;
     PerDevice& dev = devices_[device];
+    dev.hbm->Forget(Min(work.floor, dev.walk_floor));
     const bool send = work.bytes_written == 0;
     Picoseconds start = in.head;
     double rate = dev.hbm->bytes_per_second();
@@ -328,10 +340,13 @@ class HbmDataPath final : public net::CollectiveDataPath {
 
  private:
   static Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
+  static Picoseconds Min(Picoseconds a, Picoseconds b) { return b < a ? b : a; }
   net::VectorRateDataPath inner_;
   struct PerDevice {
     HbmArbiter* hbm = nullptr;
     double injection = 0;
+    // SetWalkFloor; a device the walk never ran reserves nothing.
+    Picoseconds walk_floor = Picoseconds(std::numeric_limits<int64_t>::max());
     Picoseconds send_free = Picoseconds(0);  // the send DMA is free
   };
   std::vector<PerDevice> devices_;
@@ -943,22 +958,24 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   const Picoseconds call = now_;
   const Picoseconds begin = call + options_.host_loop_overhead;
   auto dev = [&](int r, int c) { return assignment.replica_devices[r][c]; };
-  // Per (replica, core): the device clock and its accounting; per (kernel,
-  // replica): when the kernel finished.
-  std::vector<Picoseconds> clock(static_cast<size_t>(replicas) * cores, begin);
-  std::vector<Picoseconds> exposed(clock.size(), Picoseconds(0));
-  std::vector<Picoseconds> infeed(clock.size(), Picoseconds(0));
-  std::vector<Picoseconds> input(clock.size(), Picoseconds(0));
+  // Per (replica, core) slot: its device's core timeline, on the device's
+  // chip (sim/chip/chip.h: the clock and what it waited for), reset for the
+  // call; per (kernel, replica): when the kernel finished.
+  const size_t slots = static_cast<size_t>(replicas) * cores;
+  std::vector<CoreTimeline*> tl(slots);
   // The (replica, core) slot of each device of the assignment.
   std::vector<int> slot_of(num_devices, -1);
-  std::vector<int> device_of_slot(clock.size());
+  std::vector<int> device_of_slot(slots);
   for (int r = 0; r < replicas; ++r) {
     for (int c = 0; c < cores; ++c) {
-      slot_of[dev(r, c)] = r * cores + c;
-      device_of_slot[r * cores + c] = dev(r, c);
+      const int d = dev(r, c);
+      slot_of[d] = r * cores + c;
+      device_of_slot[r * cores + c] = d;
+      tl[r * cores + c] =
+          &chips_[chip_core_[d].first].timeline(chip_core_[d].second);
+      tl[r * cores + c]->Reset(begin);
     }
   }
-  std::vector<Picoseconds> collective_time(clock.size(), Picoseconds(0));
   step_spans_.clear();
   step_flights_.clear();
   // The call's host spans are kept while its first step's spans are.
@@ -986,8 +1003,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     infeed_bytes_[d] += static_cast<double>(t.batch.bytes);
     if (!wait) return ready;
     const size_t slot = slot_of[d];
-    input[slot] += t.input_wait;
-    infeed[slot] += t.infeed_wait;
+    tl[slot]->input += t.input_wait;
+    tl[slot]->infeed += t.infeed_wait;
     const Picoseconds input_end = ready + t.input_wait;
     if (t.input_wait.count() > 0) {
       AddStepSpan(d, kNameInputPipeline, ready, input_end, "input");
@@ -1005,9 +1022,6 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   for (size_t k = 0; k < kernels.size(); ++k) {
     core_kernels[kernels[k].core].push_back(static_cast<int>(k));
   }
-  std::vector<size_t> cursor(clock.size(), 0);
-  // Per slot: its collectives started and not yet done (id, start).
-  std::vector<std::vector<std::pair<int, Picoseconds>>> active(clock.size());
 
   std::vector<char> timed(kernels.size() * replicas, 0);
   std::vector<std::vector<int>> dep_waiters(kernels.size() * replicas);
@@ -1087,11 +1101,11 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     // not ended for it. The network runs only when every slot is finished or
     // blocked, and only until the first end that a blocked slot waits for:
     // every start the walk hands it later is at or after its clock.
-    std::fill(cursor.begin(), cursor.end(), 0);
+    for (CoreTimeline* t : tl) t->cursor = 0;
     std::fill(timed.begin(), timed.end(), 0);
     for (std::vector<int>& w : dep_waiters) w.clear();
     std::deque<int> runnable;
-    for (size_t slot = 0; slot < clock.size(); ++slot) {
+    for (size_t slot = 0; slot < slots; ++slot) {
       runnable.push_back(static_cast<int>(slot));
     }
     size_t finished_slots = 0;
@@ -1114,15 +1128,16 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     };
     // Runs slot `slot` until it finishes or blocks.
     auto advance = [&](int slot) -> absl::Status {
+      tl[slot]->waits_on_network = false;
       const int r = slot / cores;
       const int c = slot % cores;
       const int d = dev(r, c);
       const std::vector<int>& mine = core_kernels[c];
-      while (cursor[slot] < mine.size()) {
-        const int k = mine[cursor[slot]];
+      while (tl[slot]->cursor < mine.size()) {
+        const int k = mine[tl[slot]->cursor];
         const Kernel& kernel = kernels[k];
         const bool is_done = kernel.kind == CompiledKernelKind::kCollectiveDone;
-        Picoseconds ready = clock[slot];
+        Picoseconds ready = tl[slot]->clock;
         for (int dep : kernel.deps) {
           if (is_done && dep == kernel.pair) continue;
           if (!timed[dep * replicas + r]) {
@@ -1137,31 +1152,32 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           // A collective of an argument waits for the device's batch.
           if (!exe.kernel_parameters[k].empty()) {
             TPUSIM_ASSIGN_OR_RETURN(at, take(d, at, /*wait=*/true));
-            clock[slot] = Max(clock[slot], at);
+            tl[slot]->clock = Max(tl[slot]->clock, at);
           }
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
-          active[slot].push_back({id, at});
+          tl[slot]->active.push_back({id, at});
           ++stats_.collectives;
         } else if (is_done) {
           const int id = collective_of[kernel.pair];
           SimPod::Collective& col = pod_->collective(id);
           if (col.end[r] < Picoseconds(0)) {
             pod_->Wait(id, r);
+            tl[slot]->waits_on_network = true;
             return absl::OkStatus();
           }
           const Picoseconds end = col.end[r];
-          for (size_t i = 0; i < active[slot].size(); ++i) {
-            if (active[slot][i].first == id) {
-              active[slot].erase(active[slot].begin() +
+          for (size_t i = 0; i < tl[slot]->active.size(); ++i) {
+            if (tl[slot]->active[i].first == id) {
+              tl[slot]->active.erase(tl[slot]->active.begin() +
                                  static_cast<std::ptrdiff_t>(i));
               break;
             }
           }
-          collective_time[slot] += end - col.start[r];
+          tl[slot]->collective += end - col.start[r];
           if (ready < end) {
-            exposed[slot] += end - ready;
+            tl[slot]->exposed += end - ready;
             AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
           }
           if (options_.record_spans &&
@@ -1172,7 +1188,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
                 algorithm_of(id, c)});
           }
           const Picoseconds done = Max(ready, end);
-          clock[slot] = done;
+          tl[slot]->clock = done;
           finished[k * replicas + r] = done;
         } else {
           // Its arguments must be on the device: the first kernel that reads
@@ -1206,18 +1222,18 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
             end = ready + t.total;
             AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
           }
-          clock[slot] = end;
+          tl[slot]->clock = end;
           finished[k * replicas + r] = end;
         }
         timed[k * replicas + r] = 1;
         for (int w : dep_waiters[k * replicas + r]) runnable.push_back(w);
         dep_waiters[k * replicas + r].clear();
-        ++cursor[slot];
+        ++tl[slot]->cursor;
       }
       ++finished_slots;
       return absl::OkStatus();
     };
-    while (finished_slots < clock.size()) {
+    while (finished_slots < slots) {
       while (!runnable.empty()) {
         const int slot = runnable.front();
         runnable.pop_front();
@@ -1225,11 +1241,15 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         // No later reservation on the device starts before its clock (its
         // kernels) or its pending collectives' starts (their chunks): the
         // timeline before that is forgotten.
-        Picoseconds horizon = clock[slot];
-        for (const auto& [id, at] : active[slot]) horizon = std::min(horizon, at);
+        Picoseconds horizon = tl[slot]->clock;
+        for (const auto& [id, at] : tl[slot]->active) {
+          horizon = std::min(horizon, at);
+        }
         hbm(device_of_slot[slot]).Forget(horizon);
+        data_path_->SetWalkFloor(device_of_slot[slot], tl[slot]->clock,
+                                 tl[slot]->waits_on_network);
       }
-      if (finished_slots == clock.size()) break;
+      if (finished_slots == slots) break;
       // Every slot is finished or blocked: the network runs until an end
       // that a blocked slot waits for.
       using Ended = std::vector<std::pair<int, int>>;
@@ -1245,7 +1265,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       const int d = untaken.begin()->first;
       const int slot = slot_of[d];
       TPUSIM_RETURN_IF_ERROR(
-          take(d, slot >= 0 ? clock[slot] : call, /*wait=*/false).status());
+          take(d, slot >= 0 ? tl[slot]->clock : call, /*wait=*/false)
+              .status());
     }
     // Collectives nobody waited for still end within the iteration: a TPU
     // while loop carries its state into the next one.
@@ -1257,17 +1278,19 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       SimPod::Collective& col = pod_->collective(id);
       for (int r = 0; r < replicas; ++r) {
         const size_t slot = r * cores + kernels[k].core;
-        clock[slot] = Max(clock[slot], col.end[r]);
+        tl[slot]->clock = Max(tl[slot]->clock, col.end[r]);
       }
     }
-    EndStep(exe, clock, device_of_slot);
+    std::vector<Picoseconds> clocks(slots);
+    for (size_t slot = 0; slot < slots; ++slot) clocks[slot] = tl[slot]->clock;
+    EndStep(exe, clocks, device_of_slot);
   }
   // The call ends when every device has finished.
   Picoseconds end = begin;
   size_t last = 0;
-  for (size_t k = 0; k < clock.size(); ++k) {
-    if (end < clock[k]) {
-      end = clock[k];
+  for (size_t k = 0; k < slots; ++k) {
+    if (end < tl[k]->clock) {
+      end = tl[k]->clock;
       last = k;
     }
   }
@@ -1275,11 +1298,11 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step.start_ps = call.count();
   step.end_ps = end.count();
   step.steps = static_cast<int64_t>(num_iterations);
-  step.exposed_collective_ps = exposed[last].count();
-  step.hidden_collective_ps =
-      std::max<int64_t>(0, (collective_time[last] - exposed[last]).count());
-  step.infeed_wait_ps = infeed[last].count();
-  step.input_wait_ps = input[last].count();
+  step.exposed_collective_ps = tl[last]->exposed.count();
+  step.hidden_collective_ps = std::max<int64_t>(
+      0, (tl[last]->collective - tl[last]->exposed).count());
+  step.infeed_wait_ps = tl[last]->infeed.count();
+  step.input_wait_ps = tl[last]->input.count();
   step.host_overhead_ps = options_.host_loop_overhead.count();
   steps_.push_back(step);
   // Each link's busy time so far, at the end of the first calls: the trace's

@@ -123,9 +123,17 @@ void HbmArbiter::Forget(Picoseconds horizon) {
     if (it == steps.begin()) continue;
     --it;
     it->at = std::max(it->at, horizon.count());
-    steps.erase(steps.begin(), it);
+    // The breakpoints before it are dropped once they are at least half of
+    // the list (so a Forget per chunk costs its search, not a move of the
+    // list); until then they lie before the horizon, where nothing looks.
+    const ptrdiff_t dead = it - steps.begin();
+    if (dead >= 16 && 2 * dead >= static_cast<ptrdiff_t>(steps.size())) {
+      steps.erase(steps.begin(), it);
+    }
     // A timeline that ends in no use needs no breakpoints.
-    if (steps.size() == 1 && steps[0].used == 0) steps.clear();
+    if (steps.back().used == 0 && steps.back().at <= horizon.count()) {
+      steps.clear();
+    }
   }
 }
 
@@ -152,6 +160,7 @@ ChipModel::ChipModel(const DeviceRates& rates, std::vector<int> devices,
       devices_(std::move(devices)),
       hbm_(devices_.size(),
            HbmArbiter(rates.hbm_bytes_per_second - infeed_bytes_per_second)),
+      timelines_(devices_.size()),
       counters_(devices_.size()) {
   TPUSIM_CHECK(infeed_bytes_per_second >= 0 &&
                infeed_bytes_per_second < rates.hbm_bytes_per_second)

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -64,6 +65,10 @@ class HbmArbiter {
   void Forget(common::Picoseconds horizon);
   // Bytes reserved since construction, and the latest end of a reservation.
   double bytes() const { return bytes_; }
+  common::Picoseconds horizon() const { return horizon_; }
+  // Breakpoints kept (both lanes; those behind the horizon not yet dropped
+  // included): the timeline's memory.
+  size_t breakpoints() const { return steps_[0].size() + steps_[1].size(); }
   common::Picoseconds last_end() const { return last_end_; }
   // The most bandwidth in use at any instant still on the timeline.
   double PeakUse() const;
@@ -127,6 +132,28 @@ struct DeviceCounters {
   std::array<int64_t, kNumSpanCategories> category_ps = {};
 };
 
+// Where one core of the chip is in the timing walk of a device call
+// (SimBackend): its clock (when its last kernel ended), what it waited for,
+// its next kernel, and the collectives it started and has not finished. The
+// walk resets it at each call; only the core's own kernels move it.
+struct CoreTimeline {
+  common::Picoseconds clock;
+  common::Picoseconds exposed;     // waiting for collectives to end
+  common::Picoseconds infeed;      // waiting for a batch's PCIe transfer
+  common::Picoseconds input;       // waiting for a batch's input pipeline
+  common::Picoseconds collective;  // collectives started to their end
+  size_t cursor = 0;               // its next kernel in program order
+  std::vector<std::pair<int, common::Picoseconds>> active;  // (id, start)
+  bool waits_on_network = false;  // stopped on an end the network owes it
+  void Reset(common::Picoseconds begin) {
+    clock = begin;
+    exposed = infeed = input = collective = common::Picoseconds(0);
+    cursor = 0;
+    active.clear();
+    waits_on_network = false;
+  }
+};
+
 class ChipModel {
  public:
   // `devices`: the global ids of the chip's devices, in core order; every
@@ -151,6 +178,7 @@ class ChipModel {
   int64_t roofline_violations() const { return roofline_violations_; }
 
   HbmArbiter& hbm(int core) { return hbm_[core]; }
+  CoreTimeline& timeline(int core) { return timelines_[core]; }
   DeviceCounters& counters(int core) { return counters_[core]; }
   const DeviceCounters& counters(int core) const { return counters_[core]; }
   void ResetCounters();
@@ -159,6 +187,7 @@ class ChipModel {
   DeviceRates rates_;
   std::vector<int> devices_;
   std::vector<HbmArbiter> hbm_;
+  std::vector<CoreTimeline> timelines_;
   std::vector<DeviceCounters> counters_;
   int64_t roofline_violations_ = 0;
 };

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/check.h"
 #include "common/status_macros.h"
 
 namespace tpusim::sim::net {
@@ -24,6 +26,7 @@ int64_t ChunkBytes(int64_t total, int n, int index) {
 }
 
 Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
+Picoseconds Min(Picoseconds a, Picoseconds b) { return b < a ? b : a; }
 
 int64_t CeilPs(double bytes, double ps_per_byte) {
   return static_cast<int64_t>(std::ceil(bytes * ps_per_byte));
@@ -580,7 +583,9 @@ struct alignas(64) CollectiveEndpoint::StreamState {
   int32_t ring_pos = 0;
   int32_t next = -1;
   int32_t next_step = 0;  // rings: the next step to process
-  int32_t received = 0;   // direct
+  // Direct: the messages received. Rings: the arrivals waiting for an
+  // earlier step, which hold the endpoint's floor (CollectiveEndpoint::Hold).
+  int32_t count = 0;
   int64_t bytes = 0;
   Picoseconds start;
   Picoseconds last;             // direct: latest processed tail
@@ -668,6 +673,7 @@ absl::Status CollectiveEndpoint::Start(const CollectiveRequest& request,
                                        DoneCallback done) {
   TPUSIM_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*topology_, request, device_));
   const Picoseconds now = transport_->Now();
+  SetFloor();
   const uint32_t seq = next_seq_++;
   Active* a = Find(seq);
   if (a == nullptr) {
@@ -737,6 +743,7 @@ void CollectiveEndpoint::SendChunk(int dst, int64_t bytes,
                                    const MessageTag& tag, ChunkTiming ready) {
   ChunkWork work;
   work.bytes_read = bytes;
+  work.floor = floor_;
   const ChunkTiming out = data_path_->Process(device_, ready, work);
   ++stats_.messages_sent;
   stats_.bytes_sent += bytes;
@@ -784,7 +791,16 @@ void CollectiveEndpoint::StartStream(Active& a, int s, Picoseconds at) {
   st.ReadySlots();
   SendChunk(st.next, ChunkBytes(st.bytes, st.n, st.ring_pos),
             MessageTag{a.seq, static_cast<uint32_t>(s), 0}, ready);
-  Drain(a, s);
+  Drain(a, s, kStarting);
+  // Arrivals from before the start still waiting for an earlier step hold
+  // the floor from the start on (they are processed from it at the
+  // earliest).
+  if (st.arrivals == nullptr) return;
+  for (int step = st.next_step; step < st.n - 1; ++step) {
+    if (st.arrivals[step].bytes < 0) continue;
+    Hold(Max(st.arrivals[step].head, at));
+    ++st.count;
+  }
 }
 
 void CollectiveEndpoint::Prefetch(int stage, const MessageTag& tag) const {
@@ -827,8 +843,29 @@ void CollectiveEndpoint::Prefetch(int stage, const MessageTag& tag) const {
   }
 }
 
+void CollectiveEndpoint::Hold(Picoseconds start) {
+  if (held_ == nullptr) held_ = std::make_unique<absl::btree_multiset<int64_t>>();
+  held_->insert(start.count());
+}
+
+void CollectiveEndpoint::Release(Picoseconds start) {
+  auto it = held_ == nullptr ? decltype(held_->end())() : held_->find(start.count());
+  TPUSIM_CHECK(held_ != nullptr && it != held_->end())
+      << "device " << device_ << ": no message held from " << start.count()
+      << " ps";
+  held_->erase(it);
+}
+
+void CollectiveEndpoint::SetFloor() {
+  floor_ = transport_->Now();
+  if (held_ != nullptr && !held_->empty()) {
+    floor_ = Min(floor_, Picoseconds(*held_->begin()));
+  }
+}
+
 void CollectiveEndpoint::OnMessage(const MessageTag& tag, int64_t bytes,
                                    Picoseconds head, Picoseconds tail) {
+  SetFloor();
   ++stats_.messages_received;
   stats_.bytes_received += bytes;
   Active* a = Find(tag.seq);
@@ -856,31 +893,47 @@ void CollectiveEndpoint::Deliver(Active& a, const MessageTag& tag,
     }
     ChunkWork work;
     work.bytes_written = bytes;
+    work.floor = floor_;
     const ChunkTiming ready = data_path_->Process(
         device_, ChunkTiming{Max(head, st.start), Max(tail, st.start)}, work);
     st.last = Max(st.last, ready.tail);
-    if (++st.received == a.plan.streams[tag.stream].receives) {
+    if (++st.count == a.plan.streams[tag.stream].receives) {
       StreamDone(a, static_cast<int>(tag.stream), st.last);
     }
     return;
   }
   st.ReadySlots();
   st.arrivals[tag.step] = Arrival{bytes, head, tail};
-  if (st.started) Drain(a, static_cast<int>(tag.stream));
+  if (!st.started) return;
+  Drain(a, static_cast<int>(tag.stream), static_cast<int>(tag.step));
+  // Waiting for an earlier step: it holds the floor until processed, from
+  // before now (its head).
+  if (st.arrivals != nullptr && st.next_step <= static_cast<int>(tag.step)) {
+    Hold(Max(head, st.start));
+    ++st.count;
+  }
 }
 
-void CollectiveEndpoint::Drain(Active& a, int s) {
+void CollectiveEndpoint::Drain(Active& a, int s, int fresh) {
   StreamState& st = a.streams[s];
   const int steps = st.n - 1;
   while (st.next_step < steps && st.arrivals[st.next_step].bytes >= 0) {
     const int step = st.next_step++;
     const Arrival in = st.arrivals[step];
+    // An arrival that waited in a running stream held the floor (Deliver,
+    // StartStream); this event's floor still counts it.
+    if (step != fresh && fresh != kStarting) {
+      TPUSIM_CHECK(st.count > 0) << "stream " << s << " step " << step;
+      --st.count;
+      Release(Max(in.head, st.start));
+    }
     ChunkWork work;
     work.bytes_written = in.bytes;
     if (st.kind == StreamKind::kReduceScatter) {
       work.bytes_reduced = in.bytes;
       work.bytes_read = in.bytes;
     }
+    work.floor = floor_;
     const ChunkTiming ready = data_path_->Process(
         device_, ChunkTiming{Max(in.head, st.start), Max(in.tail, st.start)},
         work);

@@ -64,6 +64,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -190,6 +191,11 @@ struct ChunkWork {
   int64_t bytes_reduced = 0;  // incoming bytes combined into the buffer
   int64_t bytes_read = 0;     // HBM bytes read (operand, or data sent)
   int64_t bytes_written = 0;  // HBM bytes written
+  // No chunk of this device that the network processes from now on (this one
+  // included) is available before `floor` (its head: the endpoint's
+  // CollectiveEndpoint::Floor when the event that led to it began): a data
+  // path may forget what it keeps of the time before. Not the chunk's timing.
+  common::Picoseconds floor = common::Picoseconds(0);
 };
 // When the first and the last byte of a chunk are available.
 struct ChunkTiming {
@@ -327,6 +333,11 @@ class alignas(64) CollectiveEndpoint {
   void Prefetch(int stage, const MessageTag& tag) const;
 
   // Called by the network.
+  // A message that may be processed from `start` on (before the now of a
+  // later event: one arriving in packets, from its first one's arrival) holds
+  // the floor of this device's events back to `start` until Release(start).
+  void Hold(common::Picoseconds start);
+  void Release(common::Picoseconds start);
   void OnMessage(const MessageTag& tag, int64_t bytes, common::Picoseconds head,
                  common::Picoseconds tail);
   void OnTimer(uint64_t token);
@@ -339,7 +350,11 @@ class alignas(64) CollectiveEndpoint {
   void StartStream(Active& a, int stream, common::Picoseconds at);
   void Deliver(Active& a, const MessageTag& tag, int64_t bytes,
                common::Picoseconds head, common::Picoseconds tail);
-  void Drain(Active& a, int stream);
+  // Processes the stream's arrivals in step order while the next is there.
+  // `fresh`: the step delivered by the current event (kStarting: the stream
+  // starts now), which holds nothing; the others held the floor.
+  static constexpr int kStarting = -2;
+  void Drain(Active& a, int stream, int fresh);
   void StreamDone(Active& a, int stream, common::Picoseconds at);
   void SendChunk(int dst, int64_t bytes, const MessageTag& tag,
                  ChunkTiming ready);
@@ -354,6 +369,14 @@ class alignas(64) CollectiveEndpoint {
   static constexpr size_t kActiveReserve = 8;  // chosen: two lines
   std::vector<ActiveRef> active_;
   int device_;
+  // The earliest starts of the messages received (or arriving) and not yet
+  // processed that may start before a later event's now (Hold): what the
+  // floor keeps back (ChunkWork::floor). floor_ is the current event's, for
+  // every chunk it leads to.
+  std::unique_ptr<absl::btree_multiset<int64_t>> held_;  // made at the first
+  common::Picoseconds floor_ = common::Picoseconds(0);
+  // Sets floor_ at the start of an event: now, or the earliest held head.
+  void SetFloor();
   uint32_t next_seq_ = 0;
   CollectiveDataPath* data_path_;
   EndpointTransport* transport_;

@@ -63,6 +63,30 @@ TEST(HbmArbiterTest, AReservationBeforeTheHorizonIsAViolation) {
   EXPECT_EQ(hbm.violations().horizon.count(), 2000);
 }
 
+// Forgetting changes no reservation after the horizon: a timeline that
+// forgets behind every reservation gives the same ends as one that keeps
+// everything (a kernel every 1000 ps, DMA beside it at staggered rates:
+// 60 % of the bandwidth in all),
+// and what it keeps stays bounded while the other grows.
+TEST(HbmArbiterTest, ForgettingBehindTheReservationsChangesNoEnd) {
+  HbmArbiter kept(kRate), forgetting(kRate);
+  for (int i = 0; i < 2000; ++i) {
+    const Picoseconds start(i * 1000);
+    const double rate = kRate * (1 + i % 3) / 4;
+    forgetting.Forget(start);
+    EXPECT_EQ(forgetting.horizon(), start);
+    EXPECT_EQ(kept.Reserve(start, 400, kRate, HbmArbiter::kKernels),
+              forgetting.Reserve(start, 400, kRate, HbmArbiter::kKernels))
+        << i;
+    EXPECT_EQ(kept.Reserve(start + Picoseconds(300), 200, rate),
+              forgetting.Reserve(start + Picoseconds(300), 200, rate))
+        << i;
+  }
+  EXPECT_EQ(forgetting.violations().count, 0);
+  EXPECT_GT(kept.breakpoints(), 4000u);
+  EXPECT_LT(forgetting.breakpoints(), 100u);
+}
+
 // The kernel of a chip takes its HBM bytes from the timeline: beside DMA
 // that holds the whole rate it waits, with no floor.
 TEST(ChipModelTest, AKernelBesideFullDmaWaitsForIt) {

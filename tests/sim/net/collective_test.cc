@@ -448,6 +448,71 @@ absl::StatusOr<Bench> MakeBench(const std::vector<const Topology*>& topologies,
   return b;
 }
 
+// The floor an endpoint hands its data path (ChunkWork::floor) is a promise:
+// no chunk of that device processed later starts before it (a data path
+// forgets its timeline behind it: sim/chip's HBM). A data path that delays
+// chunks by varying amounts (as a busy HBM does) makes messages wait out of
+// order, arrive before their stream starts and, with packets, arrive in
+// parts; several collectives with every algorithm share the links at once.
+class FloorCheckingDataPath : public CollectiveDataPath {
+ public:
+  explicit FloorCheckingDataPath(int devices) : floor_(devices, 0) {}
+  ChunkTiming Process(int device, ChunkTiming input,
+                      const ChunkWork& work) override {
+    ++calls;
+    EXPECT_LE(work.floor, input.head) << "device " << device;
+    if (input.head.count() < floor_[device]) {
+      ++broken;
+      ADD_FAILURE() << "device " << device << ": a chunk from "
+                    << input.head.count() << " ps after a floor of "
+                    << floor_[device] << " ps";
+    }
+    floor_[device] = std::max(floor_[device], work.floor.count());
+    // 0..3 us of delay, varying from chunk to chunk.
+    const common::Picoseconds delay((calls * 7919 % 4) * 1000000);
+    return {input.head + delay, input.tail + delay};
+  }
+  int64_t calls = 0;
+  int64_t broken = 0;
+
+ private:
+  std::vector<int64_t> floor_;
+};
+
+TEST(CollectiveDataPathTest, NoChunkStartsBeforeTheFloorItsDeviceWasGiven) {
+  ASSERT_OK_AND_ASSIGN(Topology t,
+                       MakeTopology("v4", {4, 4, 1}, WrapMode::kOn));
+  // Without and with packets (a message arriving in parts).
+  std::vector<FloorCheckingDataPath> checkers(2, FloorCheckingDataPath(
+                                                     t.num_devices()));
+  std::vector<NetConfig> configs(2, TestConfig());
+  configs[1].packet_bytes = 4096;
+  std::vector<NetworkOptions> options(2);
+  for (int i = 0; i < 2; ++i) options[i].data_path = &checkers[i];
+  ASSERT_OK_AND_ASSIGN(Bench bench, MakeBench({&t, &t}, configs, options));
+  const std::vector<int> all = AllDevices(t);
+  ASSERT_OK_AND_ASSIGN(auto groups, GroupPartition::Create(t, {all}));
+  std::vector<CollectiveJob> jobs;
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kBidirRing,
+                      Algorithm::kTorus, Algorithm::kMultiAxis}) {
+    jobs.push_back(
+        {Request(CollectiveOp::kAllReduce, 256 << 10, a, groups), all});
+  }
+  for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
+                          CollectiveOp::kAllToAll}) {
+    jobs.push_back({Request(op, 64 << 10, Algorithm::kAuto, groups), all});
+  }
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(absl::StrCat("packet_bytes ", configs[i].packet_bytes));
+    ASSERT_OK_AND_ASSIGN(auto results,
+                         RunCollectives(*bench.session, *bench.networks[i],
+                                        jobs));
+    EXPECT_EQ(results.size(), jobs.size());
+    EXPECT_GT(checkers[i].calls, 1000);
+    EXPECT_EQ(checkers[i].broken, 0);
+  }
+}
+
 // No run ever beats its op's lower bound nor the hop-latency floor: random
 // shapes, wraparound, groups, ops, algorithms and sizes (fixed seed).
 TEST(CollectiveBoundTest, NoRunBeatsItsLowerBound) {
