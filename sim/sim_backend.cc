@@ -1024,7 +1024,10 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   }
 
   std::vector<char> timed(kernels.size() * replicas, 0);
-  std::vector<std::vector<int>> dep_waiters(kernels.size() * replicas);
+  // The slots waiting for a (kernel, replica): a list through `waiters`
+  // (slot, next; -1 ends it), its head per (kernel, replica) (4 bytes each).
+  std::vector<int32_t> waiting_head(kernels.size() * replicas, -1);
+  std::vector<std::pair<int32_t, int32_t>> waiters;
   const size_t num_iterations = call_info.batches.size();
   for (size_t iteration = 0; iteration < num_iterations; ++iteration) {
     for (const auto& [d, index] : call_info.batches[iteration]) {
@@ -1103,7 +1106,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     // every start the walk hands it later is at or after its clock.
     for (CoreTimeline* t : tl) t->cursor = 0;
     std::fill(timed.begin(), timed.end(), 0);
-    for (std::vector<int>& w : dep_waiters) w.clear();
+    std::fill(waiting_head.begin(), waiting_head.end(), -1);
+    waiters.clear();
     std::deque<int> runnable;
     for (size_t slot = 0; slot < slots; ++slot) {
       runnable.push_back(static_cast<int>(slot));
@@ -1141,7 +1145,9 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         for (int dep : kernel.deps) {
           if (is_done && dep == kernel.pair) continue;
           if (!timed[dep * replicas + r]) {
-            dep_waiters[dep * replicas + r].push_back(slot);
+            int32_t& head = waiting_head[dep * replicas + r];
+            waiters.push_back({slot, head});
+            head = static_cast<int32_t>(waiters.size() - 1);
             return absl::OkStatus();
           }
           ready = Max(ready, finished[dep * replicas + r]);
@@ -1157,7 +1163,6 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           // A start is issued and returns at once.
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
-          tl[slot]->active.push_back({id, at});
           ++stats_.collectives;
         } else if (is_done) {
           const int id = collective_of[kernel.pair];
@@ -1168,13 +1173,6 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
             return absl::OkStatus();
           }
           const Picoseconds end = col.end[r];
-          for (size_t i = 0; i < tl[slot]->active.size(); ++i) {
-            if (tl[slot]->active[i].first == id) {
-              tl[slot]->active.erase(tl[slot]->active.begin() +
-                                 static_cast<std::ptrdiff_t>(i));
-              break;
-            }
-          }
           tl[slot]->collective += end - col.start[r];
           if (ready < end) {
             tl[slot]->exposed += end - ready;
@@ -1226,8 +1224,15 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           finished[k * replicas + r] = end;
         }
         timed[k * replicas + r] = 1;
-        for (int w : dep_waiters[k * replicas + r]) runnable.push_back(w);
-        dep_waiters[k * replicas + r].clear();
+        // In the order they came (the list is newest first).
+        int32_t& head = waiting_head[k * replicas + r];
+        const size_t first = runnable.size();
+        for (int32_t w = head; w >= 0; w = waiters[w].second) {
+          runnable.push_back(waiters[w].first);
+        }
+        std::reverse(runnable.begin() + static_cast<std::ptrdiff_t>(first),
+                     runnable.end());
+        head = -1;
         ++tl[slot]->cursor;
       }
       ++finished_slots;
@@ -1239,13 +1244,12 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         runnable.pop_front();
         TPUSIM_RETURN_IF_ERROR(advance(slot));
         // No later reservation on the device starts before its clock (its
-        // kernels) or its pending collectives' starts (their chunks): the
-        // timeline before that is forgotten.
-        Picoseconds horizon = tl[slot]->clock;
-        for (const auto& [id, at] : tl[slot]->active) {
-          horizon = std::min(horizon, at);
-        }
-        hbm(device_of_slot[slot]).Forget(horizon);
+        // kernels) or its endpoint's floor (the chunks of its collectives,
+        // started or scheduled: no start is behind the network's clock):
+        // the timeline before that is forgotten.
+        const int d = device_of_slot[slot];
+        hbm(d).Forget(
+            std::min(tl[slot]->clock, pod_->network().endpoint(d).Floor()));
         data_path_->SetWalkFloor(device_of_slot[slot], tl[slot]->clock,
                                  tl[slot]->waits_on_network);
       }
@@ -1429,8 +1433,8 @@ void SimBackend::AddStepSpan(int device, int32_t name, Picoseconds start,
   const int c = SpanCategoryIndex(category);
   counters(device).category_ps[c] += (end - start).count();
   if (options_.record_spans && traced_steps_ < options_.max_traced_steps) {
-    step_spans_.push_back({device, name, start.count(), end.count(),
-                           static_cast<uint8_t>(c)});
+    step_spans_.push_back({start.count(), end.count(), device, name,
+                           static_cast<uint32_t>(c)});
   }
 }
 

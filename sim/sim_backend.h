@@ -377,13 +377,16 @@ class SimBackend final : public runtime::Backend {
   // A device span of the step being timed, before the step's traced devices
   // are known: `name` is a kernel index of the call's schedule, or one of
   // the kName* values below.
+  // 24 bytes: every device's spans are kept while the traced devices are
+  // chosen (at 4096 devices, thousands of spans each).
   struct StepSpan {
-    int32_t device;
-    int32_t name;
     int64_t start_ps;
     int64_t end_ps;
-    uint8_t category;  // index into kSpanCategories
+    int32_t device;
+    int32_t name : 29;
+    uint32_t category : 3;  // index into kSpanCategories
   };
+  static_assert(sizeof(StepSpan) == 24, "a step span is 24 bytes");
   static constexpr int32_t kNameHostLoop = -1;
   static constexpr int32_t kNameInputPipeline = -2;
   static constexpr int32_t kNameInfeed = -3;
@@ -417,7 +420,8 @@ class SimBackend final : public runtime::Backend {
     return chips_[chip_core_[device].first].hbm(chip_core_[device].second);
   }
   mutable std::vector<Span> spans_;  // of the traced devices and their hosts
-  mutable std::vector<StepSpan> step_spans_;  // of the step being timed
+  // Of the step being timed (a deque: no copy and no doubling as it grows).
+  mutable std::deque<StepSpan> step_spans_;
   mutable std::vector<Flight> flights_;          // of the traced devices
   mutable std::vector<StepFlight> step_flights_;  // of the step being timed
   // Per call (the first kMaxLinkSamples): every link's busy ps so far.

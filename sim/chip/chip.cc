@@ -122,10 +122,10 @@ void HbmArbiter::Forget(Picoseconds horizon) {
         [](int64_t v, const Step& s) { return v < s.at; });
     if (it == steps.begin()) continue;
     --it;
-    it->at = std::max(it->at, horizon.count());
     // The breakpoints before it are dropped once they are at least half of
     // the list (so a Forget per chunk costs its search, not a move of the
-    // list); until then they lie before the horizon, where nothing looks.
+    // list); until then they stay, a true history before the horizon
+    // (PeakUse reads it).
     const ptrdiff_t dead = it - steps.begin();
     if (dead >= 16 && 2 * dead >= static_cast<ptrdiff_t>(steps.size())) {
       steps.erase(steps.begin(), it);

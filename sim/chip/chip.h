@@ -134,8 +134,8 @@ struct DeviceCounters {
 
 // Where one core of the chip is in the timing walk of a device call
 // (SimBackend): its clock (when its last kernel ended), what it waited for,
-// its next kernel, and the collectives it started and has not finished. The
-// walk resets it at each call; only the core's own kernels move it.
+// and its next kernel. The walk resets it at each call; only the core's own
+// kernels move it.
 struct CoreTimeline {
   common::Picoseconds clock;
   common::Picoseconds exposed;     // waiting for collectives to end
@@ -143,13 +143,11 @@ struct CoreTimeline {
   common::Picoseconds input;       // waiting for a batch's input pipeline
   common::Picoseconds collective;  // collectives started to their end
   size_t cursor = 0;               // its next kernel in program order
-  std::vector<std::pair<int, common::Picoseconds>> active;  // (id, start)
   bool waits_on_network = false;  // stopped on an end the network owes it
   void Reset(common::Picoseconds begin) {
     clock = begin;
     exposed = infeed = input = collective = common::Picoseconds(0);
     cursor = 0;
-    active.clear();
     waits_on_network = false;
   }
 };

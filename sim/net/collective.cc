@@ -856,12 +856,13 @@ void CollectiveEndpoint::Release(Picoseconds start) {
   held_->erase(it);
 }
 
-void CollectiveEndpoint::SetFloor() {
-  floor_ = transport_->Now();
-  if (held_ != nullptr && !held_->empty()) {
-    floor_ = Min(floor_, Picoseconds(*held_->begin()));
-  }
+Picoseconds CollectiveEndpoint::Floor() const {
+  const Picoseconds now = transport_->Now();
+  if (held_ == nullptr || held_->empty()) return now;
+  return Min(now, Picoseconds(*held_->begin()));
 }
+
+void CollectiveEndpoint::SetFloor() { floor_ = Floor(); }
 
 void CollectiveEndpoint::OnMessage(const MessageTag& tag, int64_t bytes,
                                    Picoseconds head, Picoseconds tail) {

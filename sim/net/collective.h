@@ -323,6 +323,10 @@ class alignas(64) CollectiveEndpoint {
 
   int device() const { return device_; }
   const EndpointStats& stats() const { return stats_; }
+  // Between the network's events: no chunk of this device processed from
+  // now on starts before this (ChunkWork::floor as the next event would
+  // compute it, before its own message).
+  common::Picoseconds Floor() const;
 
   // Prefetch hints for the network's scheduler, for a message with `tag`
   // it is about to deliver: stage 0 this object (both lines), 1 the list of
