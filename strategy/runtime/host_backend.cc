@@ -445,12 +445,12 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       case OpCode::kVariableRead:
       case OpCode::kVariableAssignAdd: {
         auto held = variables_.find(slot);
-        if (held == variables_.end() || !held->second[device].has_value()) {
+        if (held == variables_.end() || held->second[device] == nullptr) {
           return absl::FailedPreconditionError(
               absl::StrCat("variable slot ", slot,
                            " is not initialized on device ", device));
         }
-        Tensor& var = *held->second[device];
+        const Tensor& var = *held->second[device];
         if (var.dtype() != op.type.dtype || var.shape() != op.type.shape) {
           return absl::FailedPreconditionError(
               absl::StrCat("variable slot ", slot, " on device ", device,
@@ -463,7 +463,7 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
           const Tensor* add_operands[2] = {&var, operands[0]};
           TPUSIM_ASSIGN_OR_RETURN(
               out, RunKernel(op.code, op.attrs, add_operands, *result, r));
-          var = out;
+          held->second[device] = std::make_shared<const Tensor>(out);
         }
         break;
       }
@@ -471,7 +471,8 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
         // The slot's table exists (made before the lockstep loop, so the
         // replica threads only look it up).
         out = *operands[0];
-        variables_.find(slot)->second[device] = out;
+        variables_.find(slot)->second[device] =
+            std::make_shared<const Tensor>(out);
         break;
       default:
         TPUSIM_ASSIGN_OR_RETURN(
@@ -512,8 +513,8 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       auto held = variables_.find(slot);
       if (held == variables_.end()) return false;
       for (int r = 0; r < R; ++r) {
-        const std::optional<Tensor>& v = held->second[device_of(r)];
-        if (!v.has_value() || v->has_data() || v->dtype() != op.type.dtype ||
+        const HeldVariable& v = held->second[device_of(r)];
+        if (v == nullptr || v->has_data() || v->dtype() != op.type.dtype ||
             v->shape() != op.type.shape) {
           return false;
         }
@@ -521,12 +522,14 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
       // AssignAdd of abstract values leaves the abstract variables as they are.
     } else if (op.code == OpCode::kVariableAssign) {
       const Tensor& value = val(0, op.operands[0]);
-      std::vector<std::optional<Tensor>>& held = variables_.find(slot)->second;
+      std::vector<HeldVariable>& held = variables_.find(slot)->second;
+      HeldVariable shared;  // one for every device that needs it
       for (int r = 0; r < R; ++r) {
-        std::optional<Tensor>& v = held[device_of(r)];
-        if (!v.has_value() || v->has_data() || v->dtype() != value.dtype() ||
+        HeldVariable& v = held[device_of(r)];
+        if (v == nullptr || v->has_data() || v->dtype() != value.dtype() ||
             v->shape() != value.shape()) {
-          v = value;
+          if (shared == nullptr) shared = std::make_shared<const Tensor>(value);
+          v = shared;
         }
       }
     } else if (IsCollective(op.code) && op.code != OpCode::kCollectivePermute) {
@@ -662,8 +665,19 @@ absl::StatusOr<SpmdOutputs> HostBackend::ExecuteSpmd(
 absl::Status HostBackend::WriteVariable(int device_id, int slot,
                                         const Tensor& value) {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "WriteVariable"));
-  variables_.try_emplace(slot, devices_.size()).first->second[device_id] =
-      value;
+  std::vector<HeldVariable>& held =
+      variables_.try_emplace(slot, devices_.size()).first->second;
+  // An abstract value the same as the one written last to the slot (on the
+  // device before: initialisation writes every device in turn) is shared.
+  if (!value.has_data() && device_id > 0) {
+    const HeldVariable& before = held[device_id - 1];
+    if (before != nullptr && !before->has_data() &&
+        before->dtype() == value.dtype() && before->shape() == value.shape()) {
+      held[device_id] = before;
+      return absl::OkStatus();
+    }
+  }
+  held[device_id] = std::make_shared<const Tensor>(value);
   return absl::OkStatus();
 }
 
@@ -671,7 +685,7 @@ absl::StatusOr<Tensor> HostBackend::ReadVariable(int device_id,
                                                  int slot) const {
   TPUSIM_RETURN_IF_ERROR(CheckDevice(device_id, "ReadVariable"));
   auto it = variables_.find(slot);
-  if (it == variables_.end() || !it->second[device_id].has_value()) {
+  if (it == variables_.end() || it->second[device_id] == nullptr) {
     return absl::NotFoundError(absl::StrCat(
         "variable slot ", slot, " was never written on device ", device_id));
   }

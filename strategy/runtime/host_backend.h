@@ -109,8 +109,11 @@ class HostBackend final : public Backend {
   std::vector<Device*> device_ptrs_;
   // variables_[slot][device], slot-major: the lockstep loop reads one slot
   // for every replica in turn, so those reads are adjacent (pod-scale runs);
-  // never iterated.
-  absl::flat_hash_map<int, std::vector<std::optional<Tensor>>> variables_;
+  // never iterated. A value is shared, read-only, between the devices that
+  // hold the same abstract value (16 bytes per device and slot; a replaced
+  // value is a new one), so abstract variables cost no Tensor per device.
+  using HeldVariable = std::shared_ptr<const Tensor>;
+  absl::flat_hash_map<int, std::vector<HeldVariable>> variables_;
   // Counters since the last ResetProfile; CollectProfile builds the Profile.
   struct DeviceTally {
     int64_t executions = 0;
