@@ -67,12 +67,15 @@ class SimPod {
   Picoseconds Now() const { return session_->Now(); }
 
   // A collective of one call: every member device's start time, filled in as
-  // the walk reaches it, and its end, filled in by the network.
+  // the walk reaches it, and its end, filled in by the network. A cross-core
+  // copy is one too: a permute whose members are the receiving devices (by
+  // replica), then the sending ones.
   struct Collective {
     net::CollectiveRequest request;
     std::vector<Picoseconds> start;  // by member index
     std::vector<Picoseconds> end;
     std::vector<int> devices;        // by member index
+    std::vector<int> slots;          // by member: the walk's slot that waits
     std::string name;                // the start kernel's
     int core = 0;                    // the logical core it runs on
     std::vector<char> waited;        // by member: a blocked walk waits
@@ -90,6 +93,14 @@ class SimPod {
     return static_cast<int>(collectives_.size()) - 1;
   }
   Collective& collective(int id) { return collectives_[id]; }
+
+  // A channel id for a collective whose members start it in no common order
+  // (net::CollectiveRequest::channel): 1, 2, ... (wrapping long after any
+  // collective that used one has ended).
+  uint32_t NewChannel() {
+    next_channel_ = next_channel_ % (net::kChannelSeqBit - 1) + 1;
+    return next_channel_;
+  }
 
   // Member `member` of collective `id` starts at `at`.
   void Schedule(int id, int member, Picoseconds at) {
@@ -236,6 +247,7 @@ class SimPod {
   std::vector<std::pair<int, int>> woken_;  // RunUntilWaitedEnd's
   int64_t late_starts_ = 0;
   bool check_bounds_ = false;
+  uint32_t next_channel_ = 0;
 
   // Per group (or for the pairs of a permute): from its first member's start
   // to its last member's end >= net::CollectiveLowerBound (every member's
@@ -1002,8 +1014,16 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   // slot its next one; per (kernel, replica) whether it is timed and the
   // slots waiting for it.
   std::vector<std::vector<int>> core_kernels(cores);
+  // Per core: the cores it sends copies to.
+  std::vector<std::vector<int>> copy_targets(cores);
   for (size_t k = 0; k < kernels.size(); ++k) {
     core_kernels[kernels[k].core].push_back(static_cast<int>(k));
+    if (kernels[k].kind == CompiledKernelKind::kCopy) {
+      std::vector<int>& to = copy_targets[kernels[k].copy_from_core];
+      if (std::find(to.begin(), to.end(), kernels[k].core) == to.end()) {
+        to.push_back(kernels[k].core);
+      }
+    }
   }
   std::vector<size_t> cursor(clock.size(), 0);
   // Per slot: its collectives started and not yet done (id, start).
@@ -1019,6 +1039,39 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     // The call's collectives, in program order (their ids order the starts
     // due at one time).
     for (size_t k = 0; k < kernels.size(); ++k) {
+      if (kernels[k].kind == CompiledKernelKind::kCopy) {
+        // A value from another logical core: a point-to-point transfer on
+        // the network (the links, or the on-chip path between the cores of
+        // a v2/v3 chip), one pair per replica, matched by its channel.
+        const Kernel& kernel = kernels[k];
+        const int c = kernel.core;
+        const int from = kernel.copy_from_core;
+        SimPod::Collective col;
+        std::vector<std::pair<int, int>> pairs;
+        for (int r = 0; r < replicas; ++r) {
+          pairs.push_back({dev(r, from), dev(r, c)});
+        }
+        col.request.op = net::CollectiveOp::kCollectivePermute;
+        col.request.algorithm = net::Algorithm::kAuto;
+        TPUSIM_ASSIGN_OR_RETURN(
+            col.request.pairs,
+            net::PermutePairs::Create(pod_->topology(), std::move(pairs)));
+        col.request.bytes = kernel.copy_bytes;
+        col.request.channel = pod_->NewChannel();
+        col.trivial = kernel.copy_bytes <= 0;  // nothing to move
+        for (int r = 0; r < replicas; ++r) {
+          col.devices.push_back(dev(r, c));
+          col.slots.push_back(r * cores + c);
+        }
+        for (int r = 0; r < replicas; ++r) {
+          col.devices.push_back(dev(r, from));
+          col.slots.push_back(-1);  // the sender does not wait for it
+        }
+        col.name = kernel.name;
+        col.core = c;
+        collective_of[k] = pod_->AddCollective(std::move(col));
+        continue;
+      }
       if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
       const Kernel& kernel = kernels[k];
       const int c = kernel.core;
@@ -1074,7 +1127,15 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       const int64_t n = group_size;
       col.request.bytes =
           std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
-      for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
+      for (int r = 0; r < replicas; ++r) {
+        col.devices.push_back(dev(r, c));
+        col.slots.push_back(r * cores + c);
+      }
+      // Its members find each other's messages by its channel, not by how
+      // many collectives each has started: the devices of different logical
+      // cores start different collectives (and copies), so a later program
+      // whose groups mix them would otherwise pair the wrong ones.
+      col.request.channel = pod_->NewChannel();
       col.name = kernel.name;
       col.core = c;
       const int id = pod_->AddCollective(std::move(col));
@@ -1174,38 +1235,42 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           const Picoseconds done = Max(ready, end);
           clock[slot] = done;
           finished[k * replicas + r] = done;
+        } else if (kernel.kind == CompiledKernelKind::kCopy) {
+          // A value from another logical core: the transfer starts on both
+          // devices when the value is ready here (the copy's ready) and
+          // travels the network with everything else (contention, link
+          // counters; its HBM read and write on the devices' HBM, as
+          // collective chunks do); this slot waits for it to arrive.
+          const int id = collective_of[k];
+          SimPod::Collective& col = pod_->collective(id);
+          if (col.start[r] < Picoseconds(0)) {
+            if (!exe.kernel_parameters[k].empty()) {
+              TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
+            }
+            pod_->Schedule(id, r, ready);             // the receiver
+            pod_->Schedule(id, replicas + r, ready);  // the sender
+          }
+          if (col.end[r] < Picoseconds(0)) {
+            pod_->Wait(id, r);
+            return absl::OkStatus();
+          }
+          AddStepSpan(d, static_cast<int32_t>(k), col.start[r], col.end[r],
+                      "collective");
+          clock[slot] = col.end[r];
+          finished[k * replicas + r] = col.end[r];
         } else {
           // Its arguments must be on the device: the first kernel that reads
           // one waits for the device's batch.
           if (!exe.kernel_parameters[k].empty()) {
             TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
           }
-          Picoseconds end = ready;
-          if (kernel.kind == CompiledKernelKind::kCopy) {
-            // A value from another logical core: one link (or the on-chip path)
-            // at its rate plus the hops' latency (no contention modelled).
-            const int from = dev(r, kernel.copy_from_core);
-            const int a = pod_->topology().chip_of_device(from);
-            const int b = pod_->topology().chip_of_device(d);
-            const bool on_chip = a == b;
-            const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
-                                        : pod_->config().link_bytes_per_second;
-            const Picoseconds latency =
-                on_chip ? pod_->config().on_chip_latency
-                        : pod_->config().hop_latency *
-                              std::max(1, pod_->topology().Hops(a, b));
-            end = ready + latency +
-                  TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
-            AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
-          } else {
-            // The device's chip times it: HBM shared with the DMA reserved on
-            // the device (collective and infeed; sim/chip/chip.h).
-            const auto [chip, core] = chip_core_[d];
-            const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
-            ++stats_.kernels;
-            end = ready + t.total;
-            AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
-          }
+          // The device's chip times it: HBM shared with the DMA reserved on
+          // the device (collective and infeed; sim/chip/chip.h).
+          const auto [chip, core] = chip_core_[d];
+          const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
+          ++stats_.kernels;
+          const Picoseconds end = ready + t.total;
+          AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
           clock[slot] = end;
           finished[k * replicas + r] = end;
         }
@@ -1223,10 +1288,15 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         runnable.pop_front();
         TPUSIM_RETURN_IF_ERROR(advance(slot));
         // No later reservation on the device starts before its clock (its
-        // kernels) or its pending collectives' starts (their chunks): the
-        // timeline before that is forgotten.
+        // kernels), its pending collectives' starts (their chunks) or the
+        // clock of a core it sends copies to (a copy's read starts at the
+        // receiver's ready): the timeline before that is forgotten.
         Picoseconds horizon = clock[slot];
         for (const auto& [id, at] : active[slot]) horizon = std::min(horizon, at);
+        const int base = slot - slot % cores;
+        for (int to : copy_targets[slot % cores]) {
+          horizon = std::min(horizon, clock[base + to]);
+        }
         hbm(device_of_slot[slot]).Forget(horizon);
       }
       if (finished_slots == clock.size()) break;
@@ -1235,8 +1305,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       using Ended = std::vector<std::pair<int, int>>;
       TPUSIM_ASSIGN_OR_RETURN(Ended woken, pod_->RunUntilWaitedEnd());
       for (const auto& [id, member] : woken) {
-        (void)id;
-        runnable.push_back(member * cores + pod_->collective(id).core);
+        runnable.push_back(pod_->collective(id).slots[member]);
       }
     }
     // A batch no kernel read is dequeued when the device ends the iteration
@@ -1250,7 +1319,10 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     // Collectives nobody waited for still end within the iteration: a TPU
     // while loop carries its state into the next one.
     for (size_t k = 0; k < kernels.size(); ++k) {
-      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
+      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart &&
+          kernels[k].kind != CompiledKernelKind::kCopy) {
+        continue;
+      }
       const int id = collective_of[k];
       if (id < 0) continue;
       TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
