@@ -975,6 +975,18 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step_flights_.clear();
   // The call's host spans are kept while its first step's spans are.
   const bool traced_call = traced_steps_ < options_.max_traced_steps;
+  // Each slot's timeline for the critical path (sim/critical_path.h): a
+  // point (its span time so far) at the call's start, at each collective it
+  // starts (its arrival), around each wait on one, and at its end.
+  PathTimeline path;
+  path.points.resize(clock.size());
+  path.waits.resize(clock.size());
+  auto mark = [&](size_t slot, Picoseconds t) {
+    path.points[slot].push_back(
+        PathPoint{t.count(), counters(device_of_slot[slot]).category_ps});
+    return static_cast<int>(path.points[slot].size()) - 1;
+  };
+  for (size_t slot = 0; slot < clock.size(); ++slot) mark(slot, call);
   for (int r = 0; r < replicas; ++r) {
     for (int c = 0; c < cores; ++c) {
       AddStepSpan(dev(r, c), kNameHostLoop, call, begin, "host");
@@ -1070,6 +1082,9 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         col.name = kernel.name;
         col.core = c;
         collective_of[k] = pod_->AddCollective(std::move(col));
+        // No wait on a copy jumps (its transfer starts at its receiver's
+        // ready): no members for the path.
+        path.collectives.resize(collective_of[k] + 1);
         continue;
       }
       if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
@@ -1138,8 +1153,26 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       col.request.channel = pod_->NewChannel();
       col.name = kernel.name;
       col.core = c;
+      // The path's view of its members: whom each one's part depends on.
+      std::vector<PathMember> members(replicas);
+      std::vector<int> source(replicas, -1);
+      if (op.code == OpCode::kCollectivePermute) {
+        for (const auto& [from, to] : op.attrs.source_target_pairs) {
+          source[static_cast<size_t>(to)] = static_cast<int>(from);
+        }
+      }
+      for (int r = 0; r < replicas; ++r) {
+        members[r].timeline = r * cores + c;
+        members[r].device = dev(r, c);
+        members[r].group = col.request.groups != nullptr
+                               ? col.request.groups->group_of(dev(r, c))
+                               : -1;
+        members[r].source = source[r];
+      }
       const int id = pod_->AddCollective(std::move(col));
       collective_of[k] = id;
+      path.collectives.resize(id + 1);
+      path.collectives[id] = std::move(members);
     }
     // The walk (no collective starts behind the network's clock, by
     // construction): each (replica, core) slot runs its core's kernels in
@@ -1201,6 +1234,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
             clock[slot] = Max(clock[slot], at);
           }
           // A start is issued and returns at once.
+          path.collectives[id][r].arrival = mark(slot, at);
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
           active[slot].push_back({id, at});
@@ -1223,7 +1257,9 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           collective_time[slot] += end - col.start[r];
           if (ready < end) {
             exposed[slot] += end - ready;
+            const int p0 = mark(slot, ready);
             AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
+            path.waits[slot].push_back(PathWait{id, r, p0, mark(slot, end)});
           }
           if (options_.record_spans &&
               traced_steps_ < options_.max_traced_steps) {
@@ -1353,6 +1389,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step.infeed_wait_ps = infeed[last].count();
   step.input_wait_ps = input[last].count();
   step.host_overhead_ps = options_.host_loop_overhead.count();
+  for (size_t slot = 0; slot < clock.size(); ++slot) mark(slot, clock[slot]);
+  step.critical_path_ps = WalkCriticalPath(path, static_cast<int>(last));
   steps_.push_back(step);
   // Each link's busy time so far, at the end of the first calls: the trace's
   // link utilisation over time.
@@ -1631,6 +1669,11 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     step->set_infeed_wait_ps(s.infeed_wait_ps);
     step->set_input_wait_ps(s.input_wait_ps);
     step->set_host_overhead_ps(s.host_overhead_ps);
+    auto& path = *step->mutable_critical_path_ps();
+    for (int c = 0; c < kNumSpanCategories; ++c) {
+      path[kSpanCategories[c]] = s.critical_path_ps[c];
+    }
+    path["idle"] = s.critical_path_ps[kCriticalIdle];
   }
   p.set_end_ps(now_.count());
   const net::Topology& topo = pod_->topology();

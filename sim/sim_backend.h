@@ -97,6 +97,7 @@
 #include "sim/chip/kernel_timing.h"
 #include "sim/chip/model_constants.h"
 #include "sim/compile/compile.h"
+#include "sim/critical_path.h"
 #include "sim/host/host_model.h"
 #include "sim/memory_estimate.h"
 #include "sim/net/topology.h"
@@ -410,6 +411,8 @@ class SimBackend final : public runtime::Backend {
     int64_t infeed_wait_ps = 0;
     int64_t input_wait_ps = 0;
     int64_t host_overhead_ps = 0;
+    // The call's critical path (sim/critical_path.h) by category.
+    CriticalPathTime critical_path_ps = {};
   };
   // The chips (sim/chip/chip.h): per device its HBM arbitration and
   // counters; the chip and core of each device.
