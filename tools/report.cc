@@ -390,7 +390,7 @@ std::string TextReport(const RunStats& s) {
     absl::StrAppendFormat(
         &out,
         "note: the mean per device is led by %s, the critical path by %s: the "
-        "step waits for %s on the device that finishes last, while the others "
+        "step waits for %s on its critical path, while the devices off it "
         "spend that time in %s\n",
         table_top, path_top, path_top, table_top);
   }
