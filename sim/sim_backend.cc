@@ -67,12 +67,15 @@ class SimPod {
   Picoseconds Now() const { return session_->Now(); }
 
   // A collective of one call: every member device's start time, filled in as
-  // the walk reaches it, and its end, filled in by the network.
+  // the walk reaches it, and its end, filled in by the network. A cross-core
+  // copy is one too: a permute whose members are the receiving devices (by
+  // replica), then the sending ones.
   struct Collective {
     net::CollectiveRequest request;
     std::vector<Picoseconds> start;  // by member index
     std::vector<Picoseconds> end;
     std::vector<int> devices;        // by member index
+    std::vector<int> slots;          // by member: the walk's slot that waits
     std::string name;                // the start kernel's
     int core = 0;                    // the logical core it runs on
     std::vector<char> waited;        // by member: a blocked walk waits
@@ -90,6 +93,14 @@ class SimPod {
     return static_cast<int>(collectives_.size()) - 1;
   }
   Collective& collective(int id) { return collectives_[id]; }
+
+  // A channel id for a collective whose members start it in no common order
+  // (net::CollectiveRequest::channel): 1, 2, ... (wrapping long after any
+  // collective that used one has ended).
+  uint32_t NewChannel() {
+    next_channel_ = next_channel_ % (net::kChannelSeqBit - 1) + 1;
+    return next_channel_;
+  }
 
   // Member `member` of collective `id` starts at `at`.
   void Schedule(int id, int member, Picoseconds at) {
@@ -236,6 +247,7 @@ class SimPod {
   std::vector<std::pair<int, int>> woken_;  // RunUntilWaitedEnd's
   int64_t late_starts_ = 0;
   bool check_bounds_ = false;
+  uint32_t next_channel_ = 0;
 
   // Per group (or for the pairs of a permute): from its first member's start
   // to its last member's end >= net::CollectiveLowerBound (every member's
@@ -299,15 +311,14 @@ class HbmDataPath final : public net::CollectiveDataPath {
   }
   void set_hbm(int device, HbmArbiter* hbm) { devices_[device].hbm = hbm; }
   // What the walk may still reserve on `device`'s HBM, set by the walk when
-  // its slot stops: nothing before `clock`, or (`waits_on_network`: the slot
-  // waits for a collective's end) nothing before that end, which is after
-  // anything the network does while it waits. With the network's own floor
+  // its slot stops: nothing before `floor` (its core's clock, or, while the
+  // core waits for an end the network owes it, which comes after anything the
+  // network does meanwhile, nothing of its own; and no copy it sends starts
+  // before the receiving core's clock). With the network's own floor
   // (ChunkWork::floor) this is how far back the device's HBM timeline is
   // kept while the network runs (HbmArbiter::Forget).
-  void SetWalkFloor(int device, Picoseconds clock, bool waits_on_network) {
-    devices_[device].walk_floor =
-        waits_on_network ? Picoseconds(std::numeric_limits<int64_t>::max())
-                         : clock;
+  void SetWalkFloor(int device, Picoseconds floor) {
+    devices_[device].walk_floor = floor;
   }
 
   net::ChunkTiming Process(int device, net::ChunkTiming in,
@@ -980,6 +991,18 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step_flights_.clear();
   // The call's host spans are kept while its first step's spans are.
   const bool traced_call = traced_steps_ < options_.max_traced_steps;
+  // Each slot's timeline for the critical path (sim/critical_path.h): a
+  // point (its span time so far) at the call's start, at each collective it
+  // starts (its arrival), around each wait on one, and at its end.
+  PathTimeline path;
+  path.points.resize(slots);
+  path.waits.resize(slots);
+  auto mark = [&](size_t slot, Picoseconds t) {
+    path.points[slot].push_back(
+        PathPoint{t.count(), counters(device_of_slot[slot]).category_ps});
+    return static_cast<int>(path.points[slot].size()) - 1;
+  };
+  for (size_t slot = 0; slot < slots; ++slot) mark(slot, call);
   for (int r = 0; r < replicas; ++r) {
     for (int c = 0; c < cores; ++c) {
       AddStepSpan(dev(r, c), kNameHostLoop, call, begin, "host");
@@ -1019,8 +1042,16 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   // slot its next one; per (kernel, replica) whether it is timed and the
   // slots waiting for it.
   std::vector<std::vector<int>> core_kernels(cores);
+  // Per core: the cores it sends copies to.
+  std::vector<std::vector<int>> copy_targets(cores);
   for (size_t k = 0; k < kernels.size(); ++k) {
     core_kernels[kernels[k].core].push_back(static_cast<int>(k));
+    if (kernels[k].kind == CompiledKernelKind::kCopy) {
+      std::vector<int>& to = copy_targets[kernels[k].copy_from_core];
+      if (std::find(to.begin(), to.end(), kernels[k].core) == to.end()) {
+        to.push_back(kernels[k].core);
+      }
+    }
   }
 
   std::vector<char> timed(kernels.size() * replicas, 0);
@@ -1036,6 +1067,42 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     // The call's collectives, in program order (their ids order the starts
     // due at one time).
     for (size_t k = 0; k < kernels.size(); ++k) {
+      if (kernels[k].kind == CompiledKernelKind::kCopy) {
+        // A value from another logical core: a point-to-point transfer on
+        // the network (the links, or the on-chip path between the cores of
+        // a v2/v3 chip), one pair per replica, matched by its channel.
+        const Kernel& kernel = kernels[k];
+        const int c = kernel.core;
+        const int from = kernel.copy_from_core;
+        SimPod::Collective col;
+        std::vector<std::pair<int, int>> pairs;
+        for (int r = 0; r < replicas; ++r) {
+          pairs.push_back({dev(r, from), dev(r, c)});
+        }
+        col.request.op = net::CollectiveOp::kCollectivePermute;
+        col.request.algorithm = net::Algorithm::kAuto;
+        TPUSIM_ASSIGN_OR_RETURN(
+            col.request.pairs,
+            net::PermutePairs::Create(pod_->topology(), std::move(pairs)));
+        col.request.bytes = kernel.copy_bytes;
+        col.request.channel = pod_->NewChannel();
+        col.trivial = kernel.copy_bytes <= 0;  // nothing to move
+        for (int r = 0; r < replicas; ++r) {
+          col.devices.push_back(dev(r, c));
+          col.slots.push_back(r * cores + c);
+        }
+        for (int r = 0; r < replicas; ++r) {
+          col.devices.push_back(dev(r, from));
+          col.slots.push_back(-1);  // the sender does not wait for it
+        }
+        col.name = kernel.name;
+        col.core = c;
+        collective_of[k] = pod_->AddCollective(std::move(col));
+        // No wait on a copy jumps (its transfer starts at its receiver's
+        // ready): no members for the path.
+        path.collectives.resize(collective_of[k] + 1);
+        continue;
+      }
       if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
       const Kernel& kernel = kernels[k];
       const int c = kernel.core;
@@ -1091,11 +1158,37 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       const int64_t n = group_size;
       col.request.bytes =
           std::max<int64_t>(n, (kernel.collective_bytes + n - 1) / n * n);
-      for (int r = 0; r < replicas; ++r) col.devices.push_back(dev(r, c));
+      for (int r = 0; r < replicas; ++r) {
+        col.devices.push_back(dev(r, c));
+        col.slots.push_back(r * cores + c);
+      }
+      // Its members find each other's messages by its channel, not by how
+      // many collectives each has started: the devices of different logical
+      // cores start different collectives (and copies), so a later program
+      // whose groups mix them would otherwise pair the wrong ones.
+      col.request.channel = pod_->NewChannel();
       col.name = kernel.name;
       col.core = c;
+      // The path's view of its members: whom each one's part depends on.
+      std::vector<PathMember> members(replicas);
+      std::vector<int> source(replicas, -1);
+      if (op.code == OpCode::kCollectivePermute) {
+        for (const auto& [from, to] : op.attrs.source_target_pairs) {
+          source[static_cast<size_t>(to)] = static_cast<int>(from);
+        }
+      }
+      for (int r = 0; r < replicas; ++r) {
+        members[r].timeline = r * cores + c;
+        members[r].device = dev(r, c);
+        members[r].group = col.request.groups != nullptr
+                               ? col.request.groups->group_of(dev(r, c))
+                               : -1;
+        members[r].source = source[r];
+      }
       const int id = pod_->AddCollective(std::move(col));
       collective_of[k] = id;
+      path.collectives.resize(id + 1);
+      path.collectives[id] = std::move(members);
     }
     // The walk (no collective starts behind the network's clock, by
     // construction): each (replica, core) slot runs its core's kernels in
@@ -1161,6 +1254,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
             tl[slot]->clock = Max(tl[slot]->clock, at);
           }
           // A start is issued and returns at once.
+          path.collectives[id][r].arrival = mark(slot, at);
           finished[k * replicas + r] = at;
           pod_->Schedule(id, r, at);
           ++stats_.collectives;
@@ -1176,7 +1270,9 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           tl[slot]->collective += end - col.start[r];
           if (ready < end) {
             tl[slot]->exposed += end - ready;
+            const int p0 = mark(slot, ready);
             AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
+            path.waits[slot].push_back(PathWait{id, r, p0, mark(slot, end)});
           }
           if (options_.record_spans &&
               traced_steps_ < options_.max_traced_steps) {
@@ -1188,38 +1284,43 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           const Picoseconds done = Max(ready, end);
           tl[slot]->clock = done;
           finished[k * replicas + r] = done;
+        } else if (kernel.kind == CompiledKernelKind::kCopy) {
+          // A value from another logical core: the transfer starts on both
+          // devices when the value is ready here (the copy's ready) and
+          // travels the network with everything else (contention, link
+          // counters; its HBM read and write on the devices' HBM, as
+          // collective chunks do); this slot waits for it to arrive.
+          const int id = collective_of[k];
+          SimPod::Collective& col = pod_->collective(id);
+          if (col.start[r] < Picoseconds(0)) {
+            if (!exe.kernel_parameters[k].empty()) {
+              TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
+            }
+            pod_->Schedule(id, r, ready);             // the receiver
+            pod_->Schedule(id, replicas + r, ready);  // the sender
+          }
+          if (col.end[r] < Picoseconds(0)) {
+            pod_->Wait(id, r);
+            tl[slot]->waits_on_network = true;
+            return absl::OkStatus();
+          }
+          AddStepSpan(d, static_cast<int32_t>(k), col.start[r], col.end[r],
+                      "collective");
+          tl[slot]->clock = col.end[r];
+          finished[k * replicas + r] = col.end[r];
         } else {
           // Its arguments must be on the device: the first kernel that reads
           // one waits for the device's batch.
           if (!exe.kernel_parameters[k].empty()) {
             TPUSIM_ASSIGN_OR_RETURN(ready, take(d, ready, /*wait=*/true));
           }
-          Picoseconds end = ready;
-          if (kernel.kind == CompiledKernelKind::kCopy) {
-            // A value from another logical core: one link (or the on-chip path)
-            // at its rate plus the hops' latency (no contention modelled).
-            const int from = dev(r, kernel.copy_from_core);
-            const int a = pod_->topology().chip_of_device(from);
-            const int b = pod_->topology().chip_of_device(d);
-            const bool on_chip = a == b;
-            const double rate = on_chip ? pod_->config().on_chip_bytes_per_second
-                                        : pod_->config().link_bytes_per_second;
-            const Picoseconds latency =
-                on_chip ? pod_->config().on_chip_latency
-                        : pod_->config().hop_latency *
-                              std::max(1, pod_->topology().Hops(a, b));
-            end = ready + latency +
-                  TimeAtRate(static_cast<double>(kernel.copy_bytes), rate);
-            AddStepSpan(d, static_cast<int32_t>(k), ready, end, "collective");
-          } else {
-            // The device's chip times it: HBM shared with the DMA reserved on
-            // the device (collective and infeed; sim/chip/chip.h).
-            const auto [chip, core] = chip_core_[d];
-            const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
-            ++stats_.kernels;
-            end = ready + t.total;
-            AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
-          }
+          // The device's chip times it: HBM shared with the DMA reserved on
+          // the device (collective and infeed; sim/chip/chip.h).
+          const auto [chip, core] = chip_core_[d];
+          const KernelTime t = chips_[chip].RunKernel(core, kernel.work, ready);
+          ++stats_.kernels;
+          const Picoseconds end = ready + t.total;
+          AddStepSpan(d, static_cast<int32_t>(k), ready, end, t.category);
           tl[slot]->clock = end;
           finished[k * replicas + r] = end;
         }
@@ -1244,14 +1345,24 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         runnable.pop_front();
         TPUSIM_RETURN_IF_ERROR(advance(slot));
         // No later reservation on the device starts before its clock (its
-        // kernels) or its endpoint's floor (the chunks of its collectives,
-        // started or scheduled: no start is behind the network's clock):
-        // the timeline before that is forgotten.
+        // kernels), its endpoint's floor (the chunks of its collectives,
+        // started or scheduled: no start is behind the network's clock) or
+        // the clock of a core it sends copies to (a copy's read starts at
+        // the receiver's ready): the timeline before that is forgotten.
+        // While the network runs, the device's HBM is forgotten behind its
+        // endpoint's floor and what the walk may still start there
+        // (SetWalkFloor).
         const int d = device_of_slot[slot];
-        hbm(d).Forget(
-            std::min(tl[slot]->clock, pod_->network().endpoint(d).Floor()));
-        data_path_->SetWalkFloor(device_of_slot[slot], tl[slot]->clock,
-                                 tl[slot]->waits_on_network);
+        Picoseconds walk = tl[slot]->waits_on_network
+                               ? Picoseconds(std::numeric_limits<int64_t>::max())
+                               : tl[slot]->clock;
+        const int base = slot - slot % cores;
+        for (int to : copy_targets[slot % cores]) {
+          walk = std::min(walk, tl[base + to]->clock);
+        }
+        hbm(d).Forget(std::min({tl[slot]->clock, walk,
+                                pod_->network().endpoint(d).Floor()}));
+        data_path_->SetWalkFloor(d, walk);
       }
       if (finished_slots == slots) break;
       // Every slot is finished or blocked: the network runs until an end
@@ -1259,8 +1370,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       using Ended = std::vector<std::pair<int, int>>;
       TPUSIM_ASSIGN_OR_RETURN(Ended woken, pod_->RunUntilWaitedEnd());
       for (const auto& [id, member] : woken) {
-        (void)id;
-        runnable.push_back(member * cores + pod_->collective(id).core);
+        runnable.push_back(pod_->collective(id).slots[member]);
       }
     }
     // A batch no kernel read is dequeued when the device ends the iteration
@@ -1275,7 +1385,10 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
     // Collectives nobody waited for still end within the iteration: a TPU
     // while loop carries its state into the next one.
     for (size_t k = 0; k < kernels.size(); ++k) {
-      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart) continue;
+      if (kernels[k].kind != CompiledKernelKind::kCollectiveStart &&
+          kernels[k].kind != CompiledKernelKind::kCopy) {
+        continue;
+      }
       const int id = collective_of[k];
       if (id < 0) continue;
       TPUSIM_RETURN_IF_ERROR(pod_->Resolve(id));
@@ -1308,6 +1421,8 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   step.infeed_wait_ps = tl[last]->infeed.count();
   step.input_wait_ps = tl[last]->input.count();
   step.host_overhead_ps = options_.host_loop_overhead.count();
+  for (size_t slot = 0; slot < slots; ++slot) mark(slot, tl[slot]->clock);
+  step.critical_path_ps = WalkCriticalPath(path, static_cast<int>(last));
   steps_.push_back(step);
   // Each link's busy time so far, at the end of the first calls: the trace's
   // link utilisation over time.
@@ -1586,6 +1701,11 @@ absl::StatusOr<runtime::Profile> SimBackend::CollectProfile() const {
     step->set_infeed_wait_ps(s.infeed_wait_ps);
     step->set_input_wait_ps(s.input_wait_ps);
     step->set_host_overhead_ps(s.host_overhead_ps);
+    auto& path = *step->mutable_critical_path_ps();
+    for (int c = 0; c < kNumSpanCategories; ++c) {
+      path[kSpanCategories[c]] = s.critical_path_ps[c];
+    }
+    path["idle"] = s.critical_path_ps[kCriticalIdle];
   }
   p.set_end_ps(now_.count());
   const net::Topology& topo = pod_->topology();

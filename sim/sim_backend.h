@@ -28,9 +28,14 @@
 // * A collective starts (on sim/net) as soon as its operand is ready on each
 //   member and the device goes on with independent ops; the first op that
 //   uses the result waits for it (the wait is exposed collective time).
-//   Values used on another logical core are copied at one link's rate (or
-//   the on-chip path's) plus the route's latency: a formula, not network
-//   traffic (no contention, not in the link counters).
+//   A value used on another logical core is copied over the network: a
+//   point-to-point transfer (sim/net's permute, one pair per replica,
+//   matched by a channel) from the value's device, started on both
+//   devices when the copy is ready on the receiving core; it shares the
+//   links (or the on-chip path between the two cores of a v2/v3 chip) with
+//   everything else, appears in the link counters, and reads and writes
+//   HBM as a collective's chunks do. The receiving core waits for its
+//   arrival (a "collective" span named after the copy).
 // * The walk: each (replica, core) runs its kernels in program order until
 //   it blocks on another core's kernel or on a collective's end; the
 //   network runs only when every one is finished or blocked, and only to
@@ -92,6 +97,7 @@
 #include "sim/chip/kernel_timing.h"
 #include "sim/chip/model_constants.h"
 #include "sim/compile/compile.h"
+#include "sim/critical_path.h"
 #include "sim/host/host_model.h"
 #include "sim/memory_estimate.h"
 #include "sim/net/topology.h"
@@ -408,6 +414,8 @@ class SimBackend final : public runtime::Backend {
     int64_t infeed_wait_ps = 0;
     int64_t input_wait_ps = 0;
     int64_t host_overhead_ps = 0;
+    // The call's critical path (sim/critical_path.h) by category.
+    CriticalPathTime critical_path_ps = {};
   };
   // The chips (sim/chip/chip.h): per device its HBM arbitration and
   // counters; the chip and core of each device.

@@ -203,17 +203,29 @@ RunStats ComputeRunStats(const std::string& scenario,
                    });
   if (links.size() > 5) links.resize(5);
   s.busiest_links = links;
-  // The bottleneck: the largest share of the step on its critical path. Per
-  // call, the device that finished last (StepProfile) waited for its input,
-  // its infeed and exposed collectives and paid the host-loop overhead; the
-  // rest of its time is split among mxu, vector, memory and idle as in the
-  // mean breakdown. (The mean breakdown alone would blame the collective when
-  // the early devices wait in an all-reduce for a late one's input.)
+  // The bottleneck: the largest share of the step on its critical path.
+  // Where the backend walked each call's path (StepProfile's
+  // critical_path_ps: back from the device that finished last, through the
+  // latest member of each collective it waited for), its categories as they
+  // are. Otherwise, per call, the device that finished last waited for its
+  // input, its infeed and exposed collectives and paid the host-loop
+  // overhead, and the rest of its time is split among mxu, vector, memory
+  // and idle as in the mean breakdown.
   std::map<std::string, double> critical;
+  bool walked = true;
+  for (int i = has_steady ? 1 : 0; i < p.steps_size(); ++i) {
+    walked = walked && p.steps(i).critical_path_ps_size() > 0;
+  }
   double waits_ps = 0;
   double counted_ps = 0;
   for (int i = has_steady ? 1 : 0; i < p.steps_size(); ++i) {
     const runtime::StepProfile& st = p.steps(i);
+    if (walked) {
+      for (const auto& [c, ps] : st.critical_path_ps()) {
+        critical[c] += static_cast<double>(ps);
+      }
+      continue;
+    }
     counted_ps += static_cast<double>(st.end_ps() - st.start_ps());
     critical["input"] += st.input_wait_ps();
     critical["infeed"] += st.infeed_wait_ps();
@@ -228,6 +240,7 @@ RunStats ComputeRunStats(const std::string& scenario,
     compute_ms += s.breakdown_ms[c];
   }
   for (const char* c : {"mxu", "vector", "memory", "idle"}) {
+    if (walked) break;
     critical[c] = compute_ms > 0 ? rest_ps * s.breakdown_ms[c] / compute_ms
                   : std::string(c) == "idle" ? rest_ps
                                              : 0.0;
@@ -353,8 +366,9 @@ std::string TextReport(const RunStats& s) {
   }
   absl::StrAppendFormat(&out,
                         "breakdown of a step: mean per device (all %d steps, "
-                        "warm-up included; step %s) | critical path (the "
-                        "device that finished each call last%s)\n",
+                        "warm-up included; step %s) | critical path (back "
+                        "from the device that finished each call last, "
+                        "through each collective's latest member%s)\n",
                         s.steps,
                         common::HumanSeconds(s.breakdown_step_ms * 1e-3),
                         s.warmup_excluded ? ", after the warm-up" : "");
@@ -376,7 +390,7 @@ std::string TextReport(const RunStats& s) {
     absl::StrAppendFormat(
         &out,
         "note: the mean per device is led by %s, the critical path by %s: the "
-        "step waits for %s on the device that finishes last, while the others "
+        "step waits for %s on its critical path, while the devices off it "
         "spend that time in %s\n",
         table_top, path_top, path_top, table_top);
   }

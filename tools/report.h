@@ -69,8 +69,10 @@ struct RunStats {
   // plus "idle" (the rest of breakdown_step_ms, the mean over every step).
   std::map<std::string, double> breakdown_ms;
   double breakdown_step_ms = 0;
-  // The critical path: per counted call, the device that finished last, its
-  // waits and its compute split as in the breakdown; ms per counted step by
+  // The critical path: per counted call, back from the device that finished
+  // last through the latest member of each collective it waited for (the
+  // backend's StepProfile::critical_path_ps; without it, the last device's
+  // waits and its compute split as in the breakdown); ms per counted step by
   // the same categories. The bottleneck is its largest entry.
   std::map<std::string, double> critical_path_ms;
   // Model FLOPs over (step time x peak FLOP/s of all devices).

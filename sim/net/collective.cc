@@ -673,8 +673,15 @@ absl::Status CollectiveEndpoint::Start(const CollectiveRequest& request,
                                        DoneCallback done) {
   TPUSIM_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*topology_, request, device_));
   const Picoseconds now = transport_->Now();
+  if (request.channel >= kChannelSeqBit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "collective channel ", request.channel,
+        " is not allowed; expected 1..", kChannelSeqBit - 1,
+        ", or 0 for the next sequence number"));
+  }
   SetFloor();
-  const uint32_t seq = next_seq_++;
+  const uint32_t seq = request.channel != 0 ? kChannelSeqBit | request.channel
+                                            : next_seq_++;
   Active* a = Find(seq);
   if (a == nullptr) {
     active_.push_back(ActiveRef{seq, std::make_unique<Active>()});

@@ -144,7 +144,18 @@ struct CollectiveRequest {
   Algorithm algorithm = Algorithm::kAuto;
   std::shared_ptr<const GroupPartition> groups;  // every op but permute
   std::shared_ptr<const PermutePairs> pairs;     // permute
+  // 0: the collective takes each member's next sequence number (every
+  // member starts the same collectives in the same order). Else a channel
+  // id (1..2^31-1) the members share, as XLA's send/recv channel_id: the
+  // collective's messages are matched by it, so members may start it in
+  // any order relative to their other collectives (a cross-core copy, whose
+  // sender and receiver start different collectives). It must be unique
+  // among the collectives in flight on each member.
+  uint32_t channel = 0;
 };
+// Channel ids tag their messages with this bit set (sequence numbers stay
+// below it).
+inline constexpr uint32_t kChannelSeqBit = 1u << 31;
 
 // Checks a request against the topology and picks the algorithm group g runs
 // (the auto rule above, or the override). InvalidArgument naming the value and
@@ -314,11 +325,12 @@ class alignas(64) CollectiveEndpoint {
   CollectiveEndpoint& operator=(const CollectiveEndpoint&) = delete;
 
   // Starts this device's part of `request` now. Every member of the device's
-  // group must start the same request (in the same order of collectives);
+  // group must start the same request (in the same order of collectives,
+  // unless the request has a channel);
   // `done` runs at the simulated time this device's part ends, on the
   // SystemC thread, once every chip due at that time has run (in chip order;
-  // it may start collectives). Errors: as ResolveAlgorithm (nothing
-  // starts).
+  // it may start collectives). Errors: as ResolveAlgorithm, and
+  // InvalidArgument for a channel >= kChannelSeqBit (nothing starts).
   absl::Status Start(const CollectiveRequest& request, DoneCallback done);
 
   int device() const { return device_; }
