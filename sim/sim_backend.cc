@@ -1028,6 +1028,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       if (kernel.op_ids.empty()) {
         imported.code = kernel.collective;
         imported.attrs.replica_groups = kernel.replica_groups;
+        imported.attrs.source_target_pairs = kernel.source_target_pairs;
       }
       const runtime::Op& op =
           kernel.op_ids.empty() ? imported : ops[kernel.op_ids.back()];

@@ -125,6 +125,7 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
                                    ? runtime::pjrt::DefaultLibtpuPath()
                                    : xla.libtpu;
     options.sim_compiler = scenarios::XlaTpuSimCompiler(xla);
+    options.compile_module = scenarios::XlaTpuModuleCompiler(xla);
     options.compiler = "xla-tpu";
     options.compiler_detail = absl::StrCat("libtpu ", libtpu);
 #else

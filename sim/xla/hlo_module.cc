@@ -347,6 +347,9 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
         return w.Ints(wire, f, &inst->operand_ids);
       case 38:
         return w.Ints(wire, f, &inst->called_computation_ids);
+      case 40:  // sharding (OpSharding): only its presence is read
+        inst->has_sharding = true;
+        return w.Skip(wire, f);
       case 49:
         TPUSIM_WIRE(w.Bytes(wire, f, &s));
         inst->replica_groups.emplace_back();

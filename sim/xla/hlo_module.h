@@ -22,6 +22,7 @@
 //     fusion_kind = 11, tuple_index = 13, dimensions = 14, window = 15,
 //     convolution_dimension_numbers = 16, channel_id = 26,
 //     custom_call_target = 28, dot_dimension_numbers = 30, id = 35,
+//     sharding = 40 (its presence only),
 //     operand_ids = 36, called_computation_ids = 38, replica_groups = 49,
 //     feature_group_count = 50, source_target_pairs = 52,
 //     batch_group_count = 58, collective_device_list = 87
@@ -110,6 +111,9 @@ struct HloInstruction {
   std::vector<int64_t> kernel_spatial_dimensions;
   int64_t feature_group_count = 1;
   int64_t batch_group_count = 1;
+  // The instruction carries a sharding (HloInstructionProto.sharding): the
+  // module is meant to be SPMD-partitioned.
+  bool has_sharding = false;
 };
 
 struct HloComputation {

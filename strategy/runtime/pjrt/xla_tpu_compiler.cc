@@ -369,7 +369,8 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
 
   job->program = request.program;
   job->format = request.format;
-  job->options = EncodeCompileOptions(result.device_assignment);
+  job->options = EncodeCompileOptions(result.device_assignment,
+                                      request.use_spmd_partitioning);
   std::thread worker(RunCompile, job);
   {
     std::unique_lock<std::mutex> lock(job->mu);

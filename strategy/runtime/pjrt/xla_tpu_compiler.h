@@ -81,6 +81,8 @@ struct XlaTpuCompileRequest {
   // coordinates in libtpu's device descriptions (InvalidArgument naming a
   // coordinate the topology does not have).
   std::vector<std::vector<std::array<int, 4>>> device_coords;
+  // Partition the module by its shardings over the partitions (SPMD).
+  bool use_spmd_partitioning = false;
   // A compile running longer is DeadlineExceeded; <= 0: no limit.
   double time_limit_seconds = 0;
 };
