@@ -300,19 +300,23 @@ sim::ExternalCompiler XlaTpuSimCompiler(
   return [options, on_compiled](const runtime::Program& program,
                                 const runtime::SliceLayout& layout)
              -> absl::StatusOr<sim::ExternalCompiledProgram> {
-    if (program.num_cores_per_replica() != 1) {
-      return absl::UnimplementedError(absl::StrCat(
-          "program ", program.name(), " has ",
-          program.num_cores_per_replica(),
-          " cores per replica: --compiler xla-tpu times data-parallel "
-          "programs (one core per replica) only"));
-    }
     TPUSIM_ASSIGN_OR_RETURN(XlaTpuStep step,
                             CompileProgramForTpu(program, layout, options));
     if (on_compiled) on_compiled(step);
-    return sim::xla::ImportSchedule(
-        step.schedule, static_cast<int>(program.parameters().size()),
-        XlaTpuCoreMemory(step));
+    TPUSIM_ASSIGN_OR_RETURN(
+        sim::ExternalCompiledProgram imported,
+        sim::xla::ImportSchedule(step.schedule,
+                                 static_cast<int>(program.parameters().size()),
+                                 XlaTpuCoreMemory(step)));
+    // Several cores per replica: the emitted module runs on every device as
+    // XLA replica r * C + c (pjrt/stablehlo_emitter.h); the simulator times
+    // it so, each device with the compiler's HBM numbers.
+    const int cores = program.num_cores_per_replica();
+    if (cores > 1) {
+      imported.xla_replicas_per_replica = cores;
+      imported.compiled.memory.assign(cores, imported.compiled.memory[0]);
+    }
+    return imported;
   };
 }
 

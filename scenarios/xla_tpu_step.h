@@ -116,7 +116,9 @@ sim::CoreMemory XlaTpuCoreMemory(const XlaTpuStep& step);
 // the compiler's: variables = the variables' argument bytes, parameters = the
 // rest of the arguments, live peak = outputs - aliased + temporaries +
 // generated code (so the capacity check compares the compiler's total).
-// Unimplemented for programs with several cores per replica. `on_compiled`
+// A program with C > 1 cores per replica is emitted as R * C XLA replicas
+// that each run the whole module (pjrt/stablehlo_emitter.h) and timed so
+// (ExternalCompiledProgram::xla_replicas_per_replica). `on_compiled`
 // (may be empty) sees each compile's result.
 sim::ExternalCompiler XlaTpuSimCompiler(
     XlaTpuStepOptions options,
