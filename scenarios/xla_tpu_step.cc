@@ -215,8 +215,7 @@ absl::StatusOr<XlaTpuStep> CompileModuleForTpu(
     // keeps attribute names as strings, so the search works for it too.
     step.spmd = absl::StrContains(bytes, "mhlo.sharding") ||
                 absl::StrContains(bytes, "sdy.sharding");
-  } else if (hlo_text || HasExtension(path, ".hlo") ||
-             HasExtension(path, ".hlo.txt")) {
+  } else if (hlo_text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "run.program=\"", path, "\" is HLO text: libtpu's PJRT compile takes "
         "HLO as a serialized HloModuleProto (PJRT format \"hlo\") only; export "

@@ -95,11 +95,12 @@ absl::StatusOr<XlaTpuStep> CompileProgramForTpu(
 // format: ".mlir" (or content starting with MLIR's bytecode magic, or text
 // with a `module` and `func.func`) is StableHLO ("mlir"); ".pb", ".hlo.pb",
 // ".hlopb", ".binpb" (or content that decodes as an HloModuleProto) is a
-// serialized HloModuleProto ("hlo"). Shardings (`mhlo.sharding`, `sdy.` in
-// StableHLO; HloInstructionProto.sharding) select SPMD partitioning.
-// Errors: the file's (NotFound / PermissionDenied / InvalidArgument naming
-// the path: ReadRegularFile); HLO text (InvalidArgument: libtpu's PJRT
-// compile takes HLO as a serialized proto only); an unknown format
+// serialized HloModuleProto ("hlo"). Shardings (`mhlo.sharding`,
+// `sdy.sharding` in StableHLO; HloInstructionProto.sharding) select SPMD
+// partitioning. Errors: the file's (NotFound / PermissionDenied /
+// InvalidArgument naming the path: ReadRegularFile); HLO text (content
+// starting "HloModule "; InvalidArgument: libtpu's PJRT compile takes HLO as
+// a serialized proto only); an unknown format
 // (InvalidArgument naming the path, its extension and first bytes); libtpu's
 // (its message, prefixed with the path); the importer's.
 absl::StatusOr<XlaTpuStep> CompileModuleForTpu(

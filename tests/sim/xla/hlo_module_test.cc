@@ -155,6 +155,20 @@ TEST(HloModuleTest, WithoutScheduleTheInstructionOrderIsUsed) {
   EXPECT_EQ(s->kernels[1].bytes_written, 32);
 }
 
+TEST(HloModuleTest, ReadsWhetherAnInstructionHasASharding) {
+  // OpSharding {type: OTHER (3), tile_assignment_dimensions: [2]}.
+  const std::string sharding = IntField(1, 3) + IntField(3, 2);
+  auto m = ParseHloModule(
+      Module({Instruction(1, "p", "parameter", {}) + Field(40, sharding),
+              Instruction(2, "n", "negate", {1})},
+             2),
+      "hlo");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const HloComputation& c = *m->Entry();
+  EXPECT_TRUE(c.Find(1)->has_sharding);
+  EXPECT_FALSE(c.Find(2)->has_sharding);
+}
+
 TEST(HloModuleTest, UnknownOpcodeIsNamed) {
   auto m = ParseHloModule(
       Module({Instruction(1, "p", "parameter", {}),
