@@ -213,8 +213,9 @@ absl::StatusOr<XlaTpuStep> CompileModuleForTpu(
     step.module_format = "mlir";
     // StableHLO's sharding attributes (GSPMD's and Shardy's); MLIR bytecode
     // keeps attribute names as strings, so the search works for it too.
+    request.use_shardy_partitioner = absl::StrContains(bytes, "sdy.sharding");
     step.spmd = absl::StrContains(bytes, "mhlo.sharding") ||
-                absl::StrContains(bytes, "sdy.sharding");
+                request.use_shardy_partitioner;
   } else if (hlo_text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "run.program=\"", path, "\" is HLO text: libtpu's PJRT compile takes "
