@@ -210,8 +210,9 @@ absl::Status AddCost(const HloModule& module, const HloComputation& comp,
     // an input element rather than padding or a base-dilation hole, as XLA's
     // HloCostAnalysis counts them: XLA:TPU writes a batched dot as a
     // convolution whose batch dimensions are spatial ones with a window as
-    // large as the input, padded so that each output sees one element; a
-    // product of window sizes would count every padding position.
+    // large as the batch (stride, padding and base dilation such that each
+    // output reads one element); a product of window sizes would count every
+    // padding position.
     k *= ConvolutionWindowPerOutput(inst, operand(0), kernel);
     cost->flops += 2 * out * k;
     HloMatmul mm;
