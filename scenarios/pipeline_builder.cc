@@ -64,8 +64,7 @@ uint64_t Fingerprint(const FileSet& set) {
 }
 
 std::string Resolve(const LoadedScenario& s, const std::string& path) {
-  if (path.empty() || path[0] == '/' || s.base_dir.empty()) return path;
-  return absl::StrCat(s.base_dir, "/", path);
+  return ResolveScenarioPath(s, path);
 }
 
 // ---- inline tensors ----

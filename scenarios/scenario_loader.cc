@@ -347,10 +347,21 @@ class Validator {
     if (run.has_steps() && run.steps() < 1) {
       return c.Error("steps", absl::StrCat(run.steps()), "must be >= 1");
     }
-    if (!run.has_workload() || run.workload().name().empty()) {
+    if (run.has_program() && run.has_workload()) {
+      return c.Error("program", Quote(run.program()),
+                     "replaces run.workload; set one of run.program and "
+                     "run.workload, not both");
+    }
+    if (run.has_program() && run.program().empty()) {
+      return c.Error("program", "\"\"",
+                     "must be the path of a StableHLO (.mlir) or HLO (.pb) "
+                     "module");
+    }
+    if (!run.has_program() &&
+        (!run.has_workload() || run.workload().name().empty())) {
       return c.Error("workload", "",
                      "missing; set workload { name: \"mlp\" } (tpusim run "
-                     "--help lists the workloads)");
+                     "--help lists the workloads), or run.program");
     }
     const bool pod_names_slice = run.pod().has_slice() ||
                                  run.pod().has_generation() ||
@@ -428,7 +439,9 @@ class Validator {
     file_sets_ = names;
     from_function_ = sc.api() == Scenario::DISTRIBUTE_DATASETS_FROM_FUNCTION;
     if (sc.has_run()) {
-      if (!sc.has_global_batch_size()) {
+      // A module (run.program) has its batch in its shapes; the field only
+      // gives the report's examples/s.
+      if (!sc.has_global_batch_size() && !sc.run().has_program()) {
         return root.Error("global_batch_size", "",
                           "missing; `run` needs the global batch size");
       }
@@ -1151,6 +1164,12 @@ class Validator {
 };
 
 }  // namespace
+
+std::string ResolveScenarioPath(const LoadedScenario& scenario,
+                                const std::string& path) {
+  if (path.empty() || path[0] == '/' || scenario.base_dir.empty()) return path;
+  return absl::StrCat(scenario.base_dir, "/", path);
+}
 
 absl::StatusOr<LoadedScenario> ParseScenario(
     absl::string_view text, absl::string_view source_name,

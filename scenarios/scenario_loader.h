@@ -79,6 +79,11 @@ absl::StatusOr<LoadedScenario> LoadScenarioFile(
 // above, without line numbers when `scenario.locations` is null.
 absl::Status ValidateScenario(const LoadedScenario& scenario);
 
+// A file name written in the scenario (a pipeline's files, run.program):
+// relative names against the scenario's base_dir, absolute ones as they are.
+std::string ResolveScenarioPath(const LoadedScenario& scenario,
+                                const std::string& path);
+
 // An error about the field at `field_path` ("pipeline[2].text_line.glob",
 // as the validator names fields) in the validator's format: InvalidArgument
 // "source:LINE: path=value: problem" ("=value" omitted when empty; LINE is

@@ -624,6 +624,72 @@ void FillModelParallelTraffic(const strategy::TPUStrategy& tpu,
   }
 }
 
+// run.program: a module compiled by another compiler (TrainOptions::
+// compile_module). The traced step is empty (no inputs, no variables): the
+// sim backend's compiler returns the imported module for it, so the strategy
+// only drives the calls.
+class ModuleWorkload final : public Workload {
+ public:
+  explicit ModuleWorkload(double flops_per_device)
+      : flops_per_device_(flops_per_device) {}
+  absl::Status CreateVariables(bool, uint64_t) override {
+    return absl::OkStatus();
+  }
+  strategy::StepFunction Step() override {
+    return strategy::StepFunction(
+        [](ReplicaContext&, const TracedNest&) -> absl::StatusOr<TracedNest> {
+          return TracedNest::None();
+        });
+  }
+  absl::StatusOr<std::vector<Tensor>> Inputs(int64_t, bool,
+                                             uint64_t) const override {
+    return std::vector<Tensor>{};
+  }
+  absl::StatusOr<double> FlopsPerStep(int replicas, int64_t) const override {
+    return flops_per_device_ * replicas;
+  }
+  std::vector<runtime::ValueType> InputTypes(int64_t) const override {
+    return {};
+  }
+  std::vector<std::string> InputNames() const override { return {}; }
+
+ private:
+  double flops_per_device_;
+};
+
+// What run.program rules out (TrainOptions::compile_module).
+absl::Status CheckModuleRun(const LoadedScenario& scenario,
+                            const TrainOptions& options,
+                            const std::string& backend) {
+  const Scenario& sc = scenario.proto;
+  const RunSpec& run = sc.run();
+  const std::string field =
+      absl::StrCat("run.program=\"", run.program(), "\"");
+  if (!options.compile_module) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": a module is compiled by the XLA:TPU compiler; run it with "
+        "--compiler xla-tpu (tpusim's own compiler traces the C++ workloads "
+        "of run.workload and does not read modules)"));
+  }
+  if (backend != "sim") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": a module is timed on the sim backend; the run's backend is \"",
+        backend, "\""));
+  }
+  if (sc.pipeline_size() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": a module has no input pipeline (its parameters are "
+        "resident); remove the scenario's `pipeline`"));
+  }
+  if (run.has_device_assignment()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.device_assignment: run.program runs over every device of the "
+        "slice (its shardings or replicas place it); remove "
+        "run.device_assignment"));
+  }
+  return absl::OkStatus();
+}
+
 using Factory =
     std::function<absl::StatusOr<std::unique_ptr<Workload>>(const WorkloadSpec&)>;
 
@@ -774,22 +840,27 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
         "scenarios)"));
   }
   const RunSpec& run = sc.run();
-  auto it = Workloads().find(run.workload().name());
-  if (it == Workloads().end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.workload.name=\"", run.workload().name(),
-                     "\": unknown workload; workloads: ",
-                     absl::StrJoin(WorkloadNames(), ", "),
-                     common::DidYouMean(run.workload().name(), WorkloadNames())));
-  }
-  TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload,
-                          it->second(run.workload()));
   TrainResult result;
   const bool plan = options.plan_only;
   result.backend = plan                     ? "host"
                    : !options.backend.empty() ? options.backend
                    : run.has_backend()      ? run.backend()
                                             : "sim";
+  std::unique_ptr<Workload> workload;
+  const bool module = run.has_program();
+  if (module) {
+    TPUSIM_RETURN_IF_ERROR(CheckModuleRun(scenario, options, result.backend));
+  } else {
+    auto it = Workloads().find(run.workload().name());
+    if (it == Workloads().end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "run.workload.name=\"", run.workload().name(),
+          "\": unknown workload; workloads: ",
+          absl::StrJoin(WorkloadNames(), ", "),
+          common::DidYouMean(run.workload().name(), WorkloadNames())));
+    }
+    TPUSIM_ASSIGN_OR_RETURN(workload, it->second(run.workload()));
+  }
   proto::PodSpec pod = run.pod();
   // A pod that names no slice and no generation (none, or only options) is
   // the cluster's slice.
@@ -826,7 +897,24 @@ absl::StatusOr<TrainResult> RunTrainingUnguarded(
   if (result.backend == "sim") {
     TPUSIM_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimBackend> s,
                             sim::SimBackend::Create(pod));
-    if (options.sim_compiler) {
+    if (module) {
+      // The module, compiled once for the slice, is what every program of
+      // the run (the empty traced step) executes.
+      TPUSIM_ASSIGN_OR_RETURN(
+          ModuleProgram compiled,
+          options.compile_module(ResolveScenarioPath(scenario, run.program()),
+                                 s->layout()));
+      workload = std::make_unique<ModuleWorkload>(compiled.flops_per_device);
+      s->SetCompiler(
+          [imported = std::move(compiled.imported)](
+              const runtime::Program&, const runtime::SliceLayout&)
+              -> absl::StatusOr<sim::ExternalCompiledProgram> {
+            return imported;
+          },
+          options.compiler);
+      result.compiler = options.compiler;
+      result.compiler_detail = options.compiler_detail;
+    } else if (options.sim_compiler) {
       s->SetCompiler(options.sim_compiler, options.compiler);
       result.compiler = options.compiler;
       result.compiler_detail = options.compiler_detail;

@@ -55,6 +55,14 @@
 
 namespace tpusim::scenarios {
 
+// A user's module (run.program) compiled for the run's slice by another
+// compiler and imported (TrainOptions::compile_module).
+struct ModuleProgram {
+  sim::ExternalCompiledProgram imported;
+  // Model FLOPs of one step on one device (the compiler's cost analysis).
+  double flops_per_device = 0;
+};
+
 struct TrainOptions {
   // Overrides run.backend when not empty.
   std::string backend;
@@ -95,6 +103,18 @@ struct TrainOptions {
   std::string compiler = "tpusim";
   // Shown in the report under the compiler ("libtpu 0.0.30 ...").
   std::string compiler_detail;
+  // run.program: compiles the module (the path resolved against the
+  // scenario's directory) for the slice (tpusim run --compiler xla-tpu sets
+  // it: scenarios/xla_tpu_step.h). The run is then `steps` calls of that
+  // module on the sim backend over every device of the slice, with no inputs
+  // (its parameters are resident) and no variables. Without it a scenario
+  // with run.program is InvalidArgument saying it needs --compiler xla-tpu;
+  // with run.program, a `pipeline`, run.device_assignment or a backend other
+  // than sim is InvalidArgument naming the field. steps_per_run applies (a
+  // device loop of the module).
+  std::function<absl::StatusOr<ModuleProgram>(
+      const std::string& path, const runtime::SliceLayout& layout)>
+      compile_module;
 };
 
 // What fed the workload.

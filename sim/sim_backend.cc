@@ -370,6 +370,8 @@ struct SimSchedule {
   CompiledProgram compiled;
   // Per kernel: the parameter indices it reads.
   std::vector<std::vector<int>> kernel_parameters;
+  // ExternalCompiledProgram::xla_replicas_per_replica.
+  int xla_replicas_per_replica = 1;
 
   const runtime::Program& program() const { return host->program(); }
 };
@@ -408,6 +410,7 @@ class SimExecutable final : public runtime::Executable {
     s->compiled = std::move(external.compiled);
     s->kernel_parameters = std::move(external.kernel_parameters);
     s->kernel_parameters.resize(s->compiled.kernels.size());
+    s->xla_replicas_per_replica = external.xla_replicas_per_replica;
     schedule_ = std::move(s);
   }
   const runtime::Program& program() const override {
@@ -958,14 +961,24 @@ absl::Status SimBackend::Settle(bool all) const {
 
 absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
   const SimSchedule& exe = *call_info.exe;
-  const runtime::SpmdAssignment& assignment = call_info.assignment;
+  // An imported module that every device of a replica runs (its XLA
+  // replica r * C + c): timed as R * C replicas of one core.
+  runtime::SpmdAssignment flat;
+  const bool flatten = exe.xla_replicas_per_replica > 1;
+  if (flatten) {
+    for (const std::vector<int>& devs : call_info.assignment.replica_devices) {
+      for (int d : devs) flat.replica_devices.push_back({d});
+    }
+  }
+  const runtime::SpmdAssignment& assignment =
+      flatten ? flat : call_info.assignment;
   const runtime::Program& program = exe.program();
   const CompiledProgram& compiled = exe.compiled;
   const std::vector<Kernel>& kernels = compiled.kernels;
   const int num_devices = layout_.num_devices();
   const std::vector<runtime::Op>& ops = program.ops();
   const int replicas = assignment.num_replicas();
-  const int cores = program.num_cores_per_replica();
+  const int cores = flatten ? 1 : program.num_cores_per_replica();
   const Picoseconds call = now_;
   const Picoseconds begin = call + options_.host_loop_overhead;
   auto dev = [&](int r, int c) { return assignment.replica_devices[r][c]; };
@@ -1112,6 +1125,7 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       if (kernel.op_ids.empty()) {
         imported.code = kernel.collective;
         imported.attrs.replica_groups = kernel.replica_groups;
+        imported.attrs.source_target_pairs = kernel.source_target_pairs;
       }
       const runtime::Op& op =
           kernel.op_ids.empty() ? imported : ops[kernel.op_ids.back()];

@@ -178,6 +178,12 @@ struct SimBackendOptions {
 struct ExternalCompiledProgram {
   CompiledProgram compiled;
   std::vector<std::vector<int>> kernel_parameters;
+  // C > 1: the program has C logical cores per replica and `compiled` is one
+  // module that every device runs (XLA replica r * C + c on the device of
+  // replica r's core c; pjrt/stablehlo_emitter.h): the walk times it as
+  // R * C replicas of one core, whose collectives' groups and permute pairs
+  // are those XLA replica ids. `compiled.memory` then has C entries.
+  int xla_replicas_per_replica = 1;
 };
 using ExternalCompiler =
     std::function<absl::StatusOr<ExternalCompiledProgram>(

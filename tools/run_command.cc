@@ -124,7 +124,17 @@ absl::Status RunRun(const ParsedArgs& args, std::ostream& out) {
     const std::string libtpu = xla.libtpu.empty()
                                    ? runtime::pjrt::DefaultLibtpuPath()
                                    : xla.libtpu;
-    options.sim_compiler = scenarios::XlaTpuSimCompiler(xla);
+    // Each compile's wall time goes to stderr (it differs from run to run).
+    auto report_compile = [](const scenarios::XlaTpuStep& step) {
+      std::fprintf(stderr,
+                   "tpusim run: xla-tpu compiled %s for %s in %.2f s\n",
+                   step.module_path.empty() ? step.program_name.c_str()
+                                            : step.module_path.c_str(),
+                   step.topology.c_str(), step.compiled.compile_seconds);
+    };
+    options.sim_compiler = scenarios::XlaTpuSimCompiler(xla, report_compile);
+    options.compile_module =
+        scenarios::XlaTpuModuleCompiler(xla, report_compile);
     options.compiler = "xla-tpu";
     options.compiler_detail = absl::StrCat("libtpu ", libtpu);
 #else

@@ -179,6 +179,10 @@ absl::Status RunXlaTpuCompile(const ParsedArgs& args, std::ostream& out) {
         {"topology", Json::String(step.topology)},
         {"program", Json::String(step.program_name)},
         {"xla_replicas", Json::Int(step.num_replicas * step.cores_per_replica)},
+        {"xla_partitions", Json::Int(step.num_partitions)},
+        {"module", Json::String(step.module_path)},
+        {"module_format", Json::String(step.module_format)},
+        {"spmd", Json::Bool(step.spmd)},
         {"compile_seconds", Json::Float64(step.compiled.compile_seconds)},
         {"hbm_per_device",
          Json::Object({{"arguments", Json::Int(m.arguments)},
@@ -208,20 +212,39 @@ absl::Status RunXlaTpuCompile(const ParsedArgs& args, std::ostream& out) {
         step.layout.num_devices());
     out << "libtpu: " << step.libtpu << " (" << step.compiled.plugin_version
         << ")\n";
-    out << absl::StrFormat(
-        "program %s: %d replicas x %d cores = %d XLA replicas on topology %s; "
-        "StableHLO %s\n",
-        step.program_name, step.num_replicas, step.cores_per_replica,
-        step.num_replicas * step.cores_per_replica, step.topology,
-        Human(step.stablehlo_bytes));
+    if (!step.module_path.empty()) {
+      out << absl::StrFormat(
+          "module %s (run.program, %s, %s): %s, %d XLA replicas x %d "
+          "partitions on topology %s\n",
+          step.module_path,
+          step.module_format == "mlir" ? "StableHLO" : "HloModuleProto",
+          Human(step.stablehlo_bytes),
+          step.spmd ? "SPMD-partitioned by its shardings"
+                    : "no shardings: replicated",
+          step.num_replicas, step.num_partitions, step.topology);
+    } else {
+      out << absl::StrFormat(
+          "program %s: %d replicas x %d cores = %d XLA replicas on topology "
+          "%s; StableHLO %s\n",
+          step.program_name, step.num_replicas, step.cores_per_replica,
+          step.num_replicas * step.cores_per_replica, step.topology,
+          Human(step.stablehlo_bytes));
+    }
     out << absl::StrFormat("compile time: %.3f s\n",
                            step.compiled.compile_seconds);
     out << "HBM per device (the compiler's memory stats):\n";
-    out << absl::StrFormat(
-        "  arguments       %12s  (variables: parameters + optimizer state %s; "
-        "inputs: the infeed batch %s)\n",
-        Human(m.arguments), Human(step.variable_argument_bytes),
-        Human(step.input_argument_bytes));
+    if (!step.module_path.empty()) {
+      out << absl::StrFormat(
+          "  arguments       %12s  (the module's parameters: abstract and "
+          "resident, no infeed)\n",
+          Human(m.arguments));
+    } else {
+      out << absl::StrFormat(
+          "  arguments       %12s  (variables: parameters + optimizer state "
+          "%s; inputs: the infeed batch %s)\n",
+          Human(m.arguments), Human(step.variable_argument_bytes),
+          Human(step.input_argument_bytes));
+    }
     out << absl::StrFormat("  outputs         %12s\n", Human(m.outputs));
     out << absl::StrFormat(
         "  aliased         %12s  (arguments reused as outputs)\n",

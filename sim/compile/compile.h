@@ -101,6 +101,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -149,6 +150,9 @@ struct Kernel {
   // others their operand.
   int64_t collective_bytes = 0;
   std::vector<std::vector<int64_t>> replica_groups;  // as the op has them
+  // An imported collective-permute's (source, target) replica pairs
+  // (sim/compile's kernels take them from their op).
+  std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
   int pair = -1;  // the matching done / start kernel index
 
   // kCopy: from which logical core and how many bytes.

@@ -1,6 +1,7 @@
 #include "sim/xla/hlo_analysis.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -87,6 +88,53 @@ absl::Status Unknown(const HloInstruction& inst, const HloComputation& comp) {
 
 // The FLOPs of one instruction; fusions and nested fusions add their fused
 // computation's.
+// The mean number of window positions per output element that read an
+// input element (see the convolution case above): the product over spatial
+// dimensions of valid (output, window) pairs / output size. Without window
+// or spatial dimension numbers, the kernel's spatial sizes.
+double ConvolutionWindowPerOutput(const HloInstruction& inst,
+                                  const HloInstruction* input,
+                                  const HloInstruction* kernel) {
+  const size_t n = inst.kernel_spatial_dimensions.size();
+  auto kernel_sizes = [&] {
+    double w = 1;
+    for (int64_t d : inst.kernel_spatial_dimensions) {
+      w *= static_cast<double>(kernel->shape.dimensions[d]);
+    }
+    return w;
+  };
+  if (input == nullptr || inst.window.size() != n ||
+      inst.input_spatial_dimensions.size() != n ||
+      inst.output_spatial_dimensions.size() != n) {
+    return kernel_sizes();
+  }
+  double per_output = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t in_d = inst.input_spatial_dimensions[i];
+    const int64_t out_d = inst.output_spatial_dimensions[i];
+    if (in_d < 0 || in_d >= static_cast<int64_t>(input->shape.dimensions.size()) ||
+        out_d < 0 ||
+        out_d >= static_cast<int64_t>(inst.shape.dimensions.size())) {
+      return kernel_sizes();
+    }
+    const int64_t in_size = input->shape.dimensions[in_d];
+    const int64_t out_size = inst.shape.dimensions[out_d];
+    const HloInstruction::WindowDim& w = inst.window[i];
+    int64_t valid = 0;
+    for (int64_t o = 0; o < out_size; ++o) {
+      for (int64_t k = 0; k < w.size; ++k) {
+        const int64_t pos = o * w.stride + k * w.window_dilation - w.padding_low;
+        if (pos < 0 || pos % w.base_dilation != 0) continue;
+        if (pos / w.base_dilation < in_size) ++valid;
+      }
+    }
+    per_output *= out_size > 0 ? static_cast<double>(valid) /
+                                     static_cast<double>(out_size)
+                               : 0.0;
+  }
+  return per_output;
+}
+
 absl::Status AddCost(const HloModule& module, const HloComputation& comp,
                      const HloInstruction& inst, int depth, Cost* cost) {
   const std::string& op = inst.opcode;
@@ -131,7 +179,7 @@ absl::Status AddCost(const HloModule& module, const HloComputation& comp,
         mm.batch *= lhs->shape.dimensions[d];
       }
     }
-    mm.k = static_cast<int64_t>(k);
+    mm.k = std::max<int64_t>(1, static_cast<int64_t>(std::llround(k)));
     const HloInstruction* rhs = operand(1);
     const int64_t bk = std::max<int64_t>(1, mm.batch * mm.k);
     mm.m = ShapeElements(lhs->shape) / bk;
@@ -157,8 +205,15 @@ absl::Status AddCost(const HloModule& module, const HloComputation& comp,
             "HLO import: convolution ", inst.name,
             " has a kernel spatial dimension ", d, " outside rank ", rank));
       }
-      k *= static_cast<double>(kernel->shape.dimensions[d]);
     }
+    // Per spatial dimension, the (output, window) position pairs that read
+    // an input element rather than padding or a base-dilation hole, as XLA's
+    // HloCostAnalysis counts them: XLA:TPU writes a batched dot as a
+    // convolution whose batch dimensions are spatial ones with a window as
+    // large as the batch (stride, padding and base dilation such that each
+    // output reads one element); a product of window sizes would count every
+    // padding position.
+    k *= ConvolutionWindowPerOutput(inst, operand(0), kernel);
     cost->flops += 2 * out * k;
     HloMatmul mm;
     const HloInstruction* input = operand(0);
@@ -168,7 +223,7 @@ absl::Status AddCost(const HloModule& module, const HloComputation& comp,
     const int64_t cout =
         out_dim >= 0 && out_dim < rank ? kernel->shape.dimensions[out_dim] : 1;
     mm.batch = std::max<int64_t>(1, inst.feature_group_count);
-    mm.k = static_cast<int64_t>(k);
+    mm.k = std::max<int64_t>(1, static_cast<int64_t>(std::llround(k)));
     mm.n = std::max<int64_t>(1, cout / mm.batch);
     mm.m = static_cast<int64_t>(out) / std::max<int64_t>(1, cout);
     cost->matmuls.push_back(mm);

@@ -13,8 +13,11 @@
 //    instructions, nested fusions included):
 //      dot: 2 x result elements x the product of the lhs contracting dims;
 //      convolution: 2 x result elements x the kernel's input features x the
-//        product of its spatial dims (feature groups: the kernel already
-//        holds features / groups);
+//        window positions per output that read input, not padding (per
+//        spatial dim: valid (output, window) pairs / output size, from the
+//        window's size, stride, padding and dilations; without a window, the
+//        kernel's spatial sizes) (feature groups: the kernel already holds
+//        features / groups); its matmul's k is the same product;
 //      elementwise arithmetic, compare, select, clamp: result elements;
 //      exp, log, tanh, rsqrt, sqrt, power, logistic, sin, cos, erf, atan2,
 //        cbrt, expm1, log1p: result elements counted as transcendentals;

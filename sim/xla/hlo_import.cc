@@ -16,10 +16,13 @@ absl::StatusOr<runtime::OpCode> CollectiveOp(const HloKernel& k) {
   if (k.collective == "all-gather") return runtime::OpCode::kAllGather;
   if (k.collective == "reduce-scatter") return runtime::OpCode::kReduceScatter;
   if (k.collective == "all-to-all") return runtime::OpCode::kAllToAll;
+  if (k.collective == "collective-permute") {
+    return runtime::OpCode::kCollectivePermute;
+  }
   return absl::InvalidArgumentError(absl::StrCat(
       "HLO import: ", k.collective, " ", k.name,
       " cannot be simulated from an imported module yet (all-reduce, "
-      "all-gather, reduce-scatter and all-to-all can)"));
+      "all-gather, reduce-scatter, all-to-all and collective-permute can)"));
 }
 
 }  // namespace
@@ -52,6 +55,7 @@ absl::StatusOr<ExternalCompiledProgram> ImportSchedule(
         k.kind = CompiledKernelKind::kCollectiveStart;
         k.collective_bytes = h.collective_bytes;
         k.replica_groups = h.replica_groups;
+        k.source_target_pairs = h.source_target_pairs;
         k.name = absl::StrCat(h.name, ".start");
         const int start = static_cast<int>(kernels.size());
         kernels.push_back(k);

@@ -16,14 +16,15 @@
 //    kVector with their HBM bytes only;
 //  * a synchronous collective: a start and a done right after it; an async
 //    pair: a start and a done at their places in the schedule; the op
-//    (all-reduce, all-gather, reduce-scatter, all-to-all), the replica groups
-//    (XLA replica ids = the program's replicas: one core per replica) and
-//    the bytes per device;
+//    (all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute),
+//    the replica groups or a permute's source-target pairs (XLA replica ids,
+//    or partition ids of an SPMD-partitioned module with one replica, = the
+//    program's replicas: one core per replica) and the bytes per device;
 //  * kernel_parameters: the program parameters (entry parameters numbered
 //    below `num_program_parameters`) each kernel reads: its infeed;
 //  * memory: `memory` as given (the compiler's numbers, mapped by the caller).
-// Errors (InvalidArgument naming the instruction): collective-permute and
-// collective-broadcast (the simulator takes their pairs from program ops).
+// Errors (InvalidArgument naming the instruction): any other collective
+// (collective-broadcast).
 
 #ifndef TPUSIM_SIM_XLA_HLO_IMPORT_H_
 #define TPUSIM_SIM_XLA_HLO_IMPORT_H_

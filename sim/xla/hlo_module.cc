@@ -1,5 +1,7 @@
 #include "sim/xla/hlo_module.h"
 
+#include <algorithm>
+
 #include <functional>
 #include <numeric>
 #include <utility>
@@ -294,13 +296,32 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
           if (f2 != 1) return ww.Skip(w2, f2);
           absl::string_view d;
           TPUSIM_WIRE(ww.Bytes(w2, f2, &d));
-          int64_t size = 1;
+          HloInstruction::WindowDim dim;
           TPUSIM_WIRE(ForEachField(d, "WindowDimension",
                                    [&](int f3, int w3, Wire& wd) {
-                                     if (f3 == 1) return wd.Int(w3, f3, &size);
-                                     return wd.Skip(w3, f3);
+                                     switch (f3) {
+                                       case 1:
+                                         return wd.Int(w3, f3, &dim.size);
+                                       case 2:
+                                         return wd.Int(w3, f3, &dim.stride);
+                                       case 3:
+                                         return wd.Int(w3, f3, &dim.padding_low);
+                                       case 5:
+                                         return wd.Int(w3, f3,
+                                                       &dim.window_dilation);
+                                       case 6:
+                                         return wd.Int(w3, f3,
+                                                       &dim.base_dilation);
+                                       default:
+                                         return wd.Skip(w3, f3);
+                                     }
                                    }));
-          inst->window_sizes.push_back(size);
+          // proto3: an absent stride or dilation reads 0 and means 1.
+          dim.stride = std::max<int64_t>(1, dim.stride);
+          dim.window_dilation = std::max<int64_t>(1, dim.window_dilation);
+          dim.base_dilation = std::max<int64_t>(1, dim.base_dilation);
+          inst->window_sizes.push_back(dim.size);
+          inst->window.push_back(dim);
           return absl::OkStatus();
         });
       case 16:
@@ -314,6 +335,10 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
                   return ww.Int(w2, f2, &inst->kernel_output_feature_dimension);
                 case 6:
                   return ww.Ints(w2, f2, &inst->kernel_spatial_dimensions);
+                case 11:
+                  return ww.Ints(w2, f2, &inst->input_spatial_dimensions);
+                case 12:
+                  return ww.Ints(w2, f2, &inst->output_spatial_dimensions);
                 default:
                   return ww.Skip(w2, f2);
               }
@@ -347,6 +372,9 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
         return w.Ints(wire, f, &inst->operand_ids);
       case 38:
         return w.Ints(wire, f, &inst->called_computation_ids);
+      case 40:  // sharding (OpSharding): only its presence is read
+        inst->has_sharding = true;
+        return w.Skip(wire, f);
       case 49:
         TPUSIM_WIRE(w.Bytes(wire, f, &s));
         inst->replica_groups.emplace_back();

@@ -22,9 +22,15 @@
 //     fusion_kind = 11, tuple_index = 13, dimensions = 14, window = 15,
 //     convolution_dimension_numbers = 16, channel_id = 26,
 //     custom_call_target = 28, dot_dimension_numbers = 30, id = 35,
+//     sharding = 40 (its presence only),
 //     operand_ids = 36, called_computation_ids = 38, replica_groups = 49,
 //     feature_group_count = 50, source_target_pairs = 52,
 //     batch_group_count = 58, collective_device_list = 87
+//   Window: dimensions = 1; WindowDimension: size = 1, stride = 2,
+//     padding_low = 3, window_dilation = 5, base_dilation = 6
+//   ConvolutionDimensionNumbers: kernel_input_feature_dimension = 3,
+//     kernel_output_feature_dimension = 4, kernel_spatial_dimensions = 6,
+//     input_spatial_dimensions = 11, output_spatial_dimensions = 12
 //   ShapeProto: element_type = 2, dimensions = 3, tuple_shapes = 4, layout = 5
 //   LayoutProto: minor_to_major = 1, tiles = 6, element_size_in_bits = 7,
 //     memory_space = 8; TileProto: dimensions = 1
@@ -105,11 +111,25 @@ struct HloInstruction {
   std::vector<int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
   // convolution
   std::vector<int64_t> window_sizes;
+  // Per window dimension (absent in the proto: stride and dilations 1).
+  struct WindowDim {
+    int64_t size = 1;
+    int64_t stride = 1;
+    int64_t padding_low = 0;
+    int64_t window_dilation = 1;
+    int64_t base_dilation = 1;
+  };
+  std::vector<WindowDim> window;
   int64_t kernel_input_feature_dimension = 0;  // proto3: absent = 0
   int64_t kernel_output_feature_dimension = 0;
   std::vector<int64_t> kernel_spatial_dimensions;
+  std::vector<int64_t> input_spatial_dimensions;
+  std::vector<int64_t> output_spatial_dimensions;
   int64_t feature_group_count = 1;
   int64_t batch_group_count = 1;
+  // The instruction carries a sharding (HloInstructionProto.sharding): the
+  // module is meant to be SPMD-partitioned.
+  bool has_sharding = false;
 };
 
 struct HloComputation {

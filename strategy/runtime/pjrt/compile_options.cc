@@ -30,7 +30,8 @@ void BytesField(int field, const std::string& bytes, std::string* out) {
 }  // namespace
 
 std::string EncodeCompileOptions(
-    const std::vector<std::vector<int64_t>>& replica_partition_devices) {
+    const std::vector<std::vector<int64_t>>& replica_partition_devices,
+    bool use_spmd_partitioning, bool use_shardy_partitioner) {
   const int64_t replicas = static_cast<int64_t>(replica_partition_devices.size());
   const int64_t partitions =
       static_cast<int64_t>(replica_partition_devices[0].size());
@@ -50,7 +51,9 @@ std::string EncodeCompileOptions(
   IntField(1, -1, &build);          // device_ordinal: none (an assignment is given)
   IntField(4, replicas, &build);    // num_replicas
   IntField(5, partitions, &build);  // num_partitions
+  if (use_spmd_partitioning) IntField(6, 1, &build);  // use_spmd_partitioning
   BytesField(9, assignment, &build);  // device_assignment
+  if (use_shardy_partitioner) IntField(19, 1, &build);  // use_shardy_partitioner
   std::string options;
   BytesField(3, build, &options);  // executable_build_options
   return options;

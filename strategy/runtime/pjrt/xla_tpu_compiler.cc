@@ -369,7 +369,9 @@ absl::StatusOr<XlaTpuCompileResult> CompileForTpu(
 
   job->program = request.program;
   job->format = request.format;
-  job->options = EncodeCompileOptions(result.device_assignment);
+  job->options = EncodeCompileOptions(result.device_assignment,
+                                      request.use_spmd_partitioning,
+                                      request.use_shardy_partitioner);
   std::thread worker(RunCompile, job);
   {
     std::unique_lock<std::mutex> lock(job->mu);

@@ -81,6 +81,11 @@ struct XlaTpuCompileRequest {
   // coordinates in libtpu's device descriptions (InvalidArgument naming a
   // coordinate the topology does not have).
   std::vector<std::vector<std::array<int, 4>>> device_coords;
+  // Partition the module by its shardings over the partitions (SPMD).
+  bool use_spmd_partitioning = false;
+  // The module's shardings are Shardy's (sdy dialect): XLA partitions it
+  // with Shardy (without, libtpu fails on its `xla.sdy.*` custom calls).
+  bool use_shardy_partitioner = false;
   // A compile running longer is DeadlineExceeded; <= 0: no limit.
   double time_limit_seconds = 0;
 };

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "common/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -77,17 +78,42 @@ TEST(HloImportTest, ProbeModuleAsKernels) {
   EXPECT_EQ(p->compiled.memory[0].parameters, 655360);
 }
 
-TEST(HloImportTest, CollectivePermuteIsNamed) {
+TEST(HloImportTest, CollectivePermuteCarriesItsPairs) {
   HloSchedule s;
   HloKernel k;
   k.kind = HloKernelKind::kCollective;
   k.name = "collective-permute.3";
   k.collective = "collective-permute";
+  k.source_target_pairs = {{0, 1}, {2, 3}};
+  k.collective_bytes = 4096;
+  s.kernels.push_back(k);
+  auto p = ImportSchedule(s, 0, {});
+  ASSERT_THAT(p.status(), IsOk());
+  const std::vector<Kernel>& kernels = p->compiled.kernels;
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].name, "collective-permute.3.start");
+  EXPECT_EQ(kernels[0].kind, CompiledKernelKind::kCollectiveStart);
+  EXPECT_EQ(kernels[0].collective, runtime::OpCode::kCollectivePermute);
+  EXPECT_EQ(kernels[0].collective_bytes, 4096);
+  EXPECT_THAT(kernels[0].source_target_pairs,
+              ElementsAre(std::make_pair(int64_t{0}, int64_t{1}),
+                          std::make_pair(int64_t{2}, int64_t{3})));
+  EXPECT_EQ(kernels[1].name, "collective-permute.3.done");
+  EXPECT_EQ(kernels[1].kind, CompiledKernelKind::kCollectiveDone);
+  EXPECT_EQ(kernels[1].pair, 0);
+}
+
+TEST(HloImportTest, CollectiveBroadcastIsNamed) {
+  HloSchedule s;
+  HloKernel k;
+  k.kind = HloKernelKind::kCollective;
+  k.name = "collective-broadcast.3";
+  k.collective = "collective-broadcast";
   s.kernels.push_back(k);
   EXPECT_THAT(ImportSchedule(s, 0, {}).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("HLO import: collective-permute "
-                                 "collective-permute.3 cannot be simulated")));
+                       HasSubstr("HLO import: collective-broadcast "
+                                 "collective-broadcast.3 cannot be simulated")));
 }
 
 }  // namespace

@@ -155,6 +155,67 @@ TEST(HloModuleTest, WithoutScheduleTheInstructionOrderIsUsed) {
   EXPECT_EQ(s->kernels[1].bytes_written, 32);
 }
 
+TEST(HloModuleTest, ReadsWhetherAnInstructionHasASharding) {
+  // OpSharding {type: OTHER (3), tile_assignment_dimensions: [2]}.
+  const std::string sharding = IntField(1, 3) + IntField(3, 2);
+  auto m = ParseHloModule(
+      Module({Instruction(1, "p", "parameter", {}) + Field(40, sharding),
+              Instruction(2, "n", "negate", {1})},
+             2),
+      "hlo");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const HloComputation& c = *m->Entry();
+  EXPECT_TRUE(c.Find(1)->has_sharding);
+  EXPECT_FALSE(c.Find(2)->has_sharding);
+}
+
+// f32 of the given dimensions, no layout.
+std::string F32ShapeOf(const std::vector<int64_t>& dims) {
+  std::string s = IntField(2, 11);
+  for (int64_t d : dims) s += IntField(3, d);
+  return s;
+}
+
+TEST(HloModuleTest, ConvolutionCountsOnlyWindowPositionsThatReadInput) {
+  // A batched dot as XLA:TPU writes it: a convolution whose batch dimension
+  // (4) is spatial, with a window of 4, padding 3 and base dilation 4, so
+  // each output position reads exactly one input position. Input [4, 8, 16]
+  // (spatial, batch, feature), kernel [4, 16, 2] (spatial, in, out), output
+  // [4, 8, 2].
+  const std::string window =
+      Field(1, IntField(1, 4) + IntField(2, 1) + IntField(3, 3) +
+                   IntField(4, 3) + IntField(6, 4));
+  const std::string dnums = IntField(7, 1) + IntField(8, 2) + IntField(11, 0) +
+                            IntField(3, 1) + IntField(4, 2) + IntField(6, 0) +
+                            IntField(9, 1) + IntField(10, 2) + IntField(12, 0);
+  auto inst = [&](int64_t id, const std::string& name, const std::string& op,
+                  const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& operands) {
+    std::string i = Field(1, name) + Field(2, op) +
+                    Field(3, F32ShapeOf(dims)) + IntField(35, id);
+    for (int64_t o : operands) i += IntField(36, o);
+    return i;
+  };
+  auto m = ParseHloModule(
+      Module({inst(1, "x", "parameter", {4, 8, 16}, {}),
+              inst(2, "w", "parameter", {4, 16, 2}, {}) + IntField(9, 1),
+              inst(3, "c", "convolution", {4, 8, 2}, {1, 2}) +
+                  Field(15, window) + Field(16, dnums)},
+             3),
+      "hlo");
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto s = AnalyzeHloModule(*m);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->kernels.size(), 1u);
+  // 2 x 64 outputs x 16 input features x 1 valid window position (the
+  // window's size, 4, would count its padding: 8192).
+  EXPECT_EQ(s->kernels[0].flops, 2048);
+  ASSERT_EQ(s->kernels[0].matmuls.size(), 1u);
+  EXPECT_EQ(s->kernels[0].matmuls[0].m, 32);
+  EXPECT_EQ(s->kernels[0].matmuls[0].k, 16);
+  EXPECT_EQ(s->kernels[0].matmuls[0].n, 2);
+}
+
 TEST(HloModuleTest, UnknownOpcodeIsNamed) {
   auto m = ParseHloModule(
       Module({Instruction(1, "p", "parameter", {}),
