@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -77,7 +77,6 @@ class SimPod {
     std::vector<int> devices;        // by member index
     std::vector<int> slots;          // by member: the walk's slot that waits
     std::string name;                // the start kernel's
-    int core = 0;                    // the logical core it runs on
     std::vector<char> waited;        // by member: a blocked walk waits
     int remaining = 0;
     bool checked = false;  // against its lower bound
@@ -328,7 +327,7 @@ class HbmDataPath final : public net::CollectiveDataPath {
         static_cast<double>(work.bytes_read + work.bytes_written);
     if (bytes <= 0) return out;
     PerDevice& dev = devices_[device];
-    dev.hbm->Forget(Min(work.floor, dev.walk_floor));
+    dev.hbm->Forget(std::min(work.floor, dev.walk_floor));
     const bool send = work.bytes_written == 0;
     Picoseconds start = in.head;
     double rate = dev.hbm->bytes_per_second();
@@ -351,7 +350,6 @@ class HbmDataPath final : public net::CollectiveDataPath {
 
  private:
   static Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
-  static Picoseconds Min(Picoseconds a, Picoseconds b) { return b < a ? b : a; }
   net::VectorRateDataPath inner_;
   struct PerDevice {
     HbmArbiter* hbm = nullptr;
@@ -1109,7 +1107,6 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
           col.slots.push_back(-1);  // the sender does not wait for it
         }
         col.name = kernel.name;
-        col.core = c;
         collective_of[k] = pod_->AddCollective(std::move(col));
         // No wait on a copy jumps (its transfer starts at its receiver's
         // ready): no members for the path.
@@ -1182,7 +1179,6 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
       // whose groups mix them would otherwise pair the wrong ones.
       col.request.channel = pod_->NewChannel();
       col.name = kernel.name;
-      col.core = c;
       // The path's view of its members: whom each one's part depends on.
       std::vector<PathMember> members(replicas);
       std::vector<int> source(replicas, -1);
@@ -1412,9 +1408,13 @@ absl::Status SimBackend::Simulate(const PendingCall& call_info) const {
         tl[slot]->clock = Max(tl[slot]->clock, col.end[r]);
       }
     }
-    std::vector<Picoseconds> clocks(slots);
-    for (size_t slot = 0; slot < slots; ++slot) clocks[slot] = tl[slot]->clock;
-    EndStep(exe, clocks, device_of_slot);
+    if (options_.record_spans) {  // EndStep does nothing without
+      std::vector<Picoseconds> clocks(slots);
+      for (size_t slot = 0; slot < slots; ++slot) {
+        clocks[slot] = tl[slot]->clock;
+      }
+      EndStep(exe, clocks, device_of_slot);
+    }
   }
   // The call ends when every device has finished.
   Picoseconds end = begin;
@@ -1635,8 +1635,7 @@ void SimBackend::EndStep(const SimSchedule& schedule,
   for (const StepFlight& f : step_flights_) {
     if (!traced_[f.device]) continue;
     const Kernel& k = kernels[f.kernel];
-    std::string pair = k.name;
-    if (absl::EndsWith(pair, ".done")) pair.resize(pair.size() - 5);
+    std::string pair(absl::StripSuffix(k.name, ".done"));
     flights_.push_back(Flight{f.device, std::move(pair),
                               std::string(runtime::OpCodeName(k.collective)),
                               f.algorithm, k.collective_bytes, f.start_ps,

@@ -99,7 +99,7 @@ absl::Status RunCompare(const ParsedArgs& args, std::ostream& out) {
   if (format == "csv") out << CompareCsv(runs);
   if (format == "json") out << CompareJson(runs, {}).Dump() << "\n";
   if (!out_file.empty()) {
-    TPUSIM_RETURN_IF_ERROR(WriteFile(
+    TPUSIM_RETURN_IF_ERROR(common::WriteFile(
         out_file,
         CompareHtml(absl::StrCat("tpusim compare ",
                                  absl::StrJoin(args.positional(), " ")),

@@ -25,7 +25,8 @@ std::string ShortCategory(const std::string& c) {
   return c;
 }
 
-// "input 77.0%" from the stats' bottleneck category and share.
+// "input 77.0% of the critical path" from the stats' bottleneck category and
+// share.
 std::string ShortBottleneck(const RunStats& s) {
   if (s.bottleneck_category.empty()) return s.bottleneck;
   return absl::StrFormat("%s %.1f%% of the critical path",

@@ -5,20 +5,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_io.h"
 
 namespace tpusim::tools {
-
-absl::Status WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream o(path, std::ios::binary | std::ios::trunc);
-  if (o) o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (o) o.close();
-  if (!o) return common::ErrnoStatus("cannot write", path, errno);
-  return absl::OkStatus();
-}
 
 absl::Status CheckFreshDirectory(const std::string& flag,
                                  const std::string& dir) {

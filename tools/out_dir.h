@@ -1,7 +1,7 @@
 // tools/out_dir.h
 //
-// Output directories and files of the CLI (`run --out`, `sweep --out`,
-// `compare --out`).
+// Output directories of the CLI (`run --out`, `sweep --out`,
+// `compare --out`); files are written with common::WriteFile.
 
 #ifndef TPUSIM_TOOLS_OUT_DIR_H_
 #define TPUSIM_TOOLS_OUT_DIR_H_
@@ -11,10 +11,6 @@
 #include "absl/status/status.h"
 
 namespace tpusim::tools {
-
-// Writes `bytes` to `path` (created or truncated). The OS reason names the
-// path on failure.
-absl::Status WriteFile(const std::string& path, const std::string& bytes);
 
 // For a command that fills a directory of its own (`sweep --out DIR`): DIR
 // must not exist or be empty (a sweep never mixes its points with an older

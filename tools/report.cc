@@ -21,7 +21,10 @@ static_assert(sizeof(kCategories) / sizeof(kCategories[0]) ==
                   sim::kNumSpanCategories,
               "the report's categories are the simulator's span categories");
 
-std::string Escape(absl::string_view text) {
+
+}  // namespace
+
+std::string HtmlEscape(absl::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
@@ -43,8 +46,6 @@ std::string Escape(absl::string_view text) {
   }
   return out;
 }
-
-}  // namespace
 
 const std::vector<std::string>& BreakdownCategories() {
   static const std::vector<std::string>* categories = [] {
@@ -69,8 +70,6 @@ std::string CategoryColour(const std::string& category) {
   auto it = colour->find(category);
   return it == colour->end() ? "#808080" : it->second;
 }
-
-std::string HtmlEscape(const std::string& text) { return Escape(text); }
 
 double BreakdownPercent(const RunStats& s, double ms) {
   return s.breakdown_step_ms > 0 ? 100 * ms / s.breakdown_step_ms : 0.0;
@@ -1305,15 +1304,15 @@ std::string InputSection(const RunStats& s) {
       "shard policy %s; %d steps run%s.</p>\n<table id=\"input\"><tr><th>"
       "worker</th><th class=\"l\">shard policy</th><th class=\"l\">why</th>"
       "</tr>\n",
-      Escape(in.api), Escape(in.semantics), in.workers,
-      Escape(in.requested_policy), in.steps_run,
+      HtmlEscape(in.api), HtmlEscape(in.semantics), in.workers,
+      HtmlEscape(in.requested_policy), in.steps_run,
       in.ended ? " (end of data)" : "");
   for (size_t w = 0; w < in.applied_policy.size(); ++w) {
     absl::StrAppendFormat(&out,
                           "<tr><td>%d</td><td class=\"l\">%s</td><td "
                           "class=\"l wrap\">%s</td></tr>\n",
-                          w, Escape(in.applied_policy[w]),
-                          Escape(w < in.shard_reason.size() ? in.shard_reason[w]
+                          w, HtmlEscape(in.applied_policy[w]),
+                          HtmlEscape(w < in.shard_reason.size() ? in.shard_reason[w]
                                                             : ""));
   }
   int64_t total = 0, lo = 0, hi = 0;
@@ -1339,7 +1338,7 @@ std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
   std::string html = absl::StrCat(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<title>tpusim ",
-      Escape(s.scenario),
+      HtmlEscape(s.scenario),
       "</title><style>body{font-family:sans-serif;margin:2em;max-width:"
       "1000px}pre{background:#f4f4f4;padding:1em;white-space:pre-wrap;"
       "overflow-wrap:anywhere}table{border-collapse:collapse;font-size:13px}"
@@ -1350,8 +1349,8 @@ std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
       "max-width:600px}svg text{font-size:12px}svg.chart{display:"
       "block;max-width:100%;height:auto}.warm{font-size:10px}</style></head>"
       "<body>\n<h1>",
-      Escape(s.scenario), "</h1>\n<h2>Summary</h2>\n<pre id=\"summary\">",
-      Escape(TextReport(s)), "</pre>\n");
+      HtmlEscape(s.scenario), "</h1>\n<h2>Summary</h2>\n<pre id=\"summary\">",
+      HtmlEscape(TextReport(s)), "</pre>\n");
   if (s.timed && !s.wall_time_only) {
     const runtime::Profile& p = r.profile;
     const double steps = static_cast<double>(std::max<int64_t>(1, s.steps));
@@ -1374,7 +1373,7 @@ std::string HtmlReport(const RunStats& s, const scenarios::TrainResult& r,
     absl::StrAppend(&html, "<h2>Input</h2>\n", InputSection(s));
   }
   absl::StrAppend(&html, "<h2>Scenario</h2>\n<pre id=\"scenario\">",
-                  Escape(scenario_text), "</pre>\n</body></html>\n");
+                  HtmlEscape(scenario_text), "</pre>\n</body></html>\n");
   return html;
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "scenarios/train_runner.h"
 #include "tools/json_writer.h"
 
@@ -114,7 +115,7 @@ double BreakdownPercent(const RunStats& s, double ms);
 // "chip 3 (1,1,0) +x": a link as the reports name it.
 std::string LinkName(const LinkUse& link);
 // `text` with <, >, &, " escaped for HTML.
-std::string HtmlEscape(const std::string& text);
+std::string HtmlEscape(absl::string_view text);
 
 RunStats ComputeRunStats(const std::string& scenario,
                          const scenarios::TrainResult& result);

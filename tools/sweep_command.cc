@@ -28,7 +28,6 @@ namespace {
 struct Point {
   std::vector<std::string> sets;
   int exit_code = -1;
-  std::string error;
 };
 
 absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
@@ -154,7 +153,7 @@ absl::Status RunSweep(const ParsedArgs& args, std::ostream& out) {
   if (format == "csv") out << CompareCsv(runs);
   if (format == "json") out << CompareJson(runs, point_sets).Dump() << "\n";
   if (args.Has("out")) {
-    TPUSIM_RETURN_IF_ERROR(WriteFile(
+    TPUSIM_RETURN_IF_ERROR(common::WriteFile(
         out_dir + "/compare.html",
         CompareHtml(absl::StrCat("tpusim sweep ", path), runs)));
   }

@@ -116,7 +116,7 @@ void HbmArbiter::Forget(Picoseconds horizon) {
   if (horizon <= horizon_) return;
   horizon_ = horizon;
   for (std::vector<Step>& steps : steps_) {
-    // Keep the breakpoint in force at the horizon (moved to it).
+    // The breakpoint in force at the horizon (kept as it is).
     auto it = std::upper_bound(
         steps.begin(), steps.end(), horizon.count(),
         [](int64_t v, const Step& s) { return v < s.at; });

@@ -17,7 +17,6 @@
 
 #include <array>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -65,11 +64,12 @@ class HbmArbiter {
   void Forget(common::Picoseconds horizon);
   // Bytes reserved since construction, and the latest end of a reservation.
   double bytes() const { return bytes_; }
+  common::Picoseconds last_end() const { return last_end_; }
+  // The last Forget's horizon.
   common::Picoseconds horizon() const { return horizon_; }
   // Breakpoints kept (both lanes; those behind the horizon not yet dropped
   // included): the timeline's memory.
   size_t breakpoints() const { return steps_[0].size() + steps_[1].size(); }
-  common::Picoseconds last_end() const { return last_end_; }
   // The most bandwidth in use at any instant still on the timeline.
   double PeakUse() const;
   // Reservations that started before the horizon: their count and the first.

@@ -26,7 +26,6 @@ int64_t ChunkBytes(int64_t total, int n, int index) {
 }
 
 Picoseconds Max(Picoseconds a, Picoseconds b) { return a < b ? b : a; }
-Picoseconds Min(Picoseconds a, Picoseconds b) { return b < a ? b : a; }
 
 int64_t CeilPs(double bytes, double ps_per_byte) {
   return static_cast<int64_t>(std::ceil(bytes * ps_per_byte));
@@ -875,7 +874,7 @@ void CollectiveEndpoint::Release(Picoseconds start) {
 Picoseconds CollectiveEndpoint::Floor() const {
   const Picoseconds now = transport_->Now();
   if (held_ == nullptr || held_->empty()) return now;
-  return Min(now, Picoseconds(*held_->begin()));
+  return std::min(now, Picoseconds(*held_->begin()));
 }
 
 void CollectiveEndpoint::SetFloor() { floor_ = Floor(); }

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <utility>
 
+#include "common/status_macros.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -113,12 +114,6 @@ class Wire {
   size_t pos_ = 0;
 };
 
-#define TPUSIM_WIRE(expr)                   \
-  do {                                      \
-    absl::Status _s = (expr);               \
-    if (!_s.ok()) return _s;                \
-  } while (0)
-
 // Calls `on(field, wire, &w)` for every field; `on` consumes the value
 // (returning Skip for the fields it does not read).
 absl::Status ForEachField(
@@ -127,8 +122,8 @@ absl::Status ForEachField(
   Wire w(bytes, message);
   while (!w.done()) {
     int field = 0, wire = 0;
-    TPUSIM_WIRE(w.Next(&field, &wire));
-    TPUSIM_WIRE(on(field, wire, w));
+    TPUSIM_RETURN_IF_ERROR(w.Next(&field, &wire));
+    TPUSIM_RETURN_IF_ERROR(on(field, wire, w));
   }
   return absl::OkStatus();
 }
@@ -147,7 +142,7 @@ absl::Status ParseLayout(absl::string_view bytes, HloShape* shape) {
         return w.Ints(wire, f, &shape->minor_to_major);
       case 6: {
         absl::string_view t;
-        TPUSIM_WIRE(w.Bytes(wire, f, &t));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &t));
         shape->tiles.emplace_back();
         return ParseTile(t, &shape->tiles.back());
       }
@@ -166,7 +161,7 @@ absl::Status ParseShape(absl::string_view bytes, HloShape* shape) {
     switch (f) {
       case 2: {
         int64_t t = 0;
-        TPUSIM_WIRE(w.Int(wire, f, &t));
+        TPUSIM_RETURN_IF_ERROR(w.Int(wire, f, &t));
         shape->element_type = static_cast<int>(t);
         return absl::OkStatus();
       }
@@ -174,13 +169,13 @@ absl::Status ParseShape(absl::string_view bytes, HloShape* shape) {
         return w.Ints(wire, f, &shape->dimensions);
       case 4: {
         absl::string_view t;
-        TPUSIM_WIRE(w.Bytes(wire, f, &t));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &t));
         shape->tuple_shapes.emplace_back();
         return ParseShape(t, &shape->tuple_shapes.back());
       }
       case 5: {
         absl::string_view t;
-        TPUSIM_WIRE(w.Bytes(wire, f, &t));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &t));
         return ParseLayout(t, shape);
       }
       default:
@@ -204,7 +199,7 @@ absl::Status ParseIotaGroups(absl::string_view bytes,
                              std::vector<std::vector<int64_t>>* groups) {
   int64_t num_groups = 0, per_group = 0;
   std::vector<int64_t> dims, perm;
-  TPUSIM_WIRE(ForEachField(
+  TPUSIM_RETURN_IF_ERROR(ForEachField(
       bytes, "IotaReplicaGroupListProto", [&](int f, int wire, Wire& w) {
         switch (f) {
           case 1:
@@ -270,20 +265,20 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
     absl::string_view s;
     switch (f) {
       case 1:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         inst->name = std::string(s);
         return absl::OkStatus();
       case 2:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         inst->opcode = std::string(s);
         return absl::OkStatus();
       case 3:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         return ParseShape(s, &inst->shape);
       case 9:
         return w.Int(wire, f, &inst->parameter_number);
       case 11:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         inst->fusion_kind = std::string(s);
         return absl::OkStatus();
       case 13:
@@ -291,13 +286,13 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
       case 14:
         return w.Ints(wire, f, &inst->dimensions);
       case 15:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         return ForEachField(s, "Window", [&](int f2, int w2, Wire& ww) {
           if (f2 != 1) return ww.Skip(w2, f2);
           absl::string_view d;
-          TPUSIM_WIRE(ww.Bytes(w2, f2, &d));
+          TPUSIM_RETURN_IF_ERROR(ww.Bytes(w2, f2, &d));
           HloInstruction::WindowDim dim;
-          TPUSIM_WIRE(ForEachField(d, "WindowDimension",
+          TPUSIM_RETURN_IF_ERROR(ForEachField(d, "WindowDimension",
                                    [&](int f3, int w3, Wire& wd) {
                                      switch (f3) {
                                        case 1:
@@ -325,7 +320,7 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
           return absl::OkStatus();
         });
       case 16:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         return ForEachField(
             s, "ConvolutionDimensionNumbers", [&](int f2, int w2, Wire& ww) {
               switch (f2) {
@@ -346,11 +341,11 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
       case 26:
         return w.Int(wire, f, &inst->channel_id);
       case 28:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         inst->custom_call_target = std::string(s);
         return absl::OkStatus();
       case 30:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         return ForEachField(s, "DotDimensionNumbers",
                             [&](int f2, int w2, Wire& ww) {
                               switch (f2) {
@@ -376,15 +371,15 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
         inst->has_sharding = true;
         return w.Skip(wire, f);
       case 49:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         inst->replica_groups.emplace_back();
         return ParseReplicaGroup(s, &inst->replica_groups.back());
       case 50:
         return w.Int(wire, f, &inst->feature_group_count);
       case 52: {
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         int64_t source = 0, target = 0;
-        TPUSIM_WIRE(ForEachField(s, "SourceTarget",
+        TPUSIM_RETURN_IF_ERROR(ForEachField(s, "SourceTarget",
                                  [&](int f2, int w2, Wire& ww) {
                                    if (f2 == 1) return ww.Int(w2, f2, &source);
                                    if (f2 == 2) return ww.Int(w2, f2, &target);
@@ -396,17 +391,17 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
       case 58:
         return w.Int(wire, f, &inst->batch_group_count);
       case 87:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         return ForEachField(
             s, "CollectiveDeviceListProto", [&](int f2, int w2, Wire& ww) {
               absl::string_view g;
               if (f2 == 1) {
-                TPUSIM_WIRE(ww.Bytes(w2, f2, &g));
+                TPUSIM_RETURN_IF_ERROR(ww.Bytes(w2, f2, &g));
                 inst->replica_groups.emplace_back();
                 return ParseReplicaGroup(g, &inst->replica_groups.back());
               }
               if (f2 == 2) {
-                TPUSIM_WIRE(ww.Bytes(w2, f2, &g));
+                TPUSIM_RETURN_IF_ERROR(ww.Bytes(w2, f2, &g));
                 return ParseIotaGroups(g, &inst->replica_groups);
               }
               return ww.Skip(w2, f2);
@@ -418,16 +413,16 @@ absl::Status ParseInstruction(absl::string_view bytes, HloInstruction* inst) {
 }
 
 absl::Status ParseComputation(absl::string_view bytes, HloComputation* c) {
-  TPUSIM_WIRE(ForEachField(
+  TPUSIM_RETURN_IF_ERROR(ForEachField(
       bytes, "HloComputationProto", [&](int f, int wire, Wire& w) {
         absl::string_view s;
         switch (f) {
           case 1:
-            TPUSIM_WIRE(w.Bytes(wire, f, &s));
+            TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
             c->name = std::string(s);
             return absl::OkStatus();
           case 2:
-            TPUSIM_WIRE(w.Bytes(wire, f, &s));
+            TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
             c->instructions.emplace_back();
             return ParseInstruction(s, &c->instructions.back());
           case 5:
@@ -450,15 +445,15 @@ absl::Status ParseSchedule(absl::string_view bytes,
                                                      Wire& w) {
     if (f != 1) return w.Skip(wire, f);
     absl::string_view entry;
-    TPUSIM_WIRE(w.Bytes(wire, f, &entry));
+    TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &entry));
     int64_t key = 0;
     std::vector<int64_t> ids;
-    TPUSIM_WIRE(ForEachField(entry, "HloScheduleProto.SequencesEntry",
+    TPUSIM_RETURN_IF_ERROR(ForEachField(entry, "HloScheduleProto.SequencesEntry",
                              [&](int f2, int w2, Wire& ww) {
                                if (f2 == 1) return ww.Int(w2, f2, &key);
                                if (f2 != 2) return ww.Skip(w2, f2);
                                absl::string_view seq;
-                               TPUSIM_WIRE(ww.Bytes(w2, f2, &seq));
+                               TPUSIM_RETURN_IF_ERROR(ww.Bytes(w2, f2, &seq));
                                return ForEachField(
                                    seq, "InstructionSequence",
                                    [&](int f3, int w3, Wire& ws) {
@@ -476,21 +471,21 @@ absl::Status ParseModuleProto(absl::string_view bytes, HloModule* m) {
     absl::string_view s;
     switch (f) {
       case 1:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         m->name = std::string(s);
         return absl::OkStatus();
       case 2:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         m->entry_computation_name = std::string(s);
         return absl::OkStatus();
       case 3:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         m->computations.emplace_back();
         return ParseComputation(s, &m->computations.back());
       case 6:
         return w.Int(wire, f, &m->entry_computation_id);
       case 7:
-        TPUSIM_WIRE(w.Bytes(wire, f, &s));
+        TPUSIM_RETURN_IF_ERROR(w.Bytes(wire, f, &s));
         return ParseSchedule(s, &m->schedule);
       default:
         return w.Skip(wire, f);
@@ -613,7 +608,7 @@ absl::StatusOr<HloModule> ParseHloModule(absl::string_view bytes,
   if (format == "hlo_with_config") {
     absl::string_view module;
     bool found = false;
-    TPUSIM_WIRE(ForEachField(
+    TPUSIM_RETURN_IF_ERROR(ForEachField(
         bytes, "HloModuleProtoWithConfig", [&](int f, int wire, Wire& w) {
           if (f != 1) return w.Skip(wire, f);
           found = true;
@@ -623,9 +618,9 @@ absl::StatusOr<HloModule> ParseHloModule(absl::string_view bytes,
       return absl::InvalidArgumentError(
           "HLO module: the HloModuleProtoWithConfig has no hlo_module");
     }
-    TPUSIM_WIRE(ParseModuleProto(module, &m));
+    TPUSIM_RETURN_IF_ERROR(ParseModuleProto(module, &m));
   } else if (format == "hlo") {
-    TPUSIM_WIRE(ParseModuleProto(bytes, &m));
+    TPUSIM_RETURN_IF_ERROR(ParseModuleProto(bytes, &m));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "HLO module format \"", format,

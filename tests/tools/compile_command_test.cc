@@ -210,6 +210,10 @@ TEST(CompileScenarioTest, SetChangesTheStepAndJsonHasExactBytes) {
   EXPECT_THAT(out, HasSubstr("\"global_batch\": 2048"));
   EXPECT_THAT(out, HasSubstr("\"hbm_capacity_bytes\": 17179869184"));
   EXPECT_THAT(out, HasSubstr("\"fits\": true"));
+  // The step itself changed: 64 images per replica, where the scenario's
+  // global batch of 1024 gives 32 (19267712 bytes of step inputs).
+  EXPECT_THAT(out, HasSubstr("\"step_inputs\": 38535424"));
+  EXPECT_THAT(out, HasSubstr("conv2d %5: bf16[64,112,112,64], 98.0 MiB"));
 }
 
 TEST(CompileScenarioTest, AScenarioWithoutRunIsAnErrorNamingTheSection) {
